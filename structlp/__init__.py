@@ -1,0 +1,23 @@
+"""structlp: structured prediction as convex programs.
+
+Declare a structured model (:class:`StructuredModel`: parts, features, output
+polytope, loss), and :class:`MaxMarginLearner` compiles a whole training set
+into one convex QP, solves it with any installed cvxpy solver, and predicts.
+"""
+
+from . import structures
+from .exceptions import (DeclarationError, FractionalSolutionError, InvalidInputError,
+                         InvalidOutputError, InvalidParameterError, NotFittedError,
+                         SolverError, StructlpError)
+from .learner import MaxMarginLearner
+from .model import StructuredModel
+from .polytope import Polytope
+from .solvers import installed_solvers
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MaxMarginLearner", "StructuredModel", "Polytope", "structures", "installed_solvers",
+    "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
+    "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
+]

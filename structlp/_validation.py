@@ -1,0 +1,104 @@
+"""Argument checks shared by every public entry point.
+
+Each helper raises :class:`~structlp.exceptions.InvalidParameterError` or
+:class:`~structlp.exceptions.InvalidInputError` with a message in the
+scikit-learn style: it names the argument, what was expected and what came.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import InvalidInputError, InvalidParameterError
+
+
+def _owner(owner):
+    return f" of {owner}" if owner else ""
+
+
+def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None,
+                 low_inclusive=True, high_inclusive=True, owner=None):
+    """Check that ``value`` is a scalar of ``kind`` inside the given interval.
+
+    Returns the value converted to ``float`` (``kind=Real``) or ``int``
+    (``kind=Integral``).
+    """
+    what = "an int" if kind is numbers.Integral else "a float"
+    bounds = []
+    if low is not None:
+        bounds.append(f"{'>=' if low_inclusive else '>'} {low}")
+    if high is not None:
+        bounds.append(f"{'<=' if high_inclusive else '<'} {high}")
+    expected = what + (" " + " and ".join(bounds) if bounds else "")
+    msg = f"The {name!r} parameter{_owner(owner)} must be {expected}. Got {value!r} instead."
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise InvalidParameterError(msg)
+    if kind is numbers.Real and not np.isfinite(value):
+        raise InvalidParameterError(msg)
+    if low is not None and (value < low or (not low_inclusive and value == low)):
+        raise InvalidParameterError(msg)
+    if high is not None and (value > high or (not high_inclusive and value == high)):
+        raise InvalidParameterError(msg)
+    return int(value) if kind is numbers.Integral else float(value)
+
+
+def check_choice(value, name, choices, owner=None):
+    """Check that ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_owner(owner)} must be one of "
+            f"{sorted(map(str, choices))}. Got {value!r} instead.")
+    return value
+
+
+def check_finite_array(a, name, *, ndim=None, shape=None, dtype=float, allow_sparse=False):
+    """Convert ``a`` to an array, checking dimension, shape and finiteness.
+
+    ``shape`` may contain ``None`` for free dimensions.  Sparse matrices are
+    kept sparse when ``allow_sparse`` is true.
+    """
+    if allow_sparse and sp.issparse(a):
+        arr = sp.csr_array(a, dtype=dtype)
+        data = arr.data
+    else:
+        try:
+            arr = np.asarray(a, dtype=dtype)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"{name} must be a numeric array; could not convert it ({exc}).") from None
+        data = arr
+    if ndim is not None and arr.ndim != ndim:
+        raise InvalidInputError(
+            f"{name} must be a {ndim}-dimensional array; got an array of shape {arr.shape}.")
+    if shape is not None:
+        if len(shape) != arr.ndim or any(
+                s is not None and s != t for s, t in zip(shape, arr.shape)):
+            want = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+            raise InvalidInputError(f"{name} must have shape {want}; got {arr.shape}.")
+    if np.issubdtype(np.asarray(data).dtype, np.floating) and not np.all(np.isfinite(data)):
+        raise InvalidInputError(f"{name} contains NaN or infinite values.")
+    return arr
+
+
+def check_binary(a, name, tol=1e-8):
+    """Check that every entry of ``a`` is 0 or 1 (within ``tol``); return it as floats."""
+    arr = check_finite_array(a, name)
+    if arr.size and not np.all((np.abs(arr) <= tol) | (np.abs(arr - 1) <= tol)):
+        bad = arr[~((np.abs(arr) <= tol) | (np.abs(arr - 1) <= tol))]
+        raise InvalidInputError(
+            f"{name} must contain only 0 and 1; got value {bad.flat[0]!r}.")
+    return np.round(arr)
+
+
+def check_sequence_of_examples(X, name="X"):
+    """Check that ``X`` is a non-empty list-like of examples and return it as a list."""
+    if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
+        raise InvalidInputError(
+            f"{name} must be a sequence (list) of examples; got {type(X).__name__}.")
+    X = list(X)
+    if len(X) == 0:
+        raise InvalidInputError(f"{name} must contain at least one example; got 0.")
+    return X

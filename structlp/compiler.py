@@ -1,0 +1,147 @@
+"""Compile a whole training set into one convex program.
+
+:func:`prepare` validates a training set against a model and returns it in part
+form (:class:`~structlp.formulations.TrainingData`); :func:`compile_primal`
+builds the joint max-margin QP
+
+.. math::
+
+    \\min_{w, \\xi, z}\\; \\tfrac12\\|w\\|^2 + C\\sum_i \\xi_i
+    \\quad\\text{s.t. the formulation's constraints on } (w, \\xi, z)
+
+as one :class:`cvxpy.Problem` from stacked sparse matrices (one cvxpy
+constraint per block of the formulation, never one per part or example).
+``xi_i`` at the optimum is the structured hinge loss
+``max_y [w.f_i(y) + loss_i(y)] - w.f_i(y_i)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import check_sequence_of_examples
+from .exceptions import DeclarationError, InvalidInputError
+from .formulations import LinearBlocks, TrainingData
+
+
+def prepare(model, X, Y, need_polytopes=True):
+    """Validate ``X``, ``Y`` against ``model`` and return their part form.
+
+    Parameters
+    ----------
+    model : StructuredModel
+    X : list of m examples
+    Y : list of m outputs
+    need_polytopes : bool
+        Build (and check every y against) the output polytopes.
+
+    Returns
+    -------
+    TrainingData
+    """
+    X = check_sequence_of_examples(X, "X")
+    Y = check_sequence_of_examples(Y, "Y")
+    if len(X) != len(Y):
+        raise InvalidInputError(
+            f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
+    Phis, polys, cs, ds, mus, Xs = [], [], [], [], [], []
+    cache = {}
+    n_features = None
+    for i, (x, y) in enumerate(zip(X, Y)):
+        x = model.check_x(x)
+        Phi = model.checked_features(x, name=f"features of X[{i}]")
+        if n_features is None:
+            n_features = Phi.shape[1]
+        elif Phi.shape[1] != n_features:
+            raise InvalidInputError(
+                f"X[{i}] has {Phi.shape[1]} features per part; X[0] has {n_features}.")
+        poly = None
+        if need_polytopes:
+            key = model.polytope_key(x)
+            poly = cache.get(key) if key is not None else None
+            if poly is None:
+                poly = model.polytope(x)
+                if poly.n_parts != Phi.shape[0]:
+                    raise DeclarationError(
+                        f"The polytope of X[{i}] has {poly.n_parts} parts but its features "
+                        f"have {Phi.shape[0]} rows.")
+                poly.check_bounded()
+                if key is not None:
+                    cache[key] = poly
+            mu = model.checked_output(x, y, poly, name=f"Y[{i}]")
+        else:
+            mu = model.checked_output(x, y, _box(Phi.shape[0]), name=f"Y[{i}]")
+        c, d = model.loss_coefficients(x, y)
+        c = np.asarray(c, dtype=float)
+        if c.shape != (Phi.shape[0],) or not np.all(np.isfinite(c)) or not np.isfinite(d):
+            raise DeclarationError(
+                f"{type(model).__name__}.loss_coefficients must give a finite c of shape "
+                f"({Phi.shape[0]},) and a finite d; got c of shape {c.shape}, d={d!r}.")
+        Phis.append(Phi)
+        polys.append(poly)
+        cs.append(c)
+        ds.append(float(d))
+        mus.append(mu)
+        Xs.append(x)
+    return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs, Y, int(n_features))
+
+
+def _box(L):
+    from .polytope import Polytope
+    return Polytope(n_parts=L)
+
+
+@dataclass
+class CompiledQP:
+    """The joint QP and the handles needed to read its solution.
+
+    Attributes
+    ----------
+    problem : cvxpy.Problem
+    w : cvxpy.Variable, shape (d,)
+    xi : cvxpy.Variable, shape (m,)
+    aux : dict of cvxpy.Variable
+    """
+
+    problem: cp.Problem
+    w: cp.Variable
+    xi: cp.Variable
+    aux: dict
+
+
+def compile_primal(blocks: LinearBlocks, n_features, n_examples, C):
+    """Build ``min 1/2 |w|^2 + C sum(xi)`` subject to ``blocks`` as one cvxpy Problem."""
+    w = cp.Variable(n_features, name="w")
+    xi = cp.Variable(n_examples, name="xi")
+    variables = {"w": w, "xi": xi}
+    for name, (size, nonneg) in blocks.aux.items():
+        if size:
+            variables[name] = cp.Variable(size, name=name, nonneg=nonneg)
+
+    def linear(terms):
+        expr = 0
+        for name, M in terms.items():
+            if name in variables and M.shape[1] and M.nnz:
+                expr = expr + sp.csr_array(M) @ variables[name]
+        return expr
+
+    constraints = []
+    for terms, rhs in blocks.ineq:
+        if len(rhs):
+            constraints.append(linear(terms) >= rhs)
+    for terms, rhs in blocks.eq:
+        if len(rhs):
+            constraints.append(linear(terms) == rhs)
+    objective = cp.Minimize(0.5 * cp.sum_squares(w) + C * cp.sum(xi))
+    problem = cp.Problem(objective, constraints)
+    aux = {k: v for k, v in variables.items() if k not in ("w", "xi")}
+    return CompiledQP(problem, w, xi, aux)
+
+
+def stacked_scores(Phis, w):
+    """Part scores ``Phi_i w`` for every example, as a list of (L_i,) arrays."""
+    return [np.asarray(P @ w, dtype=float).ravel() for P in Phis]

@@ -1,0 +1,38 @@
+"""Exceptions raised by structlp.
+
+Every error a user can cause is one of these (or a plain ``ValueError`` /
+``TypeError`` raised by the same validation helpers); solver failures are
+wrapped into :class:`SolverError` so that no cvxpy traceback reaches the user.
+"""
+
+
+class StructlpError(Exception):
+    """Base class of every structlp exception."""
+
+
+class InvalidParameterError(StructlpError, ValueError):
+    """A constructor or method argument has the wrong value or type."""
+
+
+class InvalidInputError(StructlpError, ValueError):
+    """Data passed to fit/predict (X, Y, features) is malformed."""
+
+
+class InvalidOutputError(InvalidInputError):
+    """A given output y is not a vertex of the declared output polytope."""
+
+
+class DeclarationError(StructlpError, ValueError):
+    """A structured model's declaration (polytope, loss, features) is unusable."""
+
+
+class SolverError(StructlpError, RuntimeError):
+    """A convex solver failed, or ended infeasible, unbounded or inaccurate."""
+
+
+class NotFittedError(StructlpError, AttributeError):
+    """An estimator was used before ``fit``."""
+
+
+class FractionalSolutionError(SolverError):
+    """An inference LP returned a fractional point where an output was expected."""

@@ -1,0 +1,175 @@
+"""Structured models: what an output is, how its parts are scored, and the task loss.
+
+An output of example ``x`` is a 0/1 vector ``mu`` of part indicators (one entry
+per part: an edge of a matching, a (node, label) pair, ...).  Part ``p`` has a
+feature vector ``phi_p`` (a row of ``features(x)``), so that the score of an
+output is ``w . f(x, y) = (Phi w) . mu``.  The set of outputs is the vertex set of
+an output polytope (:class:`~structlp.polytope.Polytope`), and the task loss is
+affine in the indicators, ``loss(y) = d + c . mu``.
+
+To declare a new structured model, subclass :class:`StructuredModel` in one file
+and define
+
+* :meth:`~StructuredModel.n_parts` and :meth:`~StructuredModel.features`,
+* :meth:`~StructuredModel.constraints` (cvxpy constraints on the part-indicator
+  variable) **or** :meth:`~StructuredModel.polytope` (matrices),
+* optionally :meth:`~StructuredModel.loss` (an affine cvxpy expression; the
+  default is the Hamming loss: the number of true parts missing from ``y``),
+  :meth:`~StructuredModel.encode`/:meth:`~StructuredModel.decode` (default: the
+  output *is* the 0/1 vector) and a combinatorial fast path
+  :meth:`~StructuredModel.inference`.
+
+Nothing else is needed for min-max training (:class:`~structlp.MaxMarginLearner`)
+and LP prediction.
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import check_finite_array
+from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError
+from .polytope import Polytope
+
+
+class StructuredModel:
+    """Base class of structured models (see the module docstring).
+
+    Subclasses store their hyper-parameters in ``__init__`` and implement the
+    methods below; every method takes one example ``x`` at a time.
+    """
+
+    #: Formulations this model supports, by name (see :mod:`structlp.formulations`).
+    formulations = ("minmax",)
+
+    # ------------------------------------------------------------ required
+    def n_parts(self, x):
+        """Number of parts ``L`` of example ``x``."""
+        raise NotImplementedError(f"{type(self).__name__} must define n_parts(x).")
+
+    def features(self, x):
+        """Part features of ``x``: array or sparse matrix of shape (n_parts, n_features)."""
+        raise NotImplementedError(f"{type(self).__name__} must define features(x).")
+
+    def constraints(self, x, mu):
+        """Output polytope of ``x`` as a list of affine cvxpy constraints on ``mu``.
+
+        ``mu`` is a cvxpy Variable of shape (n_parts,); for a 2-D view use
+        ``cvxpy.reshape(mu, shape, order="C")``.  Override this or :meth:`polytope`.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} must define constraints(x, mu) or polytope(x).")
+
+    # ------------------------------------------------------------ optional
+    def polytope(self, x):
+        """The output polytope of ``x`` (default: extracted from :meth:`constraints`)."""
+        mu = cp.Variable(self.n_parts(x), name="mu")
+        cons = self.constraints(x, mu)
+        if not isinstance(cons, (list, tuple)):
+            cons = [cons]
+        return Polytope.from_cvxpy(mu, list(cons))
+
+    def polytope_key(self, x):
+        """Hashable key such that equal keys mean equal polytopes, or None (no caching)."""
+        return None
+
+    def loss(self, x, y_true, mu):
+        """Task loss of output ``mu`` against ``y_true``: an affine cvxpy expression.
+
+        Default: Hamming loss, the number of true parts missing from the output,
+        ``sum(mu_true) - mu_true . mu``.
+        """
+        mu_true = self.encode(x, y_true)
+        return float(mu_true.sum()) - mu_true @ mu
+
+    def loss_coefficients(self, x, y_true):
+        """The loss as ``(c, d)`` with ``loss(mu) = d + c . mu``.
+
+        Returns
+        -------
+        c : ndarray, shape (n_parts,)
+        d : float
+        """
+        L = self.n_parts(x)
+        if type(self).loss is StructuredModel.loss:
+            mu_true = self.encode(x, y_true)
+            return -mu_true, float(mu_true.sum())
+        mu = cp.Variable(L, name="mu")
+        expr = self.loss(x, y_true, mu)
+        expr = cp.Constant(expr) if not isinstance(expr, cp.Expression) else expr
+        if expr.size != 1 or not expr.is_affine() or expr.parameters():
+            raise DeclarationError(
+                f"{type(self).__name__}.loss must return a scalar affine cvxpy expression "
+                f"of mu; got {expr}.")
+        if any(v.id != mu.id for v in expr.variables()):
+            raise DeclarationError(f"{type(self).__name__}.loss involves variables other than mu.")
+        saved = mu.value
+        mu.value = np.zeros(L)
+        d = float(np.asarray(expr.value).ravel()[0])
+        g = expr.grad.get(mu) if expr.variables() else None
+        mu.value = saved
+        c = np.zeros(L) if g is None or isinstance(g, int) else np.asarray(
+            sp.csc_array(g).toarray() if sp.issparse(g) else g, dtype=float).ravel()
+        return c, d
+
+    def encode(self, x, y):
+        """The 0/1 part-indicator vector (n_parts,) of output ``y`` (default: ``y`` itself)."""
+        return np.asarray(y, dtype=float).ravel()
+
+    def decode(self, x, mu):
+        """The output for an integral indicator vector ``mu`` (default: ``mu`` as ints)."""
+        return np.rint(mu).astype(int)
+
+    def inference(self, x, scores):
+        """Combinatorial fast path for ``argmax_{y} scores . mu(y)``, or None.
+
+        Parameters
+        ----------
+        scores : ndarray, shape (n_parts,)
+
+        Returns
+        -------
+        y or None
+            None means: no fast path, use the inference LP.
+        """
+        return None
+
+    def check_x(self, x):
+        """Validate one example; return it (possibly converted)."""
+        return x
+
+    # ------------------------------------------------------------ helpers
+    def task_loss(self, x, y_true, y_pred):
+        """The task loss of ``y_pred`` against ``y_true`` (a float)."""
+        c, d = self.loss_coefficients(x, y_true)
+        return float(d + c @ self.encode(x, y_pred))
+
+    def checked_features(self, x, name="features(x)"):
+        """:meth:`features` validated: finite, shape (n_parts, n_features)."""
+        Phi = self.features(x)
+        Phi = check_finite_array(Phi, name, ndim=2, allow_sparse=True)
+        L = self.n_parts(x)
+        if Phi.shape[0] != L:
+            raise DeclarationError(
+                f"{type(self).__name__}.features(x) must have one row per part "
+                f"({L}); got shape {Phi.shape}.")
+        return Phi
+
+    def checked_output(self, x, y, polytope, name="y"):
+        """Encode ``y`` and check it is a vertex of ``polytope``; return the encoding."""
+        try:
+            mu = self.encode(x, y)
+        except (ValueError, TypeError, IndexError) as exc:
+            raise InvalidOutputError(f"{name} could not be encoded as an output: {exc}") from None
+        mu = np.asarray(mu, dtype=float)
+        if mu.ndim != 1 or not np.all(np.isfinite(mu)):
+            raise InvalidOutputError(f"{name} must encode to a finite 1-D vector; got {mu.shape}.")
+        return polytope.check_output(mu, name=name)
+
+    def __repr__(self):
+        params = getattr(self, "__dict__", {})
+        inner = ", ".join(f"{k}={v!r}" for k, v in params.items() if not k.startswith("_"))
+        return f"{type(self).__name__}({inner})"
+

@@ -1,0 +1,352 @@
+"""Output spaces in H-form.
+
+A :class:`Polytope` is the set
+
+.. math::
+
+    P = \\{\\mu \\in \\mathbb{R}^L : A\\mu \\le b,\\; E\\mu = e,\\; l \\le \\mu \\le u\\}
+
+of part-indicator vectors ``mu`` (one entry per part of an output).  It is
+either given by matrices (:meth:`Polytope.from_matrices`) or extracted from
+cvxpy constraints on a 1-D variable (:meth:`Polytope.from_cvxpy`); rows of the
+inequality system with a single non-zero coefficient become bounds.
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import check_finite_array
+from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError
+
+#: Feasibility tolerance used when checking that a given output lies in a polytope.
+FEASIBILITY_TOL = 1e-7
+
+
+def _as_csr(M, n_cols, name):
+    if M is None:
+        return sp.csr_array((0, n_cols))
+    if sp.issparse(M):
+        M = sp.csr_array(M, dtype=float)
+    else:
+        M = sp.csr_array(check_finite_array(M, name, ndim=2))
+    if M.shape[1] != n_cols:
+        raise DeclarationError(
+            f"{name} must have {n_cols} columns (one per part); got shape {M.shape}.")
+    if not np.all(np.isfinite(M.data)):
+        raise DeclarationError(f"{name} contains NaN or infinite values.")
+    return M
+
+
+def _as_vec(v, n, name, default=0.0, allow_inf=False):
+    if v is None:
+        return np.full(n, default, dtype=float)
+    v = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy() if np.ndim(v) == 0 \
+        else np.asarray(v, dtype=float)
+    if v.shape != (n,):
+        raise DeclarationError(f"{name} must have shape ({n},); got {v.shape}.")
+    if np.any(np.isnan(v)) or (not allow_inf and not np.all(np.isfinite(v))):
+        raise DeclarationError(f"{name} contains NaN{'' if allow_inf else ' or infinite'} values.")
+    return v
+
+
+class Polytope:
+    """An output polytope ``{mu : A mu <= b, E mu = e, lb <= mu <= ub}``.
+
+    Parameters
+    ----------
+    A : sparse or dense array, shape (n_ineq, n_parts), optional
+    b : array, shape (n_ineq,), optional
+    E : sparse or dense array, shape (n_eq, n_parts), optional
+    e : array, shape (n_eq,), optional
+    lb, ub : float or array, shape (n_parts,), optional
+        Bounds; ``-inf``/``inf`` mean unbounded.  Defaults: 0 and 1, the
+        usual box of part indicators.
+    n_parts : int, optional
+        Needed only when neither A nor E is given.
+
+    Attributes
+    ----------
+    A, E : scipy.sparse.csr_array
+    b, e, lb, ub : ndarray
+    n_parts : int
+    """
+
+    def __init__(self, A=None, b=None, E=None, e=None, lb=0.0, ub=1.0, n_parts=None):
+        if n_parts is None:
+            for M in (A, E):
+                if M is not None:
+                    n_parts = M.shape[1]
+                    break
+            else:
+                if np.ndim(lb) == 1:
+                    n_parts = len(lb)
+                else:
+                    raise DeclarationError(
+                        "Polytope needs n_parts when neither A nor E is given.")
+        self.n_parts = int(n_parts)
+        self.A = _as_csr(A, self.n_parts, "A")
+        self.E = _as_csr(E, self.n_parts, "E")
+        self.b = _as_vec(b, self.A.shape[0], "b") if self.A.shape[0] or b is not None \
+            else np.zeros(0)
+        self.e = _as_vec(e, self.E.shape[0], "e") if self.E.shape[0] or e is not None \
+            else np.zeros(0)
+        self.lb = _as_vec(lb, self.n_parts, "lb", allow_inf=True)
+        self.ub = _as_vec(ub, self.n_parts, "ub", allow_inf=True)
+        if np.any(self.lb == np.inf) or np.any(self.ub == -np.inf):
+            raise DeclarationError("Polytope bounds must satisfy lb < inf and ub > -inf.")
+        if np.any(self.lb > self.ub):
+            j = int(np.argmax(self.lb > self.ub))
+            raise DeclarationError(
+                f"The declared polytope is infeasible: part {j} has lower bound "
+                f"{self.lb[j]} above its upper bound {self.ub[j]}.")
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_matrices(cls, A=None, b=None, E=None, e=None, lb=0.0, ub=1.0, n_parts=None):
+        """Build from matrices; same arguments as the constructor."""
+        return cls(A, b, E, e, lb, ub, n_parts)
+
+    @classmethod
+    def from_cvxpy(cls, mu, constraints):
+        """Extract the H-form of affine cvxpy constraints on the 1-D variable ``mu``.
+
+        Parameters
+        ----------
+        mu : cvxpy.Variable, shape (n_parts,)
+        constraints : list of cvxpy constraints
+            Each must be an equality or inequality between affine expressions
+            of ``mu`` alone.  Rows ``a * mu_j <= c`` with a single non-zero
+            coefficient become bounds; when no constraint bounds a part from
+            below or above, it is unbounded on that side.
+        """
+        if not isinstance(mu, cp.Variable) or mu.ndim != 1:
+            raise DeclarationError(
+                "The part-indicator variable must be a 1-D cvxpy.Variable; got "
+                f"{type(mu).__name__} of shape {getattr(mu, 'shape', None)}.")
+        if isinstance(constraints, cp.constraints.constraint.Constraint):
+            constraints = [constraints]
+        L = mu.size
+        ineq_rows, ineq_rhs, eq_rows, eq_rhs = [], [], [], []
+        saved = mu.value
+        mu.value = np.zeros(L)
+        try:
+            for k, con in enumerate(constraints):
+                if isinstance(con, (cp.constraints.Inequality, cp.constraints.NonPos)):
+                    target = (ineq_rows, ineq_rhs)
+                elif isinstance(con, (cp.constraints.Equality, cp.constraints.Zero)):
+                    target = (eq_rows, eq_rhs)
+                else:
+                    raise DeclarationError(
+                        f"Constraint {k} ({con}) is a {type(con).__name__}; a polytope "
+                        "takes only affine equalities and inequalities.")
+                expr = con.expr  # constraint reads expr <= 0 or expr == 0
+                if not expr.is_affine():
+                    raise DeclarationError(f"Constraint {k} ({con}) is not affine in mu.")
+                others = [v for v in expr.variables() if v.id != mu.id]
+                if others:
+                    raise DeclarationError(
+                        f"Constraint {k} ({con}) involves variables other than mu: "
+                        f"{[v.name() for v in others]}.")
+                if expr.parameters():
+                    raise DeclarationError(
+                        f"Constraint {k} ({con}) has cvxpy Parameters; give numbers.")
+                offset = np.ravel(np.asarray(expr.value, dtype=float), order="F")
+                grad = expr.grad.get(mu) if expr.variables() else None
+                if grad is None or isinstance(grad, int):
+                    jac = sp.csr_array((offset.size, L))
+                else:
+                    jac = sp.csr_array(sp.csc_array(grad).T)
+                target[0].append(jac)
+                target[1].append(-offset)
+        finally:
+            mu.value = saved
+        A = sp.vstack(ineq_rows, format="csr") if ineq_rows else sp.csr_array((0, L))
+        b = np.concatenate(ineq_rhs) if ineq_rhs else np.zeros(0)
+        E = sp.vstack(eq_rows, format="csr") if eq_rows else sp.csr_array((0, L))
+        e = np.concatenate(eq_rhs) if eq_rhs else np.zeros(0)
+        return cls._with_bounds_split(A, b, E, e)
+
+    @classmethod
+    def _with_bounds_split(cls, A, b, E, e):
+        """Move single-coefficient inequality rows into bounds; drop empty rows."""
+        L = A.shape[1]
+        A = sp.csr_array(A)
+        A.eliminate_zeros()
+        nnz = np.diff(A.indptr)
+        empty = nnz == 0
+        if np.any(b[empty] < -FEASIBILITY_TOL):
+            raise DeclarationError(
+                "The declared polytope is infeasible: a constraint reads 0 <= "
+                f"{b[empty].min():g}.")
+        single = nnz == 1
+        lb = np.full(L, -np.inf)
+        ub = np.full(L, np.inf)
+        rows = np.flatnonzero(single)
+        cols = A.indices[A.indptr[rows]]
+        coef = A.data[A.indptr[rows]]
+        val = b[rows] / coef
+        up = coef > 0
+        np.minimum.at(ub, cols[up], val[up])
+        np.maximum.at(lb, cols[~up], val[~up])
+        keep = ~(single | empty)
+        E = sp.csr_array(E)
+        E.eliminate_zeros()
+        eq_empty = np.diff(E.indptr) == 0
+        if np.any(np.abs(e[eq_empty]) > FEASIBILITY_TOL):
+            raise DeclarationError("The declared polytope is infeasible: a constraint "
+                                   f"reads 0 == {e[eq_empty][np.abs(e[eq_empty]) > 0][0]:g}.")
+        return cls(A[keep], b[keep], E[~eq_empty], e[~eq_empty], lb, ub, n_parts=L)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def n_ineq(self):
+        return self.A.shape[0]
+
+    @property
+    def n_eq(self):
+        return self.E.shape[0]
+
+    def implied_upper_bounds(self):
+        """Upper bounds on each part implied by the rows of ``A`` and ``E``.
+
+        A row ``sum_j a_j mu_j <= b`` (or ``== b``) whose coefficients are all
+        non-negative, over parts whose lower bounds are all non-negative,
+        implies ``mu_j <= b / a_j``.  Returns an array (n_parts,) with ``inf``
+        where no row bounds a part.  Used to drop redundant explicit bounds
+        (which slow interior-point solvers on the dualized program) and to
+        recognise polytopes inside the unit box.
+        """
+        if getattr(self, "_implied_ub", None) is not None:
+            return self._implied_ub
+        bound = np.full(self.n_parts, np.inf)
+        for M, rhs in ((self.A, self.b), (self.E, self.e)):
+            if M.shape[0] == 0:
+                continue
+            coo = sp.coo_array(M)
+            bad = (coo.data < 0) | (self.lb[coo.col] < 0)
+            row_bad = np.zeros(M.shape[0], dtype=bool)
+            row_bad[coo.row[bad]] = True
+            keep = ~row_bad[coo.row] & (coo.data > 0)
+            np.minimum.at(bound, coo.col[keep], rhs[coo.row[keep]] / coo.data[keep])
+        self._implied_ub = bound  # polytopes are not modified after construction
+        return bound
+
+    def nonredundant_ub(self):
+        """``ub`` with the bounds already implied by other rows set to ``inf``."""
+        return np.where(self.implied_upper_bounds() <= self.ub, np.inf, self.ub)
+
+    def check_bounded(self):
+        """Raise :class:`DeclarationError` unless every part has finite bounds.
+
+        A part is bounded below by its explicit lower bound and above by its
+        explicit or implied upper bound (:meth:`implied_upper_bounds`).  The
+        test is sufficient for boundedness; a bounded polytope that fails it
+        only needs its bounds written out (``mu >= 0, mu <= 1``) — redundant
+        bounds cost nothing, they are dropped before dualization.
+        """
+        if getattr(self, "_bounded", False):
+            return
+        ub = np.minimum(self.ub, self.implied_upper_bounds())
+        for side, vals in (("lower", self.lb), ("upper", ub)):
+            bad = np.flatnonzero(~np.isfinite(vals))
+            if len(bad):
+                raise DeclarationError(
+                    f"The declared output polytope must be bounded, but part {bad[0]} (and "
+                    f"{len(bad) - 1} more) has no finite {side} bound; add bounds such as "
+                    "mu >= 0 and mu <= 1.")
+        self._bounded = True
+
+    def in_unit_box(self):
+        """Whether the polytope lies inside ``[0, 1]^n_parts`` (by bounds and implied bounds)."""
+        ub = np.minimum(self.ub, self.implied_upper_bounds())
+        return bool(np.all(self.lb >= 0) and np.all(ub <= 1))
+
+    def is_empty(self, solver=None):
+        """Whether no point satisfies the constraints (a feasibility LP)."""
+        from .solvers import check_solver
+        mu = cp.Variable(self.n_parts)
+        cons = []
+        if self.n_ineq:
+            cons.append(self.A @ mu <= self.b)
+        if self.n_eq:
+            cons.append(self.E @ mu == self.e)
+        fl, fu = np.isfinite(self.lb), np.isfinite(self.ub)
+        if fl.any():
+            cons.append(mu[fl] >= self.lb[fl])
+        if fu.any():
+            cons.append(mu[fu] <= self.ub[fu])
+        prob = cp.Problem(cp.Minimize(0), cons)
+        prob.solve(solver=check_solver(solver, kind="LP"))
+        return prob.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE)
+
+    def violation(self, mu):
+        """Largest constraint violation of ``mu`` (0 when feasible)."""
+        mu = np.asarray(mu, dtype=float)
+        v = [0.0]
+        if self.n_ineq:
+            v.append(np.max(self.A @ mu - self.b))
+        if self.n_eq:
+            v.append(np.max(np.abs(self.E @ mu - self.e)))
+        v.append(np.max(self.lb - mu))
+        v.append(np.max(mu - self.ub))
+        return float(max(v))
+
+    def contains(self, mu, tol=FEASIBILITY_TOL):
+        """Whether ``mu`` satisfies every constraint within ``tol``."""
+        return self.violation(mu) <= tol
+
+    def check_output(self, mu, name="y"):
+        """Check that ``mu`` is a 0/1 point of the polytope (hence one of its vertices).
+
+        A 0/1 point of a polytope contained in the unit box is a vertex of the
+        box and so of the polytope; when the polytope is not inside the box the
+        rank of the active constraints is checked as well.
+
+        Raises
+        ------
+        InvalidOutputError
+        """
+        mu = np.asarray(mu, dtype=float)
+        if mu.shape != (self.n_parts,):
+            raise InvalidOutputError(
+                f"{name} encodes to {mu.shape} part indicators; expected ({self.n_parts},).")
+        if not np.all((mu == 0) | (mu == 1)):
+            raise InvalidOutputError(f"{name} must be a 0/1 output; it has entries not in {{0, 1}}.")
+        viol = self.violation(mu)
+        if viol > FEASIBILITY_TOL:
+            if self.is_empty():
+                raise DeclarationError(
+                    "The declared output polytope is infeasible (empty): no output satisfies "
+                    f"its constraints, so {name} cannot be one of its vertices.")
+            raise InvalidOutputError(
+                f"{name} is not a vertex of the declared output polytope: it violates "
+                f"a constraint by {viol:g}.")
+        if self.in_unit_box():
+            return mu
+        active = [sp.csr_array(self.E)]
+        if self.n_ineq:
+            act = np.abs(self.A @ mu - self.b) <= FEASIBILITY_TOL
+            active.append(self.A[act])
+        tight = (np.abs(mu - self.lb) <= FEASIBILITY_TOL) | (np.abs(mu - self.ub) <= FEASIBILITY_TOL)
+        active.append(sp.csr_array(sp.eye_array(self.n_parts).tocsr()[tight]))
+        M = sp.vstack(active).toarray()
+        if M.shape[0] == 0 or np.linalg.matrix_rank(M) < self.n_parts:
+            raise InvalidOutputError(
+                f"{name} is a point of the declared output polytope but not one of its vertices.")
+        return mu
+
+    def __repr__(self):
+        return (f"Polytope(n_parts={self.n_parts}, n_ineq={self.n_ineq}, n_eq={self.n_eq}, "
+                f"lb in [{self.lb.min():g}, {self.lb.max():g}], "
+                f"ub in [{self.ub.min():g}, {self.ub.max():g}])")
+
+
+def check_output_encoding(mu, n_parts, name="y"):
+    """Raise :class:`InvalidInputError` unless ``mu`` is a finite vector of length n_parts."""
+    mu = check_finite_array(mu, name)
+    if mu.shape != (n_parts,):
+        raise InvalidInputError(f"{name} must encode to ({n_parts},) parts; got {mu.shape}.")
+    return mu

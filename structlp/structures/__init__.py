@@ -1,0 +1,5 @@
+"""Built-in structured models."""
+
+from .bipartite_matching import BipartiteMatching
+
+__all__ = ["BipartiteMatching"]

@@ -1,0 +1,46 @@
+"""The inference LP against brute-force enumeration and the Hungarian algorithm."""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+from oracles import enumerate_bmatchings
+from structlp.inference import maximize, solve_stacked_lp
+from structlp.structures import BipartiteMatching
+
+LP_SOLVERS = ["HIGHS", "CLARABEL", "ECOS"]
+
+
+@pytest.mark.parametrize("lp_solver", LP_SOLVERS)
+@pytest.mark.parametrize("n_rows, n_cols, R, P", [(3, 3, 1, 1), (4, 3, 2, 2), (4, 2, 1, 2),
+                                                  (3, 4, 2, 3), (5, 2, 2, 1)])
+def test_inference_lp_equals_brute_force(lp_solver, n_rows, n_cols, R, P, rng):
+    model = BipartiteMatching(R=R, P=P)
+    outputs = enumerate_bmatchings(n_rows, n_cols, R, P)
+    X = [model.check_x(rng.normal(size=(n_rows, n_cols, 2))) for _ in range(4)]
+    scores = [rng.normal(size=n_rows * n_cols) for _ in X]
+    polys = [model.polytope(x) for x in X]
+    sols = solve_stacked_lp(polys, scores, solver=lp_solver)
+    for x, s, sol in zip(X, scores, sols):
+        S = s.reshape(n_rows, n_cols)
+        values = [float(np.sum(S * y)) for y in outputs]
+        best = outputs[int(np.argmax(values))]
+        # the LP optimum is integral and is the enumerated optimum
+        np.testing.assert_allclose(sol, np.rint(sol), atol=1e-6)
+        np.testing.assert_array_equal(np.rint(sol).reshape(n_rows, n_cols), best)
+        assert abs(s @ sol - max(values)) <= 1e-6 * (1 + abs(max(values)))
+
+
+@pytest.mark.parametrize("n_rows, n_cols", [(5, 5), (8, 5), (12, 12)])
+def test_fast_path_and_lp_equal_linear_sum_assignment(n_rows, n_cols, rng):
+    model = BipartiteMatching()
+    X = [rng.normal(size=(n_rows, n_cols, 3)) for _ in range(5)]
+    scores = [rng.normal(size=n_rows * n_cols) for _ in X]
+    fast, _ = maximize(model, X, scores)
+    lp = solve_stacked_lp([model.polytope(x) for x in X], scores)
+    for s, y, sol in zip(scores, fast, lp):
+        r, c = linear_sum_assignment(s.reshape(n_rows, n_cols), maximize=True)
+        ref = np.zeros((n_rows, n_cols), dtype=int)
+        ref[r, c] = 1
+        np.testing.assert_array_equal(y, ref)
+        np.testing.assert_array_equal(np.rint(sol).reshape(n_rows, n_cols), ref)
