@@ -25,7 +25,7 @@ from structlp.structures import BipartiteMatching
 
 DESCRIPTION = __doc__.split("\n\n")[0]
 
-DEFAULTS = dict(n_train=30, n_test=20, n_reviewers=12, n_papers=10, R=2, P=2,
+DEFAULTS = dict(n_train=100, n_test=50, n_reviewers=12, n_papers=10, R=2, P=2,
                 n_words=40, n_topics=5, words_per_doc=12, noise=0.5)
 
 

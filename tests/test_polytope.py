@@ -4,6 +4,8 @@ import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from structlp import DeclarationError, InvalidOutputError, Polytope
 from structlp.structures import BipartiteMatching
@@ -113,3 +115,28 @@ def test_matrix_arguments_are_validated():
         Polytope(A=np.ones((2, 3)), b=np.ones(2), E=sp.csr_array(np.ones((1, 4))), e=[1.0])
     with pytest.raises(DeclarationError, match="shape"):
         Polytope(A=np.ones((2, 3)), b=np.ones(3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 4), st.integers(0, 3), st.integers(0, 2**31 - 1))
+def test_extraction_recovers_random_matrices(n, n_ineq, n_eq, seed):
+    """Property: cvxpy constraints built from random dense matrices extract to those matrices."""
+    g = np.random.default_rng(seed)
+    A = g.normal(size=(n_ineq, n)) * (g.random((n_ineq, n)) < 0.8)
+    A[:, 0] += 1.0 + (A[:, 0] == 0)  # at least two non-zeros per row: no row becomes a bound
+    A[:, 1] -= 1.0 + (A[:, 1] == 0)
+    E = g.normal(size=(n_eq, n)) + 0.1
+    b, e = g.normal(size=n_ineq), g.normal(size=n_eq)
+    mu = cp.Variable(n)
+    cons = [mu >= -1, mu <= 2]
+    if n_ineq:
+        cons.append(A @ mu <= b)
+    if n_eq:
+        cons.append(E @ mu - e == 0)
+    P = Polytope.from_cvxpy(mu, cons)
+    np.testing.assert_allclose(P.A.toarray(), A.reshape(n_ineq, n), atol=1e-12)
+    np.testing.assert_allclose(P.b, b, atol=1e-12)
+    np.testing.assert_allclose(P.E.toarray(), E.reshape(n_eq, n), atol=1e-12)
+    np.testing.assert_allclose(P.e, e, atol=1e-12)
+    np.testing.assert_allclose(P.lb, -1)
+    np.testing.assert_allclose(P.ub, 2)
