@@ -113,8 +113,12 @@ class CompiledQP:
     aux: dict
 
 
-def compile_primal(blocks: LinearBlocks, n_features, n_examples, C):
-    """Build ``min 1/2 |w|^2 + C sum(xi)`` subject to ``blocks`` as one cvxpy Problem."""
+def compile_primal(blocks: LinearBlocks, n_features, n_examples, C, features=None):
+    """Build ``min 1/2 |w|^2 + C sum(xi)`` subject to ``blocks`` as one cvxpy Problem.
+
+    ``features`` (sparse, (total parts, d)) is needed when a block has a
+    ``"parts"`` term ``M``, which stands for ``(M @ features) @ w``.
+    """
     w = cp.Variable(n_features, name="w")
     xi = cp.Variable(n_examples, name="xi")
     variables = {"w": w, "xi": xi}
@@ -125,6 +129,10 @@ def compile_primal(blocks: LinearBlocks, n_features, n_examples, C):
     def linear(terms):
         expr = 0
         for name, M in terms.items():
+            if name == "parts":
+                if features is None:
+                    raise ValueError("compile_primal needs features for a 'parts' term.")
+                M, name = sp.csr_array(M) @ features, "w"
             if name in variables and M.shape[1] and M.nnz:
                 expr = expr + sp.csr_array(M) @ variables[name]
         return expr

@@ -86,7 +86,11 @@ class LinearBlocks:
     """Linear constraints of a formulation, as stacked sparse blocks.
 
     Each constraint is ``sum_v M[v] @ v  (>= or ==)  rhs`` where ``v`` names a
-    variable: ``"w"``, ``"xi"`` or one of ``aux`` (name -> (size, nonneg)).
+    variable: ``"w"``, ``"xi"`` or one of ``aux`` (name -> (size, nonneg)).  The
+    key ``"parts"`` is special: ``M["parts"]`` has one column per stacked part
+    and stands for ``(M["parts"] @ Phi) @ w``.  Formulations that write their
+    dependence on ``w`` this way (through part features only) get the
+    kernelized dual for free (:mod:`structlp.dual`).
     """
 
     aux: dict = field(default_factory=dict)
@@ -133,7 +137,6 @@ class MinMax:
         polys = data.polytopes
         m = data.n_examples
         Ls = data.n_parts
-        Phi = data.stacked_features()
         c = np.concatenate(data.c)
         mu_true = np.concatenate(data.mu_true)
         # block-diagonal constraint matrices over all examples
@@ -164,7 +167,7 @@ class MinMax:
         Sl = sp.csr_array(S_parts.multiply(lbz[None, :]))
         St = sp.csr_array(S_parts.multiply(mu_true[None, :]))
         ex = {
-            "w": sp.csr_array(St @ Phi) - sp.csr_array(Sl @ Phi),
+            "parts": St - Sl,
             "xi": sp.eye_array(m, format="csr"),
             "lam": -Bl + sp.csr_array(Sl @ AT),
             "nu": -Be + sp.csr_array(Sl @ ET),
@@ -178,8 +181,10 @@ class MinMax:
                              (np.flatnonzero(~fin_lb), blocks.eq)):
             if len(rows) == 0:
                 continue
+            sel = sp.csr_array((-np.ones(len(rows)), (np.arange(len(rows)), rows)),
+                               shape=(len(rows), n_parts))
             target.append(({"lam": AT[rows], "nu": ET[rows], "pi": Pi[rows],
-                            "w": -Phi[rows]}, c[rows]))
+                            "parts": sel}, c[rows]))
         return blocks
 
 

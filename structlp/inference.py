@@ -115,7 +115,7 @@ def maximize(model, X, scores, polytopes=None, solver=None, solver_opts=None):
     return outputs, mus
 
 
-def loss_augmented(model, data, w, solver=None, solver_opts=None):
+def loss_augmented(model, data, w=None, solver=None, solver_opts=None, scores=None):
     """Loss-augmented inference and the structured hinge loss of every example.
 
     Solves ``max_y w.f_i(y) + loss_i(y)`` and returns the maximizers and
@@ -125,14 +125,18 @@ def loss_augmented(model, data, w, solver=None, solver_opts=None):
     ----------
     model : StructuredModel
     data : TrainingData
-    w : array, shape (d,)
+    w : array, shape (d,), optional
+        Weights; the part scores are ``Phi_i w``.
+    scores : list of (L_i,) arrays, optional
+        Part scores given directly (e.g. a kernel expansion) instead of ``w``.
 
     Returns
     -------
     outputs : list of m outputs
     hinge : ndarray, shape (m,)
     """
-    base = [np.asarray(P @ w, dtype=float).ravel() for P in data.Phi]
+    base = scores if scores is not None else \
+        [np.asarray(P @ w, dtype=float).ravel() for P in data.Phi]
     aug = [s + c for s, c in zip(base, data.c)]
     outputs, mus = maximize(model, data.X, aug, data.polytopes, solver, solver_opts)
     hinge = np.array([a @ mu + d - s @ mt for a, mu, d, s, mt

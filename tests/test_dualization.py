@@ -17,12 +17,14 @@ def dual_hinge(data, w, solver, opts):
     blocks = MinMax().blocks(data)
     xi = cp.Variable(data.n_examples)
     var = {"w": cp.Constant(w), "xi": xi}
+    Phi = data.stacked_features()
     for name, (size, nonneg) in blocks.aux.items():
         var[name] = cp.Variable(size, nonneg=nonneg)
     cons = []
     for group, op in ((blocks.ineq, ">="), (blocks.eq, "==")):
         for terms, rhs in group:
-            expr = sum(sp.csr_array(M) @ var[k] for k, M in terms.items() if M.shape[1])
+            expr = sum((sp.csr_array(M) @ Phi @ w if k == "parts" else sp.csr_array(M) @ var[k])
+                       for k, M in terms.items() if M.shape[1])
             cons.append(expr >= rhs if op == ">=" else expr == rhs)
     cp.Problem(cp.Minimize(cp.sum(xi)), cons).solve(solver=solver, **opts)
     return xi.value

@@ -91,13 +91,15 @@ def test_estimator_contract():
     model = BipartiteMatching()
     learner = MaxMarginLearner(model, C=3.0, solver="ECOS")
     assert learner.get_params() == {"C": 3.0, "formulation": "minmax", "model": model,
-                                    "solver": "ECOS", "solver_opts": None}
+                                    "solver": "ECOS", "solver_opts": None, "dual": False,
+                                    "kernel": "linear", "gamma": None, "degree": 3,
+                                    "coef0": 1.0, "kernel_tol": 1e-8, "max_rank": None}
     assert learner.set_params(C=0.5) is learner and learner.C == 0.5
     assert not hasattr(learner, "coef_")
     with pytest.raises(NotFittedError, match="not fitted"):
         learner.predict([np.zeros((2, 2, 3))])
-    with pytest.raises(ValueError, match="Invalid parameter 'gamma'"):
-        learner.set_params(gamma=1.0)
+    with pytest.raises(ValueError, match="Invalid parameter 'alpha'"):
+        learner.set_params(alpha=1.0)
     assert "MaxMarginLearner(" in repr(learner)
 
 
