@@ -1,0 +1,70 @@
+"""Argument checks specific to sequences (alphabet symbols, lengths)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import check_scalar
+from ..exceptions import InvalidInputError, InvalidParameterError
+
+
+def check_alphabet_size(k, name="alphabet_size", owner=None):
+    """Check that ``k`` is an int >= 1 and return it."""
+    return check_scalar(k, name, kind=numbers.Integral, low=1, owner=owner)
+
+
+def check_sequence(y, name, alphabet_size, *, allow_empty=False):
+    """Return ``y`` as a 1-D int64 array of symbols in ``{0, ..., alphabet_size - 1}``.
+
+    Raises :class:`InvalidInputError` naming ``name`` when ``y`` is not a
+    1-D sequence of integers, is empty, or holds a symbol outside the alphabet.
+    """
+    if isinstance(y, (str, bytes)):
+        raise InvalidInputError(
+            f"{name} must be a 1-D sequence of integer symbols; got a {type(y).__name__}.")
+    try:
+        arr = np.asarray(y)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - numpy is permissive
+        raise InvalidInputError(f"{name} must be a 1-D sequence of integers ({exc}).") from None
+    if arr.ndim != 1:
+        raise InvalidInputError(
+            f"{name} must be a 1-D sequence of integer symbols; got an array of shape {arr.shape}.")
+    if arr.size == 0:
+        if allow_empty:
+            return arr.astype(np.int64)
+        raise InvalidInputError(f"{name} must be a non-empty sequence; got an empty sequence.")
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
+                                 or (np.issubdtype(arr.dtype, np.floating)
+                                     and np.all(np.isfinite(arr))
+                                     and np.all(arr == np.round(arr)))):
+        raise InvalidInputError(
+            f"{name} must contain integer symbols; got dtype {arr.dtype} "
+            f"(first entry {arr.flat[0]!r}).")
+    arr = arr.astype(np.int64)
+    bad = (arr < 0) | (arr >= alphabet_size)
+    if np.any(bad):
+        raise InvalidInputError(
+            f"{name} must contain symbols in {{0, ..., {alphabet_size - 1}}} (alphabet of size "
+            f"{alphabet_size}); got symbol {int(arr[bad][0])} at position {int(np.flatnonzero(bad)[0])}.")
+    return arr
+
+
+def check_integer_cost(value, name, owner, *, low=0):
+    """Check an edit/alignment cost: an integer (or integer-valued float) >= ``low``."""
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+          and np.isfinite(value) and float(value) == int(value))
+    if not ok or (low is not None and value < low):
+        bound = f" >= {low}" if low is not None else ""
+        raise InvalidParameterError(
+            f"The {name!r} parameter of {owner} must be an integer{bound} (exact integer costs "
+            f"keep automaton states exact). Got {value!r} instead.")
+    return int(value)
+
+
+def check_optional_positive(value, name, owner):
+    """``None`` or a float > 0."""
+    if value is None:
+        return None
+    return check_scalar(value, name, low=0, low_inclusive=False, owner=owner)

@@ -1,0 +1,175 @@
+"""Softmax-margin learning with a rational or tropical task loss (L-BFGS, exact gradients)."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .._validation import check_choice, check_scalar, check_sequence_of_examples
+from ..exceptions import InvalidInputError, NotFittedError
+from .losses import SequenceLoss
+from .softmax_margin import METHODS, _check_loss_features, compile_example
+from .viterbi import viterbi
+
+__all__ = ["SoftmaxMarginLearner"]
+
+
+class SoftmaxMarginLearner:
+    r"""Linear sequence model trained with the softmax-margin objective of the task loss.
+
+    Solves
+
+    .. math::
+
+        \min_{w \in \mathbb{R}^d}\; \frac{1}{m} \sum_{i=1}^m \log \sum_{y \in \Delta^{l_i}}
+        \exp\big(L(y, y_i) - w \cdot (\Psi(x_i, y_i) - \Psi(x_i, y))\big)
+        + \frac{\mathrm{reg}}{2} \|w\|^2
+
+    with L-BFGS (``scipy.optimize.minimize``) and exact gradients.  The
+    objective is convex in ``w``.  With ``loss=ZeroLoss()`` this is a
+    (L2-regularized) linear-chain CRF.  Prediction is Viterbi:
+    ``argmax_y w . Psi(x, y)``.
+
+    Parameters
+    ----------
+    loss : SequenceLoss
+        Task loss ``L(y, y_i)`` (``EditDistance``, ``SmithWaterman``, ``NGramLoss``,
+        ``HammingLoss``, ``ZeroLoss``).
+    features : MarkovFeatures
+        Feature map ``Psi`` of Markov order q over the alphabet ``{0..k-1}``.
+    reg : float > 0
+        L2 regularization strength (``C = 1 / reg`` in the CLI's convention).
+    max_iter : int >= 1
+        L-BFGS iterations.
+    tol : float > 0
+        L-BFGS tolerances: ``gtol = tol`` (projected gradient) and
+        ``ftol = 1e-4 * tol`` (relative decrease).
+    method : {"automata", "naive"}
+        Gradient computation (``"naive"`` enumerates ``k**l`` outputs).
+    max_states : int
+        Largest allowed layer of a loss automaton.
+
+    Attributes
+    ----------
+    coef_ : array, shape (d,)
+    n_iter_ : int
+    objective_ : float
+        Final value of the regularized objective.
+    converged_ : bool
+    automaton_info_ : list of dict
+        Size of the loss automaton ``B`` and lattice ``C`` of each training example.
+    """
+
+    def __init__(self, loss, features, reg=1e-2, max_iter=100, tol=1e-5, method="automata",
+                 max_states=500_000):
+        self.loss = loss
+        self.features = features
+        self.reg = reg
+        self.max_iter = max_iter
+        self.tol = tol
+        self.method = method
+        self.max_states = max_states
+
+    # -- scikit-learn style parameter access --------------------------------------------
+    _param_names = ("loss", "features", "reg", "max_iter", "tol", "method", "max_states")
+
+    def get_params(self, deep=True):
+        """Constructor parameters as a dict."""
+        return {name: getattr(self, name) for name in self._param_names}
+
+    def set_params(self, **params):
+        """Set constructor parameters; returns self."""
+        for name, value in params.items():
+            if name not in self._param_names:
+                raise InvalidInputError(
+                    f"Invalid parameter {name!r} for SoftmaxMarginLearner; valid parameters "
+                    f"are {sorted(self._param_names)}.")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self):
+        return f"SoftmaxMarginLearner(loss={self.loss!r}, reg={self.reg!r})"
+
+    def _validate_params(self):
+        owner = "SoftmaxMarginLearner"
+        _check_loss_features(self.loss, self.features)
+        check_scalar(self.reg, "reg", low=0, low_inclusive=False, owner=owner)
+        check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1, owner=owner)
+        check_scalar(self.tol, "tol", low=0, low_inclusive=False, owner=owner)
+        check_choice(self.method, "method", METHODS, owner=owner)
+        check_scalar(self.max_states, "max_states", kind=numbers.Integral, low=1, owner=owner)
+
+    def objective(self, w, examples):
+        """Regularized objective and gradient at ``w`` for compiled examples."""
+        value, grad = 0.0, np.zeros_like(w)
+        for ex in examples:
+            v, g = ex.value_and_grad(w)
+            value += v
+            grad += g
+        m = len(examples)
+        return value / m + 0.5 * self.reg * w @ w, grad / m + self.reg * w
+
+    def fit(self, X, Y):
+        """Fit ``coef_`` on inputs ``X`` (list of m inputs) and outputs ``Y`` (list of int arrays).
+
+        The loss automaton and lattice of each example are built once and
+        reused at every L-BFGS iteration.  Returns self.
+        """
+        self._validate_params()
+        X = check_sequence_of_examples(X, "X")
+        Y = check_sequence_of_examples(Y, "Y")
+        if len(X) != len(Y):
+            raise InvalidInputError(
+                f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
+        examples = [compile_example(x, y, self.loss, self.features, self.method,
+                                    max_states=self.max_states) for x, y in zip(X, Y)]
+        w0 = np.zeros(self.features.n_features)
+        res = minimize(self.objective, w0, args=(examples,), jac=True, method="L-BFGS-B",
+                       options={"maxiter": self.max_iter, "gtol": self.tol,
+                                "ftol": 1e-4 * self.tol})
+        if not res.success and res.nit >= self.max_iter:
+            warnings.warn(f"SoftmaxMarginLearner: L-BFGS stopped after max_iter={self.max_iter} "
+                          f"iterations ({res.message}).", RuntimeWarning, stacklevel=2)
+        self.coef_ = res.x
+        self.n_iter_ = int(res.nit)
+        self.objective_ = float(res.fun)
+        self.converged_ = bool(res.success)
+        self.automaton_info_ = [ex.automaton_info for ex in examples]
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "coef_"):
+            raise NotFittedError("This SoftmaxMarginLearner is not fitted yet; call fit first.")
+
+    def predict(self, X, lengths=None):
+        """Viterbi outputs ``argmax_y coef_ . Psi(x, y)``; a list of int arrays.
+
+        ``lengths`` (list of int) gives the output lengths; default
+        ``features.output_length(x)`` (``len(x)``).
+        """
+        self._check_fitted()
+        X = check_sequence_of_examples(X, "X")
+        if lengths is None:
+            lengths = [None] * len(X)
+        elif len(lengths) != len(X):
+            raise InvalidInputError(
+                f"lengths must have one entry per example ({len(X)}); got {len(lengths)}.")
+        return [viterbi(self.coef_, x, self.features, length=n) for x, n in zip(X, lengths)]
+
+    def score(self, X, Y, loss=None):
+        """Minus the mean task loss of the predictions (higher is better).
+
+        ``loss`` defaults to the training loss; outputs are predicted with the
+        lengths of ``Y``.
+        """
+        loss = self.loss if loss is None else loss
+        if not isinstance(loss, SequenceLoss):
+            raise InvalidInputError(f"loss must be a SequenceLoss; got {loss!r}.")
+        Y = check_sequence_of_examples(Y, "Y")
+        preds = self.predict(X, lengths=[len(y) for y in Y])
+        k = self.features.alphabet_size
+        return -float(np.mean([loss(p, y, alphabet_size=k) for p, y in zip(preds, Y)]))
+
