@@ -9,6 +9,7 @@ from . import structures
 from .exceptions import (DeclarationError, FractionalSolutionError, InvalidInputError,
                          InvalidOutputError, InvalidParameterError, NotFittedError,
                          SolverError, StructlpError)
+from .cutting_plane import CuttingPlaneLearner
 from .learner import MaxMarginLearner
 from .model import StructuredModel
 from .polytope import Polytope
@@ -17,7 +18,7 @@ from .solvers import installed_solvers
 __version__ = "0.1.0"
 
 __all__ = [
-    "MaxMarginLearner", "StructuredModel", "Polytope", "structures", "installed_solvers",
+    "MaxMarginLearner", "CuttingPlaneLearner", "StructuredModel", "Polytope", "structures", "installed_solvers",
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
     "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
 ]

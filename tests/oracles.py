@@ -23,3 +23,104 @@ def brute_force_hinge(x, y_true, w, outputs, loss):
     S = x @ w
     best = max(float(np.sum(S * y)) + loss(y) for y in outputs)
     return best - float(np.sum(S * y_true))
+
+
+def brute_force_max_spanning_tree(n, u, v, s):
+    """Maximum spanning tree of the graph (u, v) on n nodes by enumerating edge subsets.
+
+    Returns the bool edge indicator (L,) of the best tree (unique for continuous s).
+    """
+    L = len(u)
+    best, arg = -np.inf, None
+    for sub in itertools.combinations(range(L), n - 1):
+        sub = list(sub)
+        if not _is_spanning_tree(n, u[sub], v[sub]):
+            continue
+        val = float(np.sum(s[sub]))
+        if val > best:
+            best, arg = val, sub
+    mu = np.zeros(L, dtype=bool)
+    mu[arg] = True
+    return mu
+
+
+def _is_spanning_tree(n, u, v):
+    parent = list(range(n))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for a, b in zip(u, v):
+        ra, rb = find(int(a)), find(int(b))
+        if ra == rb:
+            return False
+        parent[ra] = rb
+    return len(u) == n - 1
+
+
+def enumerate_spanning_trees(n, u, v):
+    """Every spanning tree of the graph (u, v), as bool edge indicators (L,)."""
+    out = []
+    for sub in itertools.combinations(range(len(u)), n - 1):
+        sub = list(sub)
+        if _is_spanning_tree(n, u[sub], v[sub]):
+            mu = np.zeros(len(u), dtype=bool)
+            mu[sub] = True
+            out.append(mu)
+    return out
+
+
+def enumerate_perfect_matchings(nodes, edge_set=None):
+    """Every perfect matching of the (complete, or ``edge_set``) graph on ``nodes``,
+    as lists of pairs (a, b) with a < b."""
+    nodes = list(nodes)
+    if not nodes:
+        return [[]]
+    a = nodes[0]
+    out = []
+    for b in nodes[1:]:
+        if edge_set is not None and (min(a, b), max(a, b)) not in edge_set:
+            continue
+        rest = [c for c in nodes[1:] if c != b]
+        for m in enumerate_perfect_matchings(rest, edge_set):
+            out.append([(min(a, b), max(a, b))] + m)
+    return out
+
+
+def enumerate_matchings(n, edges):
+    """Every matching (including the empty one) of the graph with edge list ``edges``."""
+    out = []
+    for r in range(n // 2 + 1):
+        for sub in itertools.combinations(edges, r):
+            used = [x for e in sub for x in e]
+            if len(used) == len(set(used)):
+                out.append(list(sub))
+    return out
+
+
+def negative_alternating_walk(n, u, v, in_M, s):
+    """Bellman-Ford on the alternating state graph: True iff some closed alternating
+    walk w.r.t. the perfect matching ``in_M`` has negative length (lengths s on M,
+    -s off M).  Independent of the certificate LP."""
+    # state (j, e): e = 1 if the last edge was in M.  M edge jk: (j,0)->(k,1);
+    # non-M edge jk: (j,1)->(k,0); both directions.
+    src, dst, ln = [], [], []
+    for a, b, m, w in zip(u, v, in_M, s):
+        for j, k in ((a, b), (b, a)):
+            if m:
+                src.append(j); dst.append(n + k); ln.append(w)
+            else:
+                src.append(n + j); dst.append(k); ln.append(-w)
+    src, dst, ln = np.array(src), np.array(dst), np.array(ln, dtype=float)
+    dist = np.zeros(2 * n)
+    for _ in range(2 * n + 1):
+        cand = dist[src] + ln
+        new = dist.copy()
+        np.minimum.at(new, dst, cand)
+        if np.allclose(new, dist, atol=1e-12, rtol=0):
+            return False
+        dist = new
+    return True

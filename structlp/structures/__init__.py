@@ -1,5 +1,9 @@
 """Built-in structured models."""
 
 from .bipartite_matching import BipartiteMatching
+from .matching import Matching
+from .perfect_matching import PerfectMatching
+from .spanning_tree import SpanningTree
 
-__all__ = ["BipartiteMatching"]
+
+__all__ = ["BipartiteMatching", "Matching", "PerfectMatching", "SpanningTree"]

@@ -1,0 +1,542 @@
+"""Certificate formulations (Taskar et al. 2005, §5) and the graph helpers they share.
+
+For some output spaces (spanning trees, non-bipartite perfect matchings) no
+compact LP describes loss-augmented inference, so the min-max formulation does
+not apply.  The *optimality of the true output* still has a compact
+certificate: linear constraints, jointly in the weights ``w`` and auxiliary
+variables ``nu_i``, that hold iff (or, for general matchings, only if... see
+below) ``y_i`` maximizes the loss-augmented scores
+
+.. math::
+
+    s_i(w) = \\Phi_i w + c_i \\qquad (\\text{shape } (L_i,)),
+
+where ``loss_i(mu) = d_i + c_i . mu``.  With a slack ``xi_i`` added to every
+certificate inequality of example ``i``, training is the single QP
+
+.. math::
+
+    \\min_{w,\\xi\\ge 0,\\nu}\\; \\tfrac12\\|w\\|^2 + C\\sum_i \\xi_i
+    \\quad\\text{s.t.}\\quad G^s_i(\\Phi_i w + c_i) + G^\\nu_i \\nu_i + \\xi_i \\mathbf 1 \\ge 0
+    \\quad\\forall i,
+
+where every structure supplies the sparse matrices ``G^s_i`` (rows × parts) and
+``G^nu_i`` (rows × auxiliary variables) through ``certificate_rows(x, mu_true)``.
+
+* **Spanning tree** (:func:`spanning_tree_rows`): for every non-tree edge ``e'``
+  and every tree edge ``e`` on the tree path joining the ends of ``e'``,
+  ``s_e - s_e' >= 0``.  No auxiliary variables.  Exact.
+* **Perfect matching** (:func:`alternating_cycle_rows`, Taskar Eq. 13): edge
+  lengths ``l_e = s_e`` on the matching ``M``, ``l_e = -s_e`` off it, and node
+  potentials ``d0_j, d1_j`` with ``l_jk >= d0_k - d1_j, l_jk >= d0_j - d1_k``
+  for ``jk`` not in ``M`` and ``l_jk >= d1_k - d0_j, l_jk >= d1_j - d0_k`` for
+  ``jk`` in ``M``.  Potentials exist iff the *state graph* (node ``j`` in state
+  0 or 1 = the last edge was off / on ``M``) has no negative cycle, i.e. iff
+  no **closed alternating walk** has negative length.  On bipartite graphs
+  every closed alternating walk splits into alternating cycles, so the
+  certificate is exact (Edmonds).  **On general graphs it is sufficient but
+  not necessary**: a closed alternating walk may run around an odd cycle
+  twice, and such a walk can be negative while ``M`` is optimal
+  (:func:`odd_cycle_counterexample` builds one).  The certificate QP is then
+  a conservative program: its feasible set of ``w`` is a subset of the exact
+  one, so with vanishing slacks its objective is >= the exact objective.
+* **Matching** (not necessarily perfect): the graph-copy reduction
+  (:func:`graph_copy`): copy the graph, join each node to its copy by a
+  zero-score edge, mirror the matching and match unmatched nodes to their
+  copies; then the perfect-matching certificate on the copy graph.
+
+The slack ``xi_i`` added to every certificate inequality is the paper's
+relaxation; it is *not* the structured hinge loss (for a spanning tree it lies
+between ``hinge_i / (n - 1)`` and ``hinge_i``).  The certificate QP and the
+exact max-margin QP (:class:`~structlp.cutting_plane.CuttingPlaneLearner`)
+therefore agree when the optimal slacks vanish (separable data, large ``C``),
+not in general.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+from ._validation import check_binary, check_finite_array
+from .exceptions import InvalidInputError, InvalidOutputError
+from .formulations import LinearBlocks, TrainingData, block_diag
+
+#: Relative tolerance of the symmetry check of edge features.
+SYMMETRY_RTOL = 1e-9
+
+
+# --------------------------------------------------------------------------- graphs
+@dataclass(eq=False)
+class Graph:
+    """An undirected graph with edge features, as the graph structures use it.
+
+    Attributes
+    ----------
+    features : ndarray, shape (n, n, d)
+        ``features[j, k]`` are the features of edge ``jk`` (symmetric in j, k).
+    mask : ndarray of bool, shape (n, n)
+        Symmetric adjacency of the graph (no self-loops).
+    u, v : ndarray of int, shape (L,)
+        End points of the edges, ``u < v``, in row-major order; edge ``e`` is part ``e``.
+    index : ndarray of int, shape (n, n)
+        Part index of edge ``jk`` (symmetric), -1 where there is no edge.
+    """
+
+    features: np.ndarray
+    mask: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    index: np.ndarray
+
+    @property
+    def n_nodes(self):
+        return self.mask.shape[0]
+
+    @property
+    def n_edges(self):
+        return len(self.u)
+
+    def edge_features(self):
+        """Features of the edges, shape (L, d)."""
+        return self.features[self.u, self.v]
+
+    def to_adjacency(self, mu):
+        """0/1 symmetric (n, n) int adjacency of the edge indicator ``mu`` (L,)."""
+        n = self.n_nodes
+        y = np.zeros((n, n), dtype=int)
+        on = np.rint(np.asarray(mu, dtype=float)).astype(bool)
+        y[self.u[on], self.v[on]] = 1
+        y[self.v[on], self.u[on]] = 1
+        return y
+
+    def score_matrix(self, scores):
+        """Symmetric (n, n) matrix of edge scores (0 off the graph)."""
+        n = self.n_nodes
+        S = np.zeros((n, n))
+        S[self.u, self.v] = scores
+        S[self.v, self.u] = scores
+        return S
+
+    def __repr__(self):
+        return (f"Graph(n_nodes={self.n_nodes}, n_edges={self.n_edges}, "
+                f"n_features={self.features.shape[2]})")
+
+
+def check_graph(x, owner, min_nodes=2):
+    """Validate an example of a graph structure and return it as a :class:`Graph`.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n, n, d), or a pair ``(features, mask)`` with a boolean
+        (n, n) symmetric ``mask`` restricting the complete graph, or a Graph.
+    owner : str
+        Name of the structure, for error messages.
+
+    Raises
+    ------
+    InvalidInputError
+        Wrong shape, NaN/inf on an edge, asymmetric features or mask, a self-loop.
+    """
+    if isinstance(x, Graph):
+        return x
+    mask = None
+    if isinstance(x, (tuple, list)) and len(x) == 2 and np.ndim(x[1]) == 2:
+        x, mask = x
+    try:
+        feats = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"x (edge features) of {owner} must be a numeric array of shape (n, n, d) or a "
+            f"pair (features, mask); could not convert it ({exc}).") from None
+    if feats.ndim != 3 or feats.shape[0] != feats.shape[1]:
+        raise InvalidInputError(
+            f"x (edge features) of {owner} must have shape (n, n, d); got {feats.shape}.")
+    n, _, d = feats.shape
+    if n < min_nodes or d < 1:
+        raise InvalidInputError(
+            f"x (edge features) of {owner} must have at least {min_nodes} nodes and one "
+            f"feature; got shape {feats.shape}.")
+    if mask is None:
+        mask = ~np.eye(n, dtype=bool)
+    else:
+        m = np.asarray(mask)
+        if m.shape != (n, n):
+            raise InvalidInputError(
+                f"The mask of x of {owner} must have shape ({n}, {n}); got {m.shape}.")
+        if m.dtype != bool:
+            m = check_binary(m, f"The mask of x of {owner}").astype(bool)
+        if not np.array_equal(m, m.T):
+            j, k = np.argwhere(m != m.T)[0]
+            raise InvalidInputError(
+                f"The mask of x of {owner} must be symmetric; mask[{j}, {k}] != mask[{k}, {j}].")
+        if np.any(np.diag(m)):
+            j = int(np.flatnonzero(np.diag(m))[0])
+            raise InvalidInputError(
+                f"The mask of x of {owner} must have no self-loops; mask[{j}, {j}] is set.")
+        mask = m.copy()
+    u, v = np.nonzero(np.triu(mask, 1))
+    fu, fv = feats[u, v], feats[v, u]
+    if not (np.all(np.isfinite(fu)) and np.all(np.isfinite(fv))):
+        raise InvalidInputError(f"x (edge features) of {owner} contains NaN or infinite "
+                                "values on an edge of the graph.")
+    if not np.allclose(fu, fv, rtol=SYMMETRY_RTOL, atol=1e-12):
+        bad = int(np.flatnonzero(~np.all(np.isclose(fu, fv, rtol=SYMMETRY_RTOL, atol=1e-12),
+                                         axis=1))[0])
+        raise InvalidInputError(
+            f"x (edge features) of {owner} must be symmetric, x[j, k] == x[k, j], for an "
+            f"undirected graph; x[{u[bad]}, {v[bad]}] != x[{v[bad]}, {u[bad]}].")
+    index = np.full((n, n), -1, dtype=np.int64)
+    index[u, v] = np.arange(len(u))
+    index[v, u] = np.arange(len(u))
+    return Graph(feats, mask, u.astype(np.int64), v.astype(np.int64), index)
+
+
+def n_components(n, u, v):
+    """Number of connected components of the graph with edges (u, v) on n nodes."""
+    A = sp.csr_array((np.ones(len(u)), (u, v)), shape=(n, n))
+    return int(connected_components(A, directed=False)[0])
+
+
+def check_adjacency(g, y, owner):
+    """Check that ``y`` is a 0/1 symmetric adjacency of a subgraph of ``g``; return mu (L,).
+
+    Raises
+    ------
+    InvalidOutputError
+    """
+    n = g.n_nodes
+    try:
+        Y = check_finite_array(y, "y")
+    except InvalidInputError as exc:
+        raise InvalidOutputError(str(exc)) from None
+    if Y.shape != (n, n):
+        raise InvalidOutputError(
+            f"y of {owner} must be a 0/1 adjacency matrix of shape ({n}, {n}); got {Y.shape}.")
+    if not np.all((Y == 0) | (Y == 1)):
+        raise InvalidOutputError(f"y of {owner} must contain only 0 and 1.")
+    if not np.array_equal(Y, Y.T):
+        j, k = np.argwhere(Y != Y.T)[0]
+        raise InvalidOutputError(
+            f"y of {owner} must be symmetric (an undirected adjacency); y[{j}, {k}] != "
+            f"y[{k}, {j}].")
+    if np.any(np.diag(Y)):
+        j = int(np.flatnonzero(np.diag(Y))[0])
+        raise InvalidOutputError(f"y of {owner} has a self-loop at node {j}.")
+    off = (Y == 1) & ~g.mask
+    if np.any(off):
+        j, k = np.argwhere(off)[0]
+        raise InvalidOutputError(
+            f"y of {owner} uses edge ({j}, {k}), which is not in the graph (mask).")
+    return Y[g.u, g.v].astype(float)
+
+
+# ------------------------------------------------------------- certificate rows
+def spanning_tree_rows(n, u, v, in_tree):
+    """Certificate rows of a spanning tree: ``s_e - s_e' >= 0`` for each non-tree
+    edge ``e'`` and each tree edge ``e`` on the tree path joining its ends.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes.
+    u, v : int arrays, shape (L,)
+        Edge end points; edge ``e`` is part ``e``.
+    in_tree : bool array, shape (L,)
+        The tree (must be a spanning tree).
+
+    Returns
+    -------
+    Gs : sparse (R, L)
+        Row ``r`` has +1 at its tree edge and -1 at its non-tree edge.
+    pairs : int array, shape (R, 2)
+        (tree edge, non-tree edge) of each row.
+    """
+    in_tree = np.asarray(in_tree, dtype=bool)
+    L = len(u)
+    te = np.flatnonzero(in_tree)
+    ne = np.flatnonzero(~in_tree)
+    T = sp.csr_array((np.ones(len(te)), (u[te], v[te])), shape=(n, n))
+    order, pred = breadth_first_order(T, 0, directed=False, return_predecessors=True)
+    # anc[j, c]: the tree edge (c, pred[c]) lies on the path from j to the root
+    anc = np.zeros((n, n), dtype=bool)
+    for j in order[1:]:
+        anc[j] = anc[pred[j]]
+        anc[j, j] = True
+    edge_of_child = np.full(n, -1, dtype=np.int64)
+    child = np.where(pred[u[te]] == v[te], u[te], v[te])
+    edge_of_child[child] = te
+    on_path = anc[u[ne]] ^ anc[v[ne]]  # (n_nontree, n): tree path of each non-tree edge
+    r, c = np.nonzero(on_path)
+    pairs = np.column_stack([edge_of_child[c], ne[r]])
+    R = len(pairs)
+    rows = np.repeat(np.arange(R), 2)
+    cols = pairs.ravel()
+    vals = np.tile([1.0, -1.0], R)
+    return sp.csr_array((vals, (rows, cols)), shape=(R, L)), pairs
+
+
+def alternating_cycle_rows(n, u, v, in_M, part, n_parts):
+    """Alternating-cycle certificate rows of a perfect matching (Taskar Eq. 13).
+
+    With ``l_e = s_e`` for ``e in M`` and ``l_e = -s_e`` otherwise, and node
+    potentials ``d0, d1`` (shape (n,) each; ``d0[0]`` is fixed to 0 since
+    potentials are defined up to a common shift), the rows are, per edge ``jk``,
+
+    * ``jk not in M``: ``l_jk - d0_k + d1_j >= 0`` and ``l_jk - d0_j + d1_k >= 0``;
+    * ``jk in M``: ``l_jk - d1_k + d0_j >= 0`` and ``l_jk - d1_j + d0_k >= 0``.
+
+    Feasible potentials exist iff no closed alternating walk has negative
+    length: exactly optimality of ``M`` on bipartite graphs; sufficient but not
+    necessary on general graphs (see the module docstring).
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes (even).
+    u, v : int arrays, shape (E,)
+        Edges of the graph.
+    in_M : bool array, shape (E,)
+        The perfect matching.
+    part : int array, shape (E,)
+        Part (score index) of each edge; -1 for an edge of score 0.
+    n_parts : int
+        Number of parts (columns of ``Gs``).
+
+    Returns
+    -------
+    Gs : sparse (2E, n_parts)
+        Coefficients of the scores ``s`` (+-1; summed when two edges share a part).
+    Gd : sparse (2E, 2n - 1)
+        Coefficients of the potentials ``(d0[1:], d1)``.
+    """
+    u = np.asarray(u, dtype=np.int64)
+    v = np.asarray(v, dtype=np.int64)
+    in_M = np.asarray(in_M, dtype=bool)
+    part = np.asarray(part, dtype=np.int64)
+    E = len(u)
+    sign = np.where(in_M, 1.0, -1.0)
+    # row a (edge j=u, k=v) and row b (j=v, k=u):  l + d[plus] - d[minus] >= 0
+    # in M: plus = d0_j, minus = d1_k;  not in M: plus = d1_j, minus = d0_k
+    j = np.concatenate([u, v])
+    k = np.concatenate([v, u])
+    M2 = np.concatenate([in_M, in_M])
+    plus = np.where(M2, j, n + j)
+    minus = np.where(M2, n + k, k)
+    rows = np.arange(2 * E)
+    has = np.concatenate([part, part]) >= 0
+    Gs = sp.csr_array((np.concatenate([sign, sign])[has],
+                       (rows[has], np.concatenate([part, part])[has])), shape=(2 * E, n_parts))
+    # potential column p -> p - 1, column 0 (d0 of node 0) dropped
+    cols = np.concatenate([plus, minus])
+    vals = np.concatenate([np.ones(2 * E), -np.ones(2 * E)])
+    rr = np.concatenate([rows, rows])
+    keep = cols != 0
+    Gd = sp.csr_array((vals[keep], (rr[keep], cols[keep] - 1)), shape=(2 * E, 2 * n - 1))
+    return Gs, Gd
+
+
+def potentials_exist(Gs, Gd, scores):
+    """Whether potentials ``nu`` with ``Gs @ scores + Gd @ nu >= 0`` exist (an LP, HiGHS).
+
+    Parameters
+    ----------
+    Gs : sparse (R, L); Gd : sparse (R, k); scores : array (L,)
+
+    Returns
+    -------
+    bool
+    """
+    from scipy.optimize import linprog
+    rhs = np.asarray(Gs @ np.asarray(scores, dtype=float)).ravel()
+    if Gd.shape[1] == 0:
+        return bool(np.all(rhs >= -1e-9))
+    # -Gd nu <= rhs ; minimize 0
+    res = linprog(np.zeros(Gd.shape[1]), A_ub=-sp.csr_array(Gd), b_ub=rhs + 1e-9,
+                  bounds=[(None, None)] * Gd.shape[1], method="highs")
+    return res.status == 0
+
+
+def graph_copy(n, u, v, in_M=None):
+    """The graph-copy reduction of matchings to perfect matchings (Taskar §5).
+
+    Nodes ``0..n-1`` are the graph, ``n..2n-1`` its copy; the edges are the
+    graph's edges, their copies, and ``(j, j + n)`` for every node.  A matching
+    ``M`` becomes the perfect matching ``M + copy(M) + {(j, j+n): j unmatched}``.
+
+    Parameters
+    ----------
+    n : int
+    u, v : int arrays, shape (L,)
+        Edges of the graph (edge ``e`` is part ``e``).
+    in_M : bool array, shape (L,), optional
+        A matching of the graph.
+
+    Returns
+    -------
+    U, V : int arrays, shape (2L + n,)
+        Edges of the copy graph.
+    part : int array, shape (2L + n,)
+        Part of each copy-graph edge (``e`` for both copies of edge ``e``, -1 for
+        the node-to-copy edges, whose score is 0).
+    in_M2 : bool array, shape (2L + n,) or None
+        The mirrored perfect matching.
+    """
+    u = np.asarray(u, dtype=np.int64)
+    v = np.asarray(v, dtype=np.int64)
+    L = len(u)
+    nodes = np.arange(n)
+    U = np.concatenate([u, u + n, nodes])
+    V = np.concatenate([v, v + n, nodes + n])
+    part = np.concatenate([np.arange(L), np.arange(L), np.full(n, -1)])
+    if in_M is None:
+        return U, V, part, None
+    in_M = np.asarray(in_M, dtype=bool)
+    matched = np.zeros(n, dtype=bool)
+    matched[u[in_M]] = True
+    matched[v[in_M]] = True
+    return U, V, part, np.concatenate([in_M, in_M, ~matched])
+
+
+def odd_cycle_counterexample():
+    """A graph where an optimal perfect matching fails the alternating-cycle certificate.
+
+    Six nodes, two triangles ``{1, 2, 3}`` and ``{0, 4, 5}`` joined by the edge
+    ``0-1``; ``M = {01, 23, 45}`` has score 0 and the four other triangle
+    edges score 1, every other edge -10.  ``M`` is the unique maximum-weight
+    perfect matching (any other uses a -10 edge), yet the closed alternating
+    walk ``0-1-2-3-1-0-4-5-0`` (M, non-M, M, non-M, M, non-M, M, non-M) goes
+    around both odd cycles and has length ``2*0 + 0 + 0 - 4 = -4 < 0``, so no
+    potentials exist.
+
+    Returns
+    -------
+    S : ndarray, shape (6, 6)
+        Symmetric edge scores.
+    y : ndarray of int, shape (6, 6)
+        The optimal perfect matching's adjacency.
+    """
+    S = np.full((6, 6), -10.0)
+    np.fill_diagonal(S, 0.0)
+    for a, b, s in [(0, 1, 0.0), (2, 3, 0.0), (4, 5, 0.0),
+                    (1, 2, 1.0), (1, 3, 1.0), (0, 4, 1.0), (0, 5, 1.0)]:
+        S[a, b] = S[b, a] = s
+    y = np.zeros((6, 6), dtype=int)
+    for a, b in [(0, 1), (2, 3), (4, 5)]:
+        y[a, b] = y[b, a] = 1
+    return S, y
+
+
+# ------------------------------------------------------------- the formulation
+class Certificate:
+    """``formulation="certificate"``: the optimality certificate of each true output.
+
+    Builds, for all examples at once (block-diagonal sparse matrices),
+
+    .. math::
+
+        G^s_i \\Phi_i w + G^\\nu_i \\nu_i + \\xi_i \\mathbf 1 \\ge -G^s_i c_i,
+        \\qquad \\xi \\ge 0,
+
+    from ``model.certificate_rows(x_i, mu_true_i) -> (G^s_i, G^nu_i)``.  Output
+    polytopes are not built (``needs_polytopes=False``, the default) and the
+    structure's ``encode`` validates every ``y``; a structure that has a
+    polytope too (BipartiteMatching) passes ``needs_polytopes=True`` so that
+    ``y`` is checked against it.
+    """
+
+    name = "certificate"
+
+    def __init__(self, model, needs_polytopes=False):
+        self.model = model
+        self.needs_polytopes = needs_polytopes
+
+    def rows(self, data: TrainingData):
+        """Per-example ``(Gs_i, Gnu_i)`` lists."""
+        Gs, Gd = [], []
+        for x, mu in zip(data.X, data.mu_true):
+            a, b = self.model.certificate_rows(x, mu)
+            Gs.append(sp.csr_array(a))
+            Gd.append(sp.csr_array(b))
+        return Gs, Gd
+
+    def blocks(self, data: TrainingData) -> LinearBlocks:
+        m = data.n_examples
+        Gs_list, Gd_list = self.rows(data)
+        n_rows = np.array([G.shape[0] for G in Gs_list])
+        Gs = block_diag(Gs_list)
+        Gd = block_diag(Gd_list)
+        c = np.concatenate(data.c)
+        R = int(n_rows.sum())
+        Xi = sp.csr_array((np.ones(R), (np.arange(R), np.repeat(np.arange(m), n_rows))),
+                          shape=(R, m))
+        blocks = LinearBlocks(aux={"nu": (Gd.shape[1], False)})
+        if R:
+            # "parts": Gs stands for (Gs @ Phi) @ w, so the kernelized dual applies too
+            blocks.ineq.append(({"parts": Gs, "xi": Xi, "nu": Gd},
+                                -np.asarray(Gs @ c).ravel()))
+        blocks.ineq.append(({"xi": sp.eye_array(m, format="csr")}, np.zeros(m)))
+        return blocks
+
+
+# ------------------------------------------------------------- graph structures
+from .model import StructuredModel  # noqa: E402  (after the helpers it uses)
+
+
+class GraphStructure(StructuredModel):
+    """Base of the graph structures: parts are the edges of an undirected graph.
+
+    An example ``x`` is an array of shape (n, n, d) of symmetric edge features
+    (the complete graph), or a pair ``(features, mask)`` with a symmetric
+    boolean (n, n) ``mask`` selecting the edges.  An output ``y`` is the 0/1
+    symmetric (n, n) adjacency of the chosen edge set.  Parts are the edges
+    ``j < k`` of the graph in row-major order; the loss is the Hamming loss of
+    #2, the number of true edges missing from ``y``.
+    """
+
+    formulations = ("certificate",)
+    _min_nodes = 2
+
+    def check_x(self, x):
+        return check_graph(x, type(self).__name__, self._min_nodes)
+
+    def n_parts(self, x):
+        return self.check_x(x).n_edges
+
+    def features(self, x):
+        return self.check_x(x).edge_features()
+
+    def encode(self, x, y):
+        g = self.check_x(x)
+        mu = check_adjacency(g, y, type(self).__name__)
+        self._check_structure(g, mu)
+        return mu
+
+    def decode(self, x, mu):
+        return self.check_x(x).to_adjacency(mu)
+
+    def _check_structure(self, g, mu):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def polytope(self, x):
+        from .exceptions import DeclarationError
+        raise DeclarationError(
+            f"{type(self).__name__} has no compact output polytope; train it with "
+            "formulation='certificate' (MaxMarginLearner) or with CuttingPlaneLearner.")
+
+    def formulation(self, name):
+        if name == "certificate":
+            return Certificate(self)
+        raise KeyError(name)
+
+    def certificate_rows(self, x, mu_true):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+def degrees(g, mu):
+    """Degree of every node in the edge set ``mu`` of graph ``g``, shape (n,)."""
+    on = np.asarray(mu) > 0.5
+    return np.bincount(np.concatenate([g.u[on], g.v[on]]), minlength=g.n_nodes)

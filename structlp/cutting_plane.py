@@ -1,0 +1,291 @@
+"""n-slack cutting-plane max-margin learning with exact combinatorial oracles."""
+
+from __future__ import annotations
+
+import numbers
+import time
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import check_scalar, check_sequence_of_examples
+from .base import BaseEstimator
+from .compiler import prepare
+from .exceptions import InvalidInputError, InvalidParameterError
+from .inference import maximize
+from .model import StructuredModel
+from .solvers import check_solver, check_solver_opts, solve
+
+
+class ConvergenceWarning(UserWarning):
+    """The cutting-plane learner stopped at ``max_iter`` before reaching ``tol``."""
+
+
+def _needs_polytopes(model):
+    # models that offer the min-max formulation can build their polytopes (and
+    # validate y against them); certificate-only models validate y in encode
+    return "minmax" in tuple(getattr(model, "formulations", ("minmax",)))
+
+
+class CuttingPlaneLearner(BaseEstimator):
+    """Structured max-margin learning by an n-slack cutting-plane method.
+
+    Solves the same problem as :class:`~structlp.MaxMarginLearner`,
+
+    .. math::
+
+        \\min_{w}\\; \\tfrac12\\|w\\|^2 + C\\sum_{i=1}^m \\xi_i(w),\\qquad
+        \\xi_i(w) = \\max_{y\\in\\mathcal Y_i}\\big[w\\cdot f_i(y) + \\ell_i(y)\\big]
+                    - w\\cdot f_i(y_i),
+
+    without any compact formulation of the inner maximum: it keeps a working
+    set ``W_i`` of outputs per example and alternates
+
+    1. the master QP ``min 1/2|w|^2 + C sum xi`` s.t.
+       ``w.(f_i(y_i) - f_i(y)) + xi_i >= loss_i(y)`` for ``y in W_i``
+       (``y_i`` itself is in ``W_i``, so ``xi_i >= loss_i(y_i)``);
+    2. exact loss-augmented inference of every example with the model's
+       combinatorial oracle (:meth:`StructuredModel.inference`: Hungarian
+       algorithm, blossom algorithm, maximum spanning tree, ...; the inference
+       LP where the model has none), adding the maximizer to ``W_i`` when its
+       hinge exceeds ``xi_i + tol``,
+
+    until no example is violated by more than ``tol`` (Tsochantaridis et al.
+    2005).  At that point the objective is within ``C * m * tol`` of the
+    optimum.  It is the exact reference for certificate QPs (whose
+    certificate may be conservative) and a learner for training sets too large
+    for one QP.
+
+    Parameters
+    ----------
+    model : StructuredModel
+    C : float > 0, default=1.0
+        Weight of the slacks.
+    tol : float > 0, default=1e-4
+        Stop when every hinge loss exceeds its master-QP slack by at most ``tol``
+        (in loss units).
+    max_iter : int >= 1, default=200
+        Maximum number of (master QP, inference sweep) rounds.
+    solver : str or None, default=None
+        cvxpy solver for the master QPs (None: CLARABEL).
+    solver_opts : dict or None
+        Passed untouched to ``cvxpy.Problem.solve``.
+
+    Attributes
+    ----------
+    coef_ : ndarray, shape (n_features,)
+    objective_ : float
+        ``1/2 |w|^2 + C sum_i hinge_i(w)`` at ``coef_``, with the hinge losses from
+        exact loss-augmented inference: the objective of MaxMarginLearner.
+    slack_ : ndarray, shape (n_examples,)
+        The exact structured hinge losses ``xi_i(coef_)``.
+    master_objective_ : float
+        Optimal value of the last master QP (a lower bound on the optimum).
+    n_iter_ : int
+    n_constraints_ : int
+        Size of the final working set (all examples).
+    converged_ : bool
+    history_ : list of dict
+        Per iteration: master objective, exact objective, max violation, constraints.
+    solver_ : str
+    problem_ : cvxpy.Problem
+        The last master QP.
+    n_features_in_ : int
+    fit_time_ : dict
+        Seconds in the master QPs ("solve"), in inference ("inference"), total.
+    """
+
+    def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, solver=None, solver_opts=None):
+        self.model = model
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver = solver
+        self.solver_opts = solver_opts
+
+    def _check_params(self):
+        name = type(self).__name__
+        if not isinstance(self.model, StructuredModel):
+            raise InvalidParameterError(
+                f"The 'model' parameter of {name} must be a structlp StructuredModel; "
+                f"got {type(self.model).__name__}.")
+        C = check_scalar(self.C, "C", kind=numbers.Real, low=0, low_inclusive=False, owner=name)
+        tol = check_scalar(self.tol, "tol", kind=numbers.Real, low=0, low_inclusive=False,
+                           owner=name)
+        max_iter = check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1,
+                                owner=name)
+        solver = check_solver(self.solver, owner=name)
+        opts = check_solver_opts(self.solver_opts, owner=name)
+        return C, tol, max_iter, solver, opts
+
+    def _oracle(self, data, w, polys):
+        """Loss-augmented maximizers (as 0/1 vectors) and exact hinge losses at ``w``."""
+        base = [np.asarray(P @ w, dtype=float).ravel() for P in data.Phi]
+        aug = [s + c for s, c in zip(base, data.c)]
+        _, mus = maximize(self.model, data.X, aug, polys)
+        hinge = np.array([a @ mu + d - s @ mt for a, mu, d, s, mt
+                          in zip(aug, mus, data.d, base, data.mu_true)])
+        return mus, hinge
+
+    def fit(self, X, Y):
+        """Run the cutting-plane method on ``(X, Y)``.
+
+        Parameters
+        ----------
+        X : list of m examples
+        Y : list of m outputs
+
+        Returns
+        -------
+        self
+        """
+        C, tol, max_iter, solver, opts = self._check_params()
+        t0 = time.perf_counter()
+        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model))
+        polys = data.polytopes if all(p is not None for p in data.polytopes) else None
+        m, d = data.n_examples, data.n_features
+        Phi_T = [sp.csr_array(P).T.tocsr() if sp.issparse(P) else np.asarray(P).T
+                 for P in data.Phi]
+        ftrue = [np.asarray(PT @ mt).ravel() for PT, mt in zip(Phi_T, data.mu_true)]
+        # working set, stored as rows  D w + xi_ex >= rhs  with D = f(y_i) - f(y)
+        D_rows = [np.zeros(d) for _ in range(m)]
+        rhs = [float(dd + c @ mt) for dd, c, mt in zip(data.d, data.c, data.mu_true)]
+        ex = list(range(m))
+        seen = [set() for _ in range(m)]
+        for i, mt in enumerate(data.mu_true):
+            seen[i].add(mt.astype(np.int8).tobytes())
+        w = np.zeros(d)
+        xi_master = np.array(rhs)
+        history = []
+        t_solve = t_inf = 0.0
+        converged = False
+        problem = None
+        it = 0
+        for it in range(1, max_iter + 1):
+            ti = time.perf_counter()
+            mus, hinge = self._oracle(data, w, polys)
+            t_inf += time.perf_counter() - ti
+            viol = hinge - xi_master
+            obj = 0.5 * w @ w + C * hinge.sum()
+            if history:
+                history[-1].update(objective=float(obj), max_violation=float(viol.max()))
+            if viol.max() <= tol:
+                converged = True
+                break
+            added = 0
+            for i in np.flatnonzero(viol > tol):
+                key = mus[i].astype(np.int8).tobytes()
+                if key in seen[i]:
+                    continue
+                seen[i].add(key)
+                D_rows.append(ftrue[i] - np.asarray(Phi_T[i] @ mus[i]).ravel())
+                rhs.append(float(data.d[i] + data.c[i] @ mus[i]))
+                ex.append(int(i))
+                added += 1
+            if not added:  # violations only from master-QP inaccuracy
+                converged = True
+                break
+            wv = cp.Variable(d, name="w")
+            xiv = cp.Variable(m, name="xi")
+            Dm = np.vstack(D_rows)
+            S = sp.csr_array((np.ones(len(ex)), (np.arange(len(ex)), ex)), shape=(len(ex), m))
+            problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(wv) + C * cp.sum(xiv)),
+                                 [Dm @ wv + S @ xiv >= np.array(rhs)])
+            t_solve += solve(problem, solver, opts, what="the cutting-plane master QP")
+            w = np.asarray(wv.value, dtype=float)
+            xi_master = np.asarray(xiv.value, dtype=float)
+            history.append(dict(iteration=it, master_objective=float(problem.value),
+                                n_constraints=len(ex)))
+        else:
+            mus, hinge = self._oracle(data, w, polys)
+            obj = 0.5 * w @ w + C * hinge.sum()
+            if history:
+                history[-1].update(objective=float(obj),
+                                   max_violation=float((hinge - xi_master).max()))
+            converged = bool((hinge - xi_master).max() <= tol)
+        if not converged:
+            warnings.warn(
+                f"CuttingPlaneLearner stopped after max_iter={max_iter} rounds with a "
+                f"violation of {float((hinge - xi_master).max()):.3g} > tol={tol:g}; raise "
+                "max_iter or tol.", ConvergenceWarning, stacklevel=2)
+        self.coef_ = w
+        self.slack_ = hinge
+        self.objective_ = float(obj)
+        self.master_objective_ = float(problem.value) if problem is not None else float(
+            C * xi_master.sum())
+        self.n_iter_ = it
+        self.n_constraints_ = len(ex)
+        self.converged_ = converged
+        self.history_ = history
+        self.solver_ = solver
+        self.problem_ = problem
+        self.n_features_in_ = d
+        self.fit_time_ = {"solve": t_solve, "inference": t_inf,
+                          "total": time.perf_counter() - t0}
+        return self
+
+    def hinge_losses(self, X, Y):
+        """Structured hinge loss of each example under ``coef_`` (exact inference).
+
+        Returns
+        -------
+        ndarray, shape (m,)
+        """
+        self._check_fitted()
+        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model))
+        polys = data.polytopes if all(p is not None for p in data.polytopes) else None
+        return self._oracle(data, self.coef_, polys)[1]
+
+    # ------------------------------------------------------------ prediction
+    def _checked_X(self, X):
+        X = check_sequence_of_examples(X, "X")
+        Xc, Phis = [], []
+        for i, x in enumerate(X):
+            x = self.model.check_x(x)
+            Phi = self.model.checked_features(x, name=f"features of X[{i}]")
+            if Phi.shape[1] != self.n_features_in_:
+                raise InvalidInputError(
+                    f"X[{i}] has {Phi.shape[1]} features per part; the learner was fitted "
+                    f"with {self.n_features_in_}.")
+            Xc.append(x)
+            Phis.append(Phi)
+        return Xc, Phis
+
+    def decision_scores(self, X):
+        """Part scores ``Phi_i w`` of every example: list of (L_i,) arrays."""
+        self._check_fitted()
+        _, Phis = self._checked_X(X)
+        return [np.asarray(P @ self.coef_, dtype=float).ravel() for P in Phis]
+
+    def predict(self, X):
+        """The highest-scoring output of each example (combinatorial oracle or LP).
+
+        Parameters
+        ----------
+        X : list of m examples
+
+        Returns
+        -------
+        list of m outputs
+        """
+        self._check_fitted()
+        X, Phis = self._checked_X(X)
+        outputs, _ = maximize(self.model, X, [np.asarray(P @ self.coef_, dtype=float).ravel()
+                                              for P in Phis])
+        return outputs
+
+    def loss(self, X, Y):
+        """Mean task loss of the predictions on ``(X, Y)``."""
+        Y = check_sequence_of_examples(Y, "Y")
+        pred = self.predict(X)
+        if len(pred) != len(Y):
+            raise InvalidInputError(
+                f"X and Y must have the same number of examples; got {len(pred)} and {len(Y)}.")
+        X = [self.model.check_x(x) for x in X]
+        return float(np.mean([self.model.task_loss(x, y, p) for x, y, p in zip(X, Y, pred)]))
+
+    def score(self, X, Y):
+        """Negated mean task loss on ``(X, Y)`` (higher is better)."""
+        return -self.loss(X, Y)

@@ -1,0 +1,48 @@
+"""Matchings (not necessarily perfect) of general graphs, via the graph-copy reduction."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..certificates import GraphStructure, alternating_cycle_rows, degrees, graph_copy
+from ..exceptions import InvalidOutputError
+from .perfect_matching import max_weight_matching
+
+
+class Matching(GraphStructure):
+    """Matchings of an undirected graph (every node has degree <= 1), ``formulation="certificate"``.
+
+    Inference is the maximum-weight matching ``max_{M matching} sum_{e in M} s_e``
+    (blossom algorithm; the empty matching is allowed, so edges of negative
+    score are never chosen).  Training uses the graph-copy reduction of Taskar
+    et al. (2005), §5: copy the graph (nodes ``n..2n-1``), join every node
+    ``j`` to its copy ``j + n`` by an edge of score 0 (zero features, zero
+    loss), mirror the matching in the copy and match every unmatched node to
+    its copy.  Matchings of the graph then correspond to perfect matchings of
+    the copy graph of twice the score, and the alternating-cycle certificate of
+    :class:`PerfectMatching` on the copy graph (``2 (2L + n)`` rows,
+    ``4n - 1`` potentials per example) certifies the matching.  The copy graph
+    is not bipartite in general, so the certificate is sufficient but not
+    necessary, as for :class:`PerfectMatching`.
+
+    An example ``x`` is an array (n, n, d) of symmetric edge features, or a
+    pair ``(features, mask)``; an output ``y`` is the 0/1 symmetric (n, n)
+    adjacency of a matching.  The loss is the number of true edges missing.
+    """
+
+    formulations = ("certificate",)
+
+    def _check_structure(self, g, mu):
+        deg = degrees(g, mu)
+        if np.any(deg > 1):
+            j = int(np.flatnonzero(deg > 1)[0])
+            raise InvalidOutputError(
+                f"y is not a matching: node {j} has degree {deg[j]} (at most 1 allowed).")
+
+    def inference(self, x, scores):
+        return max_weight_matching(self.check_x(x), scores, perfect=False)
+
+    def certificate_rows(self, x, mu_true):
+        g = self.check_x(x)
+        U, V, part, in_M2 = graph_copy(g.n_nodes, g.u, g.v, np.asarray(mu_true) > 0.5)
+        return alternating_cycle_rows(2 * g.n_nodes, U, V, in_M2, part, g.n_edges)

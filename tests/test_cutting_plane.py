@@ -1,0 +1,118 @@
+"""CuttingPlaneLearner: the exact max-margin objective by cutting planes."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from oracles import brute_force_hinge, enumerate_bmatchings, enumerate_spanning_trees
+from structlp import InvalidParameterError, MaxMarginLearner, NotFittedError
+from structlp.cutting_plane import ConvergenceWarning, CuttingPlaneLearner
+from structlp.structures import BipartiteMatching, SpanningTree
+
+
+def noisy_assignments(rng, m, n_rows, n_cols, d, noise=1.0):
+    w0 = rng.normal(size=d)
+    X = [rng.normal(size=(n_rows, n_cols, d)) for _ in range(m)]
+    model = BipartiteMatching()
+    Y = [model.inference(x, (x @ w0).ravel() + noise * rng.normal(size=n_rows * n_cols))
+         for x in X]
+    return X, Y
+
+
+def test_cutting_plane_equals_minmax_qp(solver, rng):
+    """Non-separable bipartite data: same objective and w as the min-max QP."""
+    name, opts, tol = solver
+    X, Y = noisy_assignments(rng, 15, 5, 5, 4)
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    cp = CuttingPlaneLearner(BipartiteMatching(), C=1.0, tol=1e-7, solver=name,
+                             solver_opts=opts).fit(X, Y)
+    assert cp.converged_ and cp.solver_ == name
+    assert qp.slack_.max() > 0.1  # slacks are active
+    assert abs(cp.objective_ - qp.objective_) <= max(tol, 1e-6) * qp.objective_ + 15e-7
+    np.testing.assert_allclose(cp.coef_, qp.coef_, atol=100 * max(tol, 1e-6))
+    np.testing.assert_allclose(cp.slack_, qp.slack_, atol=100 * max(tol, 1e-6))
+    assert cp.master_objective_ <= cp.objective_ * (1 + 1e-6)
+
+
+def test_cutting_plane_with_lp_inference_b_matching(rng):
+    """R=2, P=2 has no combinatorial fast path: loss-augmented inference by the LP."""
+    w0 = rng.normal(size=3)
+    X = [rng.normal(size=(4, 3, 3)) for _ in range(8)]
+    outs = enumerate_bmatchings(4, 3, 2, 2)
+    Y = [outs[int(np.argmax([np.sum((x @ w0 + rng.normal(size=(4, 3))) * o) for o in outs]))]
+         for x in X]
+    model = BipartiteMatching(R=2, P=2)
+    qp = MaxMarginLearner(model, C=2.0).fit(X, Y)
+    cp = CuttingPlaneLearner(model, C=2.0, tol=1e-7).fit(X, Y)
+    np.testing.assert_allclose(cp.objective_, qp.objective_, rtol=1e-6)
+
+
+def test_slack_is_enumerated_hinge_spanning_tree(rng):
+    """slack_ equals the hinge loss recomputed by enumerating all spanning trees, and
+    objective_ = 1/2|w|^2 + C sum(slack_)."""
+    model = SpanningTree()
+    n, d = 5, 3
+    X = [rng.normal(size=(n, n, d)) for _ in range(6)]
+    X = [(x + x.transpose(1, 0, 2)) / 2 for x in X]
+    Y = [model.inference(x, rng.normal(size=n * (n - 1) // 2)) for x in X]  # random trees
+    cp = CuttingPlaneLearner(model, C=1.0, tol=1e-8).fit(X, Y)
+    g = model.check_x(X[0])
+    trees = enumerate_spanning_trees(n, g.u, g.v)
+    outputs = [g.to_adjacency(t) for t in trees]
+    enum = []
+    for x, y in zip(X, Y):
+        F = np.zeros((n, n, d))
+        gx = model.check_x(x)
+        F[gx.u, gx.v] = x[gx.u, gx.v]  # each edge counted once
+        enum.append(brute_force_hinge(F, y, cp.coef_, outputs,
+                                      lambda o, x=x, y=y: model.task_loss(x, y, o)))
+    np.testing.assert_allclose(cp.slack_, enum, atol=1e-9)
+    np.testing.assert_allclose(cp.objective_, 0.5 * cp.coef_ @ cp.coef_ + np.sum(enum))
+    assert max(enum) > 0.1
+    np.testing.assert_allclose(cp.hinge_losses(X, Y), enum, atol=1e-9)
+
+
+def test_estimator_contract(rng):
+    X, Y = noisy_assignments(rng, 5, 3, 3, 2)
+    cp = CuttingPlaneLearner(BipartiteMatching(), C=0.5)
+    assert cp.get_params()["C"] == 0.5 and cp.get_params()["max_iter"] == 200
+    assert cp.set_params(tol=1e-5) is cp and cp.tol == 1e-5
+    with pytest.raises(NotFittedError):
+        cp.predict(X)
+    assert not hasattr(cp, "coef_")
+    assert cp.fit(X, Y) is cp
+    for attr in ("coef_", "objective_", "slack_", "solver_", "problem_", "n_iter_",
+                 "n_constraints_", "converged_", "history_", "master_objective_",
+                 "n_features_in_", "fit_time_"):
+        assert hasattr(cp, attr), attr
+    assert cp.coef_.shape == (2,) and cp.slack_.shape == (5,)
+    assert len(cp.predict(X)) == 5
+    assert cp.score(X, Y) == -cp.loss(X, Y)
+
+
+def test_max_iter_warns(rng):
+    X, Y = noisy_assignments(rng, 10, 5, 5, 4)
+    with pytest.warns(ConvergenceWarning, match="max_iter=1"):
+        cp = CuttingPlaneLearner(BipartiteMatching(), max_iter=1).fit(X, Y)
+    assert not cp.converged_ and cp.n_iter_ == 1
+
+
+@pytest.mark.parametrize("param, value, match", [
+    ("C", 0, "'C' parameter of CuttingPlaneLearner must be a float > 0"),
+    ("C", "1", "'C' parameter"),
+    ("tol", -1e-3, "'tol' parameter of CuttingPlaneLearner must be a float > 0"),
+    ("max_iter", 0, "'max_iter' parameter of CuttingPlaneLearner must be an int >= 1"),
+    ("max_iter", 2.5, "'max_iter' parameter"),
+    ("solver", "NOPE", "'solver' parameter of CuttingPlaneLearner"),
+    ("solver_opts", [1], "'solver_opts' parameter of CuttingPlaneLearner"),
+])
+def test_bad_parameters(param, value, match, rng):
+    X, Y = noisy_assignments(rng, 2, 3, 3, 2)
+    with pytest.raises(InvalidParameterError, match=match):
+        CuttingPlaneLearner(BipartiteMatching(), **{param: value}).fit(X, Y)
+
+
+def test_bad_model():
+    with pytest.raises(InvalidParameterError, match="'model' parameter of CuttingPlaneLearner"):
+        CuttingPlaneLearner("tree").fit([np.zeros((2, 2, 1))], [np.eye(2)])

@@ -1,0 +1,87 @@
+"""The DISULFIND connectivity loader and the disulfide problem file."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from structlp import InvalidInputError, InvalidParameterError, MaxMarginLearner
+from structlp.datasets import DISULFIDE_DIR, disulfide_pair_features, load_disulfide
+from structlp.structures import PerfectMatching
+
+needs_data = pytest.mark.skipif(
+    not (DISULFIDE_DIR / "dataset").is_file(),
+    reason="disulfinder-data is not installed (apt-get install disulfinder-data)")
+
+PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "disulfide_connectivity.py"
+
+
+def test_missing_data_names_the_package(tmp_path):
+    with pytest.raises(InvalidInputError, match="disulfinder-data"):
+        load_disulfide(tmp_path)
+
+
+def test_bad_max_bonds():
+    with pytest.raises(InvalidParameterError, match="'max_bonds'"):
+        load_disulfide(max_bonds=1)
+
+
+def test_malformed_graph_file(tmp_path):
+    (tmp_path / "dataset").write_text("P.2\n")
+    (tmp_path / "graphs").mkdir()
+    (tmp_path / "graphs" / "P.2").write_text("node 1 2 3\n")
+    with pytest.raises(InvalidInputError, match="not a DISULFIND connectivity graph file"):
+        load_disulfide(tmp_path)
+    (tmp_path / "dataset").write_text("P.2\nQ.2\n")
+    with pytest.raises(InvalidInputError):
+        load_disulfide(tmp_path)
+
+
+def test_pair_features_symmetric(rng):
+    nodes = rng.random((6, 102))
+    F = disulfide_pair_features(nodes)
+    assert F.shape == (6, 6, 320)
+    np.testing.assert_array_equal(F, F.transpose(1, 0, 2))
+    # swapping the roles of two cysteines' vectors permutes the features accordingly
+    perm = [1, 0, 2, 3, 4, 5]
+    G = disulfide_pair_features(nodes[perm])
+    np.testing.assert_allclose(G[0, 2, :310], F[1, 2, :310])
+
+
+@needs_data
+def test_load_disulfide():
+    D = load_disulfide()
+    assert len(D["X"]) == 521
+    np.testing.assert_array_equal(np.bincount(D["K"])[2:], [171, 185, 114, 51])
+    model = PerfectMatching()
+    for x, y, k in zip(D["X"][::25], D["Y"][::25], D["K"][::25]):
+        assert x.shape == (2 * k, 2 * k, 320) and y.sum() == 2 * k
+        model.encode(model.check_x(x), y)  # a perfect matching of the 2K cysteines
+
+
+@needs_data
+def test_small_fit_beats_chance():
+    D = load_disulfide(max_bonds=3)
+    idx = np.random.default_rng(0).permutation(len(D["X"]))
+    tr, te = idx[:120], idx[120:]
+    est = MaxMarginLearner(PerfectMatching(), C=0.1, formulation="certificate")
+    est.fit([D["X"][i] for i in tr], [D["Y"][i] for i in tr])
+    pred = est.predict([D["X"][i] for i in te])
+    prec = np.mean([(p * D["Y"][i]).sum() / (2 * D["K"][i]) for p, i in zip(pred, te)])
+    chance = np.mean([1 / (2 * D["K"][i] - 1) for i in te])
+    assert prec > chance + 0.05
+
+
+@needs_data
+@pytest.mark.slow
+def test_problem_file_runs():
+    spec = importlib.util.spec_from_file_location("disulfide_problem", PROBLEM)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert isinstance(mod.DESCRIPTION, str)
+    out = mod.run(folds=2, max_train=80)
+    assert "precision" in out["report"]
+    assert [r["K"] for r in out["results"]] == [2, 3, 4, 5]
+    import json
+    json.dumps(out)
