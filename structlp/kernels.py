@@ -135,22 +135,22 @@ def incomplete_cholesky(diag, column, tol=1e-8, max_rank=None):
     max_rank = n if max_rank is None else min(int(max_rank), n)
     stop = max(tol * scale, 1e-12 * scale)
     pivots = []
-    G = np.zeros((n, min(max_rank, 64)))
+    Gt = np.zeros((min(max_rank, 64), n))  # the factor, transposed: rows are contiguous
     r = 0
     while r < max_rank:
         j = int(np.argmax(d))
         if d[j] <= stop:
             break
-        if r == G.shape[1]:  # grow the factor by doubling: O(n * rank) memory overall
-            G = np.hstack([G, np.zeros((n, min(G.shape[1], max_rank - r)))])
-        g = np.asarray(column(j), dtype=float).ravel() - G[:, :r] @ G[j, :r]
+        if r == Gt.shape[0]:  # grow by doubling: O(n * rank) memory overall
+            Gt = np.vstack([Gt, np.zeros((min(Gt.shape[0], max_rank - r), n))])
+        g = np.asarray(column(j), dtype=float).ravel() - Gt[:r].T @ Gt[:r, j]
         g /= np.sqrt(d[j])
-        G[:, r] = g
+        Gt[r] = g
         pivots.append(j)
         r += 1
         d -= g * g
         d[j] = 0.0
-    G = G[:, :r]
+    G = Gt[:r].T
     return G, np.array(pivots, dtype=int), float(max(d.max(), 0.0) if n else 0.0)
 
 
@@ -164,10 +164,20 @@ def factor_kernel(kernel, Phi, tol=1e-8, max_rank=None):
     """
     if kernel.kernel == "linear":
         return Phi, {"rank": Phi.shape[1], "residual": 0.0, "pivots": None}
-    Phi_rows = sp.csr_array(Phi) if sp.issparse(Phi) else np.asarray(Phi)
+    if sp.issparse(Phi) and Phi.nnz > 0.1 * Phi.shape[0] * Phi.shape[1]:
+        Phi = Phi.toarray()  # dense enough: BLAS matrix-vector products are faster
+    Phi_rows = sp.csr_array(Phi) if sp.issparse(Phi) else np.asarray(Phi, dtype=float)
+    sq = _sqnorms(Phi_rows)
+    gamma = kernel._gamma(Phi_rows.shape[1])
 
     def column(j):
-        return kernel(Phi_rows, Phi_rows[j:j + 1]).ravel()
+        if callable(kernel.kernel):
+            return kernel(Phi_rows, Phi_rows[j:j + 1]).ravel()
+        g = np.asarray(Phi_rows @ (Phi_rows[j:j + 1].T if sp.issparse(Phi_rows)
+                                   else Phi_rows[j]), dtype=float).ravel()
+        if kernel.kernel == "rbf":
+            return np.exp(-gamma * np.maximum(sq + sq[j] - 2 * g, 0.0))
+        return (gamma * g + kernel.coef0) ** kernel.degree
 
     G, piv, res = incomplete_cholesky(kernel.diagonal(Phi_rows), column, tol, max_rank)
     return G, {"rank": G.shape[1], "residual": res, "pivots": piv}
