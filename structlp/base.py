@@ -7,7 +7,9 @@ write them by name; ``fit`` returns ``self``; learned attributes end in ``_``.
 from __future__ import annotations
 
 import inspect
+import numbers
 
+from ._validation import check_scalar
 from .exceptions import InvalidParameterError, NotFittedError
 
 
@@ -34,6 +36,24 @@ class BaseEstimator:
                     f"parameters are {valid}.")
             setattr(self, name, value)
         return self
+
+    def _check_model_C_solver(self):
+        """Validate the shared ``model``, ``C``, ``solver`` and ``solver_opts`` parameters.
+
+        Returns
+        -------
+        C : float, solver : str, solver_opts : dict
+        """
+        from .model import StructuredModel
+        from .solvers import check_solver, check_solver_opts
+        name = type(self).__name__
+        if not isinstance(self.model, StructuredModel):
+            raise InvalidParameterError(
+                f"The 'model' parameter of {name} must be a structlp StructuredModel; "
+                f"got {type(self.model).__name__}.")
+        C = check_scalar(self.C, "C", kind=numbers.Real, low=0, low_inclusive=False, owner=name)
+        return C, check_solver(self.solver, owner=name), check_solver_opts(self.solver_opts,
+                                                                           owner=name)
 
     def _check_fitted(self, attribute="coef_"):
         if not hasattr(self, attribute):

@@ -13,10 +13,9 @@ import scipy.sparse as sp
 from ._validation import check_scalar, check_sequence_of_examples
 from .base import BaseEstimator
 from .compiler import prepare
-from .exceptions import InvalidInputError, InvalidParameterError
-from .inference import maximize
-from .model import StructuredModel
-from .solvers import check_solver, check_solver_opts, solve
+from .exceptions import InvalidInputError
+from .inference import loss_augmented, maximize
+from .solvers import solve
 
 
 class ConvergenceWarning(UserWarning):
@@ -107,26 +106,16 @@ class CuttingPlaneLearner(BaseEstimator):
 
     def _check_params(self):
         name = type(self).__name__
-        if not isinstance(self.model, StructuredModel):
-            raise InvalidParameterError(
-                f"The 'model' parameter of {name} must be a structlp StructuredModel; "
-                f"got {type(self.model).__name__}.")
-        C = check_scalar(self.C, "C", kind=numbers.Real, low=0, low_inclusive=False, owner=name)
+        C, solver, opts = self._check_model_C_solver()
         tol = check_scalar(self.tol, "tol", kind=numbers.Real, low=0, low_inclusive=False,
                            owner=name)
         max_iter = check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1,
                                 owner=name)
-        solver = check_solver(self.solver, owner=name)
-        opts = check_solver_opts(self.solver_opts, owner=name)
         return C, tol, max_iter, solver, opts
 
     def _oracle(self, data, w, polys):
         """Loss-augmented maximizers (as 0/1 vectors) and exact hinge losses at ``w``."""
-        base = [np.asarray(P @ w, dtype=float).ravel() for P in data.Phi]
-        aug = [s + c for s, c in zip(base, data.c)]
-        _, mus = maximize(self.model, data.X, aug, polys)
-        hinge = np.array([a @ mu + d - s @ mt for a, mu, d, s, mt
-                          in zip(aug, mus, data.d, base, data.mu_true)])
+        _, hinge, mus = loss_augmented(self.model, data, w, polytopes=polys, return_mus=True)
         return mus, hinge
 
     def fit(self, X, Y):

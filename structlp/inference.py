@@ -115,7 +115,8 @@ def maximize(model, X, scores, polytopes=None, solver=None, solver_opts=None):
     return outputs, mus
 
 
-def loss_augmented(model, data, w=None, solver=None, solver_opts=None, scores=None):
+def loss_augmented(model, data, w=None, solver=None, solver_opts=None, scores=None,
+                   polytopes=None, return_mus=False):
     """Loss-augmented inference and the structured hinge loss of every example.
 
     Solves ``max_y w.f_i(y) + loss_i(y)`` and returns the maximizers and
@@ -129,16 +130,24 @@ def loss_augmented(model, data, w=None, solver=None, solver_opts=None, scores=No
         Weights; the part scores are ``Phi_i w``.
     scores : list of (L_i,) arrays, optional
         Part scores given directly (e.g. a kernel expansion) instead of ``w``.
+    polytopes : list of Polytope, optional
+        Defaults to ``data.polytopes`` (built from the model where missing).
+    return_mus : bool
+        Also return the maximizers as 0/1 part vectors.
 
     Returns
     -------
     outputs : list of m outputs
     hinge : ndarray, shape (m,)
+    mus : list of m (L_i,) arrays, only with ``return_mus``
     """
     base = scores if scores is not None else \
         [np.asarray(P @ w, dtype=float).ravel() for P in data.Phi]
     aug = [s + c for s, c in zip(base, data.c)]
-    outputs, mus = maximize(model, data.X, aug, data.polytopes, solver, solver_opts)
+    polys = polytopes if polytopes is not None else data.polytopes
+    if polys is not None and any(p is None for p in polys):
+        polys = None
+    outputs, mus = maximize(model, data.X, aug, polys, solver, solver_opts)
     hinge = np.array([a @ mu + d - s @ mt for a, mu, d, s, mt
                       in zip(aug, mus, data.d, base, data.mu_true)])
-    return outputs, hinge
+    return (outputs, hinge, mus) if return_mus else (outputs, hinge)

@@ -18,8 +18,7 @@ from .kernels import Kernel, factor_kernel, factor_precomputed
 from .exceptions import InvalidInputError, InvalidParameterError
 from .formulations import get_formulation
 from .inference import loss_augmented, maximize
-from .model import StructuredModel
-from .solvers import check_solver, check_solver_opts, solve
+from .solvers import solve
 
 
 class MaxMarginLearner(BaseEstimator):
@@ -119,14 +118,8 @@ class MaxMarginLearner(BaseEstimator):
     # ------------------------------------------------------------------ checks
     def _check_params(self):
         name = type(self).__name__
-        if not isinstance(self.model, StructuredModel):
-            raise InvalidParameterError(
-                f"The 'model' parameter of {name} must be a structlp StructuredModel; "
-                f"got {type(self.model).__name__}.")
-        C = check_scalar(self.C, "C", kind=numbers.Real, low=0, low_inclusive=False, owner=name)
+        C, solver, opts = self._check_model_C_solver()
         formulation = get_formulation(self.formulation, self.model, owner=name)
-        solver = check_solver(self.solver, owner=name)
-        opts = check_solver_opts(self.solver_opts, owner=name)
         if not isinstance(self.dual, (bool, np.bool_)):
             raise InvalidParameterError(
                 f"The 'dual' parameter of {name} must be a bool; got {self.dual!r}.")
