@@ -4,6 +4,6 @@ from .bipartite_matching import BipartiteMatching
 from .matching import Matching
 from .perfect_matching import PerfectMatching
 from .spanning_tree import SpanningTree
+from .tree_labeling import TreeLabeling
 
-
-__all__ = ["BipartiteMatching", "Matching", "PerfectMatching", "SpanningTree"]
+__all__ = ["BipartiteMatching", "Matching", "PerfectMatching", "SpanningTree", "TreeLabeling"]

@@ -1,0 +1,105 @@
+"""The CK+ facial emotion-intensity data of Fathony et al. (2018), read from a path.
+
+The data are for research use only (CK+ terms; DOC-Toolbox README) and are never
+copied into this repository: :func:`load_ck_emotion` reads them from
+``data_path``, else the environment variable ``STRUCTLP_CK_PATH``, else
+``../shared/data/ck_emotion`` beside the repository root.  The directory holds
+``ck.mat`` (167 sequences: ``X`` (25, T) features, ``H`` (T,) intensities 1..3,
+``Y`` emotion class 1..6) and ``ids_random.mat`` (MAT v7.3 / HDF5, ``ids``
+(20, 167): the authors' random permutations, 1-based; the first 120 train).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..exceptions import InvalidInputError
+
+#: Environment variable naming the data directory.
+ENV_VAR = "STRUCTLP_CK_PATH"
+DEFAULT_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "ck_emotion"
+
+
+def ck_path(data_path=None):
+    """The data directory (``data_path``, ``$STRUCTLP_CK_PATH`` or the default); checked."""
+    path = Path(data_path if data_path is not None else os.environ.get(ENV_VAR, DEFAULT_PATH))
+    missing = [f for f in ("ck.mat", "ids_random.mat") if not (path / f).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"CK+ emotion data not found: {path} lacks {missing}. Give data_path=... or set "
+            f"{ENV_VAR}; the data (research use only) are not shipped with structlp.")
+    return path
+
+
+def _read_ids(path):
+    try:
+        import h5py
+    except ImportError:
+        h5py = None
+    if h5py is not None:
+        with h5py.File(path, "r") as f:
+            ids = np.array(f["ids"])
+    else:
+        import scipy.io
+        try:
+            ids = scipy.io.loadmat(path)["ids"]
+        except NotImplementedError:
+            raise ImportError(f"{path} is a MAT v7.3 (HDF5) file: install h5py "
+                              "(pip install h5py) to read it.") from None
+    ids = np.asarray(ids, dtype=np.int64)
+    if ids.shape[0] != 20 and ids.shape[1] == 20:
+        ids = ids.T
+    return ids - 1
+
+
+def load_ck_emotion(data_path=None):
+    """Load the CK+ emotion-intensity sequences and the authors' 20 splits.
+
+    Returns
+    -------
+    dict with
+        ``frames`` : list of 167 arrays (T_i, 25);
+        ``labels`` : list of 167 int arrays (T_i,), intensities 0..2 (neutral <
+        increasing < apex; the paper's 1..3 minus one);
+        ``emotion`` : int array (167,), classes 0..5;
+        ``splits`` : int array (20, 167), 0-based permutations (first 120 train).
+    """
+    import scipy.io
+    path = ck_path(data_path)
+    raw = scipy.io.loadmat(path / "ck.mat")
+    if "data" not in raw:
+        raise InvalidInputError(f"{path / 'ck.mat'} has no 'data' variable.")
+    frames, labels, emotion = [], [], []
+    for rec in raw["data"].ravel():
+        frames.append(np.asarray(rec["X"][0, 0], dtype=float).T)
+        labels.append(np.asarray(rec["H"][0, 0], dtype=np.int64).ravel() - 1)
+        emotion.append(int(np.asarray(rec["Y"][0, 0]).ravel()[0]) - 1)
+    return {"frames": frames, "labels": labels, "emotion": np.array(emotion),
+            "splits": _read_ids(path / "ids_random.mat")}
+
+
+def emotion_examples(frames, emotion, n_classes=6):
+    """Chain examples with the authors' features, each in its emotion's block.
+
+    Node feature of frame t: ``[x_t; 1]``; edge feature (t-1 -> t):
+    ``[|x_t - x_{t-1}|; 1]``; both placed in block ``emotion`` of ``n_classes``
+    blocks (size ``n_classes * (d + 1)``).
+
+    Returns
+    -------
+    list of tree example dicts
+    """
+    out = []
+    for F, z in zip(frames, emotion):
+        T, d = F.shape
+        V = np.zeros((T, n_classes * (d + 1)))
+        V[:, z * (d + 1):z * (d + 1) + d] = F
+        V[:, z * (d + 1) + d] = 1.0
+        Ef = np.zeros((T - 1, n_classes * (d + 1)))
+        Ef[:, z * (d + 1):z * (d + 1) + d] = np.abs(np.diff(F, axis=0))
+        Ef[:, z * (d + 1) + d] = 1.0
+        out.append({"node_features": V, "edge_features": Ef, "parents": np.arange(-1, T - 1)})
+    return out

@@ -1,0 +1,389 @@
+"""Adversarial graphical models on trees (Fathony et al. 2018): learning and prediction."""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_choice, check_scalar, check_sequence_of_examples
+from ..base import BaseEstimator
+from ..exceptions import InvalidInputError, InvalidParameterError
+from ..formulations import block_diag
+from ..solvers import check_solver, check_solver_opts, solve
+from .game import check_loss
+from .inner import inner_dual_decomposition, inner_lp
+from .trees import (check_labels, check_tree_example, encode, game_polytope, max_sum,
+                    n_params, node_weights_of, part_features, potentials, split_theta)
+
+
+def check_tree_dataset(X, Y, n_labels, owner):
+    """Validate a list of tree examples (and labellings); return them checked."""
+    X = check_sequence_of_examples(X, "X")
+    exs = [check_tree_example(x, f"X[{i}]") for i, x in enumerate(X)]
+    d_v, d_e = exs[0].node_features.shape[1], exs[0].edge_features.shape[1]
+    for i, ex in enumerate(exs):
+        if ex.node_features.shape[1] != d_v or (ex.n_nodes > 1 and ex.edge_features.shape[1] != d_e):
+            raise InvalidInputError(
+                f"X[{i}] has (node, edge) feature sizes ({ex.node_features.shape[1]}, "
+                f"{ex.edge_features.shape[1]}); X[0] has ({d_v}, {d_e}).")
+        if ex.n_nodes == 1 and ex.edge_features.shape[1] != d_e:
+            ex.edge_features = np.zeros((0, d_e))
+    if Y is None:
+        return exs, None, d_v, d_e
+    Y = check_sequence_of_examples(Y, "Y")
+    if len(Y) != len(exs):
+        raise InvalidInputError(
+            f"X and Y must have the same number of examples; got {len(exs)} and {len(Y)}.")
+    Ys = [check_labels(y, ex.n_nodes, n_labels, f"Y[{i}]") for i, (ex, y) in enumerate(zip(exs, Y))]
+    return exs, Ys, d_v, d_e
+
+
+class AdversarialGraphicalModel(BaseEstimator):
+    """Adversarial graphical model on trees (Fathony et al. 2018, Eq. 5).
+
+    Learns ``theta`` by
+
+    .. math::
+
+        \\min_\\theta\\; \\frac{\\lambda}{2}\\|\\theta\\|^2 + \\frac1m \\sum_{i=1}^m \\Big[
+        \\max_{Q\\in\\mathcal M(x_i)} \\min_{p\\in\\Delta}
+        \\sum_j p_j^T L_j r_j + \\theta\\cdot\\Phi(x_i, Q) \\Big] - \\theta\\cdot\\Phi(x_i, y_i),
+
+    where ``M(x_i)`` is the local marginal polytope of the tree (node marginals
+    ``r_j``, edge marginals ``Q``), ``L_j = w_j L`` the node's weighted loss matrix
+    and ``Phi(x, Q)`` the expected features.  ``m`` is the number of examples and
+    ``lambda`` is ``reg``.
+
+    Parameters
+    ----------
+    n_labels : int >= 2
+    loss : {"zero_one", "absolute", "squared"} or array (n_labels, n_labels), default "zero_one"
+        Non-negative loss matrix ``L[j, b]`` (prediction ``j``, label ``b``).
+    node_weights : None, "position", callable or None
+        Per-node loss weights: None (all 1), "position" (1..n along the node
+        index) or a callable ``x -> (n,)`` array.
+    normalize_weights : bool, default False
+        Divide each example's node weights by their sum (the loss of a
+        labelling becomes a weighted average, as in the paper's experiments).
+    reg : float >= 0, default 1e-2
+        ``lambda``.
+    method : {"subgradient", "qp"}
+        "subgradient": the paper's stochastic algorithm (AdaGrad on theta; per
+        example the inner max-min by Eq. 7 dual decomposition + Eq. 9 recovery,
+        ``inner="dual_decomposition"``, or by one exact LP, ``inner="lp"``).
+        "qp": the whole objective as one QP, dualizing each example's inner LP
+        over ``(Q, r, v)`` (exact; needs ``reg > 0`` to be bounded in general).
+    inner : {"lp", "dual_decomposition"}, default "lp"
+        Inner solver of the subgradient method; dual decomposition falls back to
+        the LP for an example when its certified gap exceeds ``inner_tol``.
+    max_epochs : int, default 100
+    learning_rate : float > 0, default 0.1
+        AdaGrad step.
+    batch_size : int >= 1, default 1
+    average : bool, default True
+        Return the average of the iterates of the second half of the epochs.
+    inner_tol : float > 0, default 1e-6
+    random_state : int or None
+    solver, solver_opts
+        cvxpy QP solver for ``method="qp"`` (default CLARABEL) and its options;
+        predict_proba uses an LP solver (HiGHS by default).
+
+    Attributes
+    ----------
+    coef_ : ndarray (n_labels * d_v + n_labels**2 * d_e,)
+    theta_node_ : ndarray (n_labels, d_v); theta_edge_ : ndarray (n_labels, n_labels, d_e)
+    objective_ : float
+        The regularized AGM objective at ``coef_``, computed exactly (one LP per example).
+    n_iter_ : int
+        Stochastic updates (subgradient) or 1 (qp).
+    inner_stats_ : dict
+        Inner solves, fallbacks to the LP and mean dual-decomposition iterations.
+    fit_time_ : float
+    """
+
+    def __init__(self, n_labels, loss="zero_one", node_weights=None, normalize_weights=False,
+                 reg=1e-2, method="subgradient", inner="lp", max_epochs=100, learning_rate=0.1,
+                 batch_size=1, average=True, inner_tol=1e-6, random_state=None, solver=None,
+                 solver_opts=None):
+        self.n_labels = n_labels
+        self.loss = loss
+        self.node_weights = node_weights
+        self.normalize_weights = normalize_weights
+        self.reg = reg
+        self.method = method
+        self.inner = inner
+        self.max_epochs = max_epochs
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.average = average
+        self.inner_tol = inner_tol
+        self.random_state = random_state
+        self.solver = solver
+        self.solver_opts = solver_opts
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self):
+        name = type(self).__name__
+        k = check_scalar(self.n_labels, "n_labels", kind=numbers.Integral, low=2, owner=name)
+        loss_name, L = check_loss(self.loss, k, owner=name)
+        check_scalar(self.reg, "reg", kind=numbers.Real, low=0, owner=name)
+        check_choice(self.method, "method", ("subgradient", "qp"), owner=name)
+        check_choice(self.inner, "inner", ("lp", "dual_decomposition"), owner=name)
+        check_scalar(self.max_epochs, "max_epochs", kind=numbers.Integral, low=1, owner=name)
+        check_scalar(self.learning_rate, "learning_rate", kind=numbers.Real, low=0,
+                     low_inclusive=False, owner=name)
+        check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1, owner=name)
+        check_scalar(self.inner_tol, "inner_tol", kind=numbers.Real, low=0, low_inclusive=False,
+                     owner=name)
+        if not (self.node_weights is None or self.node_weights == "position"
+                or callable(self.node_weights)):
+            raise InvalidParameterError(
+                f"The 'node_weights' parameter of {name} must be None, 'position' or a "
+                f"callable x -> (n,) weights; got {self.node_weights!r}.")
+        return k, loss_name, L
+
+    def _weights(self, ex):
+        return node_weights_of(ex, self.node_weights, bool(self.normalize_weights))
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, Y):
+        """Learn ``theta`` from tree examples ``X`` and labellings ``Y``.
+
+        Parameters
+        ----------
+        X : list of m tree examples (dicts; see :mod:`structlp.agm.trees`)
+        Y : list of m int arrays (n_i,), labels in 0..n_labels-1
+
+        Returns
+        -------
+        self
+        """
+        k, loss_name, L = self._check_params()
+        t0 = time.perf_counter()
+        exs, Ys, d_v, d_e = check_tree_dataset(X, Y, k, type(self).__name__)
+        W = [self._weights(ex) for ex in exs]
+        NL = [w[:, None, None] * L[None] for w in W]
+        self.n_features_in_ = (d_v, d_e)
+        self.inner_stats_ = {"solves": 0, "lp_fallbacks": 0, "dd_iterations": 0}
+        if self.method == "qp":
+            theta = self._fit_qp(exs, Ys, NL, k, d_v, d_e)
+            self.n_iter_ = 1
+        else:
+            theta = self._fit_subgradient(exs, Ys, W, NL, k, d_v, d_e, loss_name, L)
+        self._set_theta(theta, k, d_v, d_e)
+        self.objective_ = self._objective(theta, exs, Ys, NL, k)
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    def _set_theta(self, theta, k, d_v, d_e):
+        self.coef_ = np.asarray(theta, dtype=float)
+        self.theta_node_, self.theta_edge_ = split_theta(self.coef_, d_v, d_e, k)
+
+    def _objective(self, theta, exs, Ys, NL, k):
+        total = 0.0
+        for ex, y, nl in zip(exs, Ys, NL):
+            b, B = potentials(ex, theta, k)
+            val, _, _ = inner_lp(ex, b, B, nl)
+            total += val - float(b[np.arange(len(y)), y].sum()
+                                 + B[np.arange(len(y) - 1), y[ex.edge_parent], y[ex.edge_child]].sum())
+        return float(0.5 * float(self.reg) * theta @ theta + total / len(exs))
+
+    def objective(self, X, Y, theta=None):
+        """The regularized AGM objective of ``theta`` (default ``coef_``) on ``(X, Y)``, exactly."""
+        k, _, L = self._check_params()
+        if theta is None:
+            self._check_fitted()
+            theta = self.coef_
+        exs, Ys, _, _ = check_tree_dataset(X, Y, k, type(self).__name__)
+        NL = [self._weights(ex)[:, None, None] * L[None] for ex in exs]
+        return self._objective(np.asarray(theta, dtype=float), exs, Ys, NL, k)
+
+    def _fit_subgradient(self, exs, Ys, W, NL, k, d_v, d_e, loss_name, L):
+        rng = np.random.default_rng(self.random_state)
+        D = n_params(d_v, d_e, k)
+        theta = np.zeros(D)
+        G = np.zeros(D)
+        avg, n_avg = np.zeros(D), 0
+        m = len(exs)
+        bs = min(int(self.batch_size), m)
+        lr, reg = float(self.learning_rate), float(self.reg)
+        Z = [(np.eye(k)[y], _edge_onehot(ex, y, k)) for ex, y in zip(exs, Ys)]
+        U = [None] * m
+        polys = {}
+        n_epochs = int(self.max_epochs)
+        it = 0
+        for epoch in range(n_epochs):
+            perm = rng.permutation(m)
+            for start in range(0, m, bs):
+                batch = perm[start:start + bs]
+                gv = np.zeros((k, d_v))
+                ge = np.zeros((k, k, d_e))
+                for i in batch:
+                    ex = exs[i]
+                    tv, te = split_theta(theta, d_v, d_e, k)
+                    b = ex.node_features @ tv.T
+                    B = (ex.edge_features @ te.reshape(k * k, d_e).T).reshape(-1, k, k)
+                    R, Q = self._inner(i, ex, b, B, loss_name, W[i], L, NL[i], U, polys)
+                    gv += (R - Z[i][0]).T @ ex.node_features
+                    ge += np.einsum("eab,ef->abf", Q - Z[i][1], ex.edge_features)
+                g = np.concatenate([gv.ravel(), ge.ravel()]) / len(batch) + reg * theta
+                G += g * g
+                theta = theta - lr / (np.sqrt(G) + 1e-8) * g
+                it += 1
+                if self.average and epoch >= n_epochs // 2:
+                    n_avg += 1
+                    avg += (theta - avg) / n_avg
+        self.n_iter_ = it
+        st = self.inner_stats_
+        if st["solves"]:
+            st["dd_iterations"] = st["dd_iterations"] / st["solves"]
+        return avg if (self.average and n_avg) else theta
+
+    def _inner(self, i, ex, b, B, loss_name, w, L, nl, U, polys):
+        st = self.inner_stats_
+        st["solves"] += 1
+        if self.inner == "dual_decomposition":
+            val, R, Q, u, ok, n_it = inner_dual_decomposition(
+                ex, b, B, loss_name, w, L, nl, u0=U[i], tol=float(self.inner_tol))
+            U[i] = u
+            st["dd_iterations"] += n_it
+            if ok:
+                return R, Q
+            st["lp_fallbacks"] += 1
+        if i not in polys:
+            polys[i] = game_polytope(ex, b.shape[1], nl)
+        _, R, Q = inner_lp(ex, b, B, nl, polys[i])
+        return R, Q
+
+    def _fit_qp(self, exs, Ys, NL, k, d_v, d_e):
+        name = type(self).__name__
+        solver = check_solver(self.solver, owner=name)
+        opts = check_solver_opts(self.solver_opts, owner=name)
+        # Per example, the inner LP over parts mu = (node marginals, edge marginals, v) is
+        #   max (Phi theta + c) . mu  s.t.  A mu <= 0, E mu = e, mu >= 0     (c = 1 on v)
+        # (the box bounds of game_polytope are implied by these rows), with LP dual
+        #   min e . nu  s.t.  A^T lam + E^T nu >= Phi theta + c,  lam >= 0.
+        Phis, As, Es, es, cs, psis = [], [], [], [], [], []
+        for ex, y, nl in zip(exs, Ys, NL):
+            F = part_features(ex, k)
+            n = ex.n_nodes
+            P = game_polytope(ex, k, nl)
+            Phis.append(sp.vstack([F, sp.csr_array((n, F.shape[1]))], format="csr"))
+            As.append(P.A); Es.append(P.E); es.append(P.e)
+            cs.append(np.concatenate([np.zeros(F.shape[0]), np.ones(n)]))
+            psis.append(F.T @ encode(ex, y, k))
+        D = n_params(d_v, d_e, k)
+        m = len(exs)
+        Phi = sp.vstack(Phis, format="csr")
+        A = block_diag(As)
+        E = block_diag(Es)
+        Se = sp.csr_array((np.concatenate(es), np.concatenate([np.arange(len(x)) for x in es])
+                           + np.repeat(np.cumsum([0] + [len(x) for x in es[:-1]]),
+                                       [len(x) for x in es]),
+                           np.concatenate([[0], np.cumsum([len(x) for x in es])])),
+                          shape=(m, E.shape[0]))
+        Psi = np.vstack(psis)
+        theta = cp.Variable(D, name="theta")
+        xi = cp.Variable(m, name="xi")
+        lam = cp.Variable(A.shape[0], nonneg=True, name="lam")
+        nu = cp.Variable(E.shape[0], name="nu")
+        cons = [xi + Psi @ theta - Se @ nu >= 0,
+                sp.csr_array(A.T) @ lam + sp.csr_array(E.T) @ nu - Phi @ theta
+                >= np.concatenate(cs)]
+        obj = cp.Minimize(0.5 * float(self.reg) * cp.sum_squares(theta) + cp.sum(xi) / m)
+        prob = cp.Problem(obj, cons)
+        solve(prob, solver, opts, what="the AGM training QP",
+              hints={cp.UNBOUNDED: " With reg=0 the AGM objective can be unbounded; use reg > 0."})
+        self.problem_ = prob
+        self.qp_objective_ = float(prob.value)
+        return np.asarray(theta.value, dtype=float)
+
+    # ------------------------------------------------------------------ predict
+    def _checked(self, X):
+        self._check_fitted()
+        k = self._check_params()[0]
+        exs, _, d_v, d_e = check_tree_dataset(X, None, k, type(self).__name__)
+        if (d_v, d_e) != tuple(self.n_features_in_) and not (
+                d_v == self.n_features_in_[0] and all(ex.n_nodes == 1 for ex in exs)):
+            raise InvalidInputError(
+                f"X has (node, edge) feature sizes ({d_v}, {d_e}); the model was fitted with "
+                f"{tuple(self.n_features_in_)}.")
+        return exs, k
+
+    def decision_potentials(self, X):
+        """Node potentials (n, k) and edge potentials (n-1, k, k) of each example."""
+        exs, k = self._checked(X)
+        return [potentials(ex, self.coef_, k) for ex in exs]
+
+    def predict(self, X):
+        """The highest-potential labelling of each example, by max-sum on its tree.
+
+        Solves ``argmax_y theta . Phi(x, y)``.
+
+        Returns
+        -------
+        list of int arrays (n_i,)
+        """
+        exs, k = self._checked(X)
+        return [max_sum(ex, *potentials(ex, self.coef_, k))[0] for ex in exs]
+
+    def predict_proba(self, X):
+        """The predictor's node marginals of Eq. 10, one LP for all examples.
+
+        Solves, for every example,
+
+        .. math::
+
+            \\min_{p_j\\in\\Delta} \\max_{Q\\in\\mathcal M(x)}
+            \\sum_j p_j^T L_j r_j + \\theta\\cdot\\Phi(x, Q),
+
+        with the inner max replaced by its LP dual over the local marginal
+        polytope ``{E mu = e, mu >= 0}``: ``min e.nu  s.t.  E^T nu >= Phi theta + M p``.
+
+        Returns
+        -------
+        list of ndarrays (n_i, n_labels), each row a distribution
+        """
+        exs, k = self._checked(X)
+        _, _, L = self._check_params()
+        from .trees import local_polytope_rows
+        Es, es, scores, Ms, sizes = [], [], [], [], []
+        for ex in exs:
+            n = ex.n_nodes
+            E, e = local_polytope_rows(ex, k)
+            b, B = potentials(ex, self.coef_, k)
+            Lw = self._weights(ex)[:, None, None] * L[None]
+            # node part (i, b) gets sum_j p[i, j] L_i[j, b]
+            rows = np.repeat(np.arange(n * k), k)             # (i, b) repeated over j
+            i_idx = rows // k
+            b_idx = rows % k
+            j_idx = np.tile(np.arange(k), n * k)
+            M = sp.csr_array((Lw[i_idx, j_idx, b_idx], (rows, i_idx * k + j_idx)),
+                             shape=(E.shape[1], n * k))
+            Es.append(E); es.append(e); Ms.append(M); sizes.append(n)
+            scores.append(np.concatenate([b.ravel(), B.ravel()]))
+        E = block_diag(Es)
+        M = block_diag(Ms)
+        s = np.concatenate(scores)
+        e = np.concatenate(es)
+        N = int(sum(sizes))
+        p = cp.Variable(N * k, nonneg=True, name="p")
+        nu = cp.Variable(E.shape[0], name="nu")
+        S = sp.kron(sp.eye_array(N), sp.csr_array(np.ones((1, k))), format="csr")
+        prob = cp.Problem(cp.Minimize(e @ nu), [sp.csr_array(E.T) @ nu - M @ p >= s, S @ p == 1])
+        solve(prob, check_solver(None, kind="LP") if self.solver is None
+              else check_solver(self.solver), check_solver_opts(self.solver_opts),
+              what="the prediction LP (Eq. 10)")
+        P = np.clip(np.asarray(p.value, dtype=float).reshape(N, k), 0, None)
+        P /= P.sum(axis=1, keepdims=True)
+        return np.split(P, np.cumsum(sizes)[:-1])
+
+
+def _edge_onehot(ex, y, k):
+    Z = np.zeros((ex.n_nodes - 1, k, k))
+    Z[np.arange(ex.n_nodes - 1), y[ex.edge_parent], y[ex.edge_child]] = 1.0
+    return Z

@@ -1,0 +1,105 @@
+"""Recovery of the adversary's pairwise marginals (Fathony et al. 2018, Eq. 9).
+
+Given the adversary's node marginals of a parent ``r_parent`` (k1,) and a child
+``r_child`` (k2,) and the edge potentials ``B`` (k1, k2), the pairwise marginal is
+
+.. math::
+
+    Q^* = \\arg\\max_{Q \\ge 0} \\langle Q, B\\rangle
+    \\quad\\text{s.t.}\\quad Q 1 = r_{parent},\\; Q^T 1 = r_{child},
+
+an optimal-transport problem with cost ``-B``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import cvxpy as cp
+import numpy as np
+
+from .._validation import check_choice, check_finite_array, check_scalar
+from ..exceptions import InvalidInputError, SolverError
+from ..solvers import check_solver, check_solver_opts, solve
+
+#: How far from 1 the sum of a given marginal may be before it is rejected.
+MARGINAL_TOL = 1e-6
+
+
+def _check_marginal(r, name):
+    r = check_finite_array(r, name, ndim=1)
+    if r.size == 0:
+        raise InvalidInputError(f"{name} must have at least one entry.")
+    if np.any(r < -MARGINAL_TOL):
+        raise InvalidInputError(f"{name} must be a distribution; it has entry {r.min():g} < 0.")
+    if abs(r.sum() - 1) > MARGINAL_TOL:
+        raise InvalidInputError(f"{name} must be a distribution summing to 1; it sums to {r.sum():g}.")
+    r = np.clip(r, 0, None)
+    return r / r.sum()
+
+
+def emd_max(r_parent, r_child, B):
+    """Exact maximizer by POT's network simplex (no checks; inputs are distributions)."""
+    import ot
+    M = B.max() - B  # cost >= 0; a constant shift does not change the argmax
+    Q = ot.emd(np.ascontiguousarray(r_parent), np.ascontiguousarray(r_child),
+               np.ascontiguousarray(M, dtype=float))
+    return np.asarray(Q, dtype=float)
+
+
+def recover_pairwise(r_parent, r_child, B, method="emd", reg=1e-2, solver=None, solver_opts=None):
+    """The adversary's pairwise marginal for an edge (Fathony et al. 2018, Eq. 9).
+
+    Solves
+
+    .. math::
+
+        \\max_{Q\\ge 0}\\; \\langle Q, B\\rangle
+        \\quad\\text{s.t.}\\quad Q 1 = r_{parent},\\quad Q^T 1 = r_{child}.
+
+    Parameters
+    ----------
+    r_parent : array, shape (k1,)
+        Node marginal of the parent (a distribution).
+    r_child : array, shape (k2,)
+        Node marginal of the child (a distribution).
+    B : array, shape (k1, k2)
+        Edge potentials, ``B[a, b]`` for parent label ``a`` and child label ``b``.
+    method : {"emd", "lp", "sinkhorn"}
+        "emd": POT's exact network simplex (``ot.emd`` with cost ``-B``);
+        "lp": the same LP in cvxpy; "sinkhorn": entropic optimal transport
+        (``ot.sinkhorn``), **approximate**: it maximizes
+        ``<Q, B> + reg * H(Q)`` (with B rescaled to [0, 1] internally), so its Q
+        is dense and its objective slightly below the exact maximum.
+    reg : float > 0
+        Entropic regularization for "sinkhorn".
+    solver, solver_opts
+        cvxpy LP solver (default HiGHS) for "lp".
+
+    Returns
+    -------
+    Q : ndarray, shape (k1, k2)
+        Row sums ``r_parent`` and column sums ``r_child``.
+    """
+    check_choice(method, "method", ("emd", "lp", "sinkhorn"), owner="recover_pairwise")
+    rp = _check_marginal(r_parent, "r_parent")
+    rc = _check_marginal(r_child, "r_child")
+    B = check_finite_array(B, "B", shape=(rp.size, rc.size))
+    if method == "emd":
+        return emd_max(rp, rc, B)
+    if method == "lp":
+        Q = cp.Variable((rp.size, rc.size), nonneg=True, name="Q")
+        prob = cp.Problem(cp.Maximize(cp.sum(cp.multiply(B, Q))),
+                          [cp.sum(Q, axis=1) == rp, cp.sum(Q, axis=0) == rc])
+        solve(prob, check_solver(solver, kind="LP"),
+              check_solver_opts(solver_opts, "recover_pairwise"), what="the recovery LP")
+        return np.clip(np.asarray(Q.value, dtype=float), 0, None)
+    reg = check_scalar(reg, "reg", kind=numbers.Real, low=0, low_inclusive=False,
+                       owner="recover_pairwise")
+    import ot
+    span = float(B.max() - B.min()) or 1.0
+    M = (B.max() - B) / span
+    Q = ot.sinkhorn(rp, rc, M, reg, method="sinkhorn_log", numItermax=20000, stopThr=1e-10)
+    if not np.all(np.isfinite(Q)):
+        raise SolverError("Sinkhorn diverged in recover_pairwise; increase 'reg'.")
+    return np.asarray(Q, dtype=float)

@@ -1,0 +1,331 @@
+"""Tree-structured labelling data: validation, potentials, polytopes and max-sum.
+
+An example ``x`` is a dict with
+
+* ``node_features`` — array (n, d_v);
+* ``edge_features`` — array (n - 1, d_e); row ``e`` belongs to the edge joining
+  the ``e``-th non-root node (in index order) to its parent;
+* ``parents`` — int array (n,), ``-1`` at the (single) root; a chain is
+  ``[-1, 0, 1, ..., n - 2]``.
+
+An output ``y`` is an int array (n,) of labels in ``0..k-1``.  With
+``theta_v`` (k, d_v) and ``theta_e`` (k, k, d_e) the node potential of label
+``a`` at node ``i`` is ``theta_v[a] . node_features[i]`` and the edge potential
+of labels ``(a, b)`` (parent, child) on edge ``e`` is
+``theta_e[a, b] . edge_features[e]``; the parameter vector is
+``concatenate([theta_v.ravel(), theta_e.ravel()])``.
+
+Part vectors (used by the LPs and QPs) list the node indicators
+``mu[i, a]`` (n * k, node-major) and then the edge indicators ``mu[e, a, b]``
+((n - 1) * k * k); the edge indicator of an output is the product of its two node
+indicators.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_finite_array
+from ..exceptions import InvalidInputError, InvalidOutputError
+from ..polytope import Polytope
+
+
+@dataclass(eq=False)
+class TreeExample:
+    """A validated tree example (see the module docstring)."""
+
+    node_features: np.ndarray
+    edge_features: np.ndarray
+    parents: np.ndarray
+    order: np.ndarray        # BFS order from the root, shape (n,)
+    edge_child: np.ndarray   # child node of each edge, shape (n - 1,)
+    edge_of: np.ndarray      # edge index of each node's parent edge (-1 at the root), (n,)
+
+    @property
+    def n_nodes(self):
+        return len(self.parents)
+
+    @property
+    def root(self):
+        return int(self.order[0])
+
+    @property
+    def edge_parent(self):
+        return self.parents[self.edge_child]
+
+    def key(self):
+        """Hashable key of the tree shape (equal keys, equal polytopes)."""
+        return ("tree", self.parents.tobytes())
+
+
+def check_parents(parents, name="parents"):
+    """Validate a parent array; return ``(parents, bfs_order)``.
+
+    Raises
+    ------
+    InvalidInputError
+        Unless ``parents`` is a 1-D int array with exactly one ``-1`` (the
+        root), every other entry a node index, and no cycle.
+    """
+    raw = np.asarray(parents)
+    if raw.ndim != 1 or raw.size == 0:
+        raise InvalidInputError(f"{name} must be a non-empty 1-D array; got shape {raw.shape}.")
+    if not (np.issubdtype(raw.dtype, np.integer)
+            or (np.issubdtype(raw.dtype, np.floating) and np.all(np.isfinite(raw))
+                and np.all(raw == np.round(raw)))):
+        raise InvalidInputError(f"{name} must contain integers; got dtype {raw.dtype}.")
+    par = raw.astype(np.int64)
+    n = len(par)
+    roots = np.flatnonzero(par == -1)
+    if len(roots) != 1:
+        raise InvalidInputError(
+            f"{name} is not a tree: it must have exactly one root (entry -1); got {len(roots)}.")
+    bad = np.flatnonzero((par < -1) | (par >= n))
+    if len(bad):
+        raise InvalidInputError(
+            f"{name} is not a tree: node {bad[0]} has parent {par[bad[0]]}, not in -1..{n - 1}.")
+    if np.any(par == np.arange(n)):
+        j = int(np.flatnonzero(par == np.arange(n))[0])
+        raise InvalidInputError(f"{name} is not a tree: node {j} is its own parent.")
+    children = [[] for _ in range(n)]
+    for j, p in enumerate(par):
+        if p >= 0:
+            children[p].append(j)
+    order = []
+    queue = deque([int(roots[0])])
+    while queue:
+        j = queue.popleft()
+        order.append(j)
+        queue.extend(children[j])
+    if len(order) != n:
+        unreached = sorted(set(range(n)) - set(order))
+        raise InvalidInputError(
+            f"{name} is not a tree: nodes {unreached[:5]} are on a cycle, not connected "
+            "to the root.")
+    return par, np.array(order, dtype=np.int64)
+
+
+def check_tree_example(x, name="x"):
+    """Validate one example (a dict or a :class:`TreeExample`); return a TreeExample."""
+    if isinstance(x, TreeExample):
+        return x
+    if not isinstance(x, dict):
+        raise InvalidInputError(
+            f"{name} must be a dict with keys 'node_features', 'edge_features' and "
+            f"'parents'; got {type(x).__name__}.")
+    missing = [k for k in ("node_features", "edge_features", "parents") if k not in x]
+    if missing:
+        raise InvalidInputError(f"{name} is missing the key(s) {missing}.")
+    par, order = check_parents(x["parents"], f"{name}['parents']")
+    n = len(par)
+    V = check_finite_array(x["node_features"], f"{name}['node_features']", ndim=2)
+    if V.shape[0] != n:
+        raise InvalidInputError(
+            f"{name}['node_features'] must have one row per node ({n}); got shape {V.shape}.")
+    Ef = check_finite_array(x["edge_features"], f"{name}['edge_features']")
+    if Ef.ndim == 1 and Ef.size == 0:
+        Ef = Ef.reshape(0, 0)
+    if Ef.ndim != 2 or Ef.shape[0] != n - 1:
+        raise InvalidInputError(
+            f"{name}['edge_features'] must have shape (n_nodes - 1, d_e) = ({n - 1}, d_e); "
+            f"got {Ef.shape}.")
+    edge_child = np.flatnonzero(par >= 0)
+    edge_of = np.full(n, -1, dtype=np.int64)
+    edge_of[edge_child] = np.arange(n - 1)
+    return TreeExample(V, Ef, par, order, edge_child, edge_of)
+
+
+def check_labels(y, n_nodes, n_labels, name="y"):
+    """Validate a labelling: int array (n_nodes,) with entries in 0..n_labels-1."""
+    raw = np.asarray(y)
+    if raw.shape != (n_nodes,):
+        raise InvalidOutputError(f"{name} must have shape ({n_nodes},); got {raw.shape}.")
+    if raw.size and not (np.issubdtype(raw.dtype, np.integer) or np.all(raw == np.round(raw))):
+        raise InvalidOutputError(f"{name} must contain integer labels; got {raw.dtype}.")
+    lab = raw.astype(np.int64)
+    bad = np.flatnonzero((lab < 0) | (lab >= n_labels))
+    if len(bad):
+        raise InvalidOutputError(
+            f"{name} has label {lab[bad[0]]} at node {bad[0]}, out of range 0..{n_labels - 1}.")
+    return lab
+
+
+def chain(node_features, edge_features):
+    """A chain example ``{node_features, edge_features, parents=[-1, 0, 1, ...]}``."""
+    n = len(node_features)
+    return {"node_features": node_features, "edge_features": edge_features,
+            "parents": np.arange(-1, n - 1)}
+
+
+# ---------------------------------------------------------------- parameters
+def n_params(d_v, d_e, k):
+    return k * d_v + k * k * d_e
+
+
+def split_theta(theta, d_v, d_e, k):
+    """``theta`` (k d_v + k^2 d_e,) -> ``(theta_v (k, d_v), theta_e (k, k, d_e))``."""
+    return theta[:k * d_v].reshape(k, d_v), theta[k * d_v:].reshape(k, k, d_e)
+
+
+def potentials(ex, theta, k):
+    """Node potentials b (n, k) and edge potentials B (n - 1, k, k) of ``ex``."""
+    d_v, d_e = ex.node_features.shape[1], ex.edge_features.shape[1]
+    tv, te = split_theta(theta, d_v, d_e, k)
+    b = ex.node_features @ tv.T
+    B = (ex.edge_features @ te.reshape(k * k, d_e).T).reshape(-1, k, k)
+    return b, B
+
+
+def part_features(ex, k):
+    """Feature matrix of the parts (sparse, (n k + (n-1) k^2, k d_v + k^2 d_e))."""
+    V = sp.csr_array(ex.node_features)
+    Ef = sp.csr_array(ex.edge_features)
+    Fv = sp.kron(V, sp.eye_array(k), format="csr")        # row i*k+a, column f*k+a
+    Fe = sp.kron(Ef, sp.eye_array(k * k), format="csr")   # row e*k2+ab, column f*k2+ab
+    # reorder columns to label-major (a*d_v + f), matching split_theta
+    d_v, d_e = V.shape[1], Ef.shape[1]
+    perm_v = (np.arange(k)[:, None] + k * np.arange(d_v)[None, :]).ravel()
+    perm_e = (np.arange(k * k)[:, None] + k * k * np.arange(d_e)[None, :]).ravel()
+    return sp.block_diag([Fv[:, perm_v], Fe[:, perm_e]], format="csr")
+
+
+def encode(ex, y, k):
+    """Part vector (n k + (n-1) k^2,) of a labelling ``y``."""
+    n = ex.n_nodes
+    mu_v = np.zeros((n, k))
+    mu_v[np.arange(n), y] = 1.0
+    mu_e = np.zeros((n - 1, k, k))
+    mu_e[np.arange(n - 1), y[ex.edge_parent], y[ex.edge_child]] = 1.0
+    return np.concatenate([mu_v.ravel(), mu_e.ravel()])
+
+
+def local_polytope_rows(ex, k):
+    """Equality rows ``E mu = e`` of the local marginal polytope of ``ex``."""
+    n = ex.n_nodes
+    m = n - 1
+    nv = n * k
+    rows, cols, vals = [], [], []
+    # normalization of the nodes
+    rows.append(np.repeat(np.arange(n), k)); cols.append(np.arange(nv)); vals.append(np.ones(nv))
+    r0 = n
+    e_idx = np.arange(m)
+    a = np.arange(k)
+    # sum_b mu_e[a, b] - mu_parent[a] = 0     (rows r0 + e*k + a)
+    ea = (e_idx[:, None, None] * k + a[None, :, None])  # (m, k, 1)
+    cols_e = nv + (e_idx[:, None, None] * k * k + a[None, :, None] * k + a[None, None, :])
+    rows.append(np.broadcast_to(r0 + ea, (m, k, k)).ravel()); cols.append(cols_e.ravel())
+    vals.append(np.ones(m * k * k))
+    rows.append((r0 + ea).ravel()); cols.append((ex.edge_parent[:, None] * k + a[None, :]).ravel())
+    vals.append(-np.ones(m * k))
+    r1 = r0 + m * k
+    # sum_a mu_e[a, b] - mu_child[b] = 0      (rows r1 + e*k + b)
+    eb = (e_idx[:, None, None] * k + a[None, None, :])  # (m, 1, k) for b
+    rows.append(np.broadcast_to(r1 + eb, (m, k, k)).ravel()); cols.append(cols_e.ravel())
+    vals.append(np.ones(m * k * k))
+    rows.append((r1 + e_idx[:, None] * k + a[None, :]).ravel())
+    cols.append((ex.edge_child[:, None] * k + a[None, :]).ravel())
+    vals.append(-np.ones(m * k))
+    n_rows = r1 + m * k
+    E = sp.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                     shape=(n_rows, nv + m * k * k))
+    e = np.zeros(n_rows)
+    e[:n] = 1.0
+    return E, e
+
+
+def local_polytope(ex, k):
+    """The local marginal polytope (exact on trees): node and edge marginals."""
+    E, e = local_polytope_rows(ex, k)
+    return Polytope(E=E, e=e, lb=0.0, ub=1.0)
+
+
+def game_polytope(ex, k, node_losses):
+    """Local polytope plus the game epigraph: parts ``(mu, v)`` with ``v_i <= (L_i r_i)_j``.
+
+    Parameters
+    ----------
+    node_losses : ndarray (n, k, k), the (weighted, non-negative) loss matrix of each node
+    """
+    E, e = local_polytope_rows(ex, k)
+    n = ex.n_nodes
+    L_parts = E.shape[1]
+    # rows (i, j): v_i - sum_b L_i[j, b] mu_i[b] <= 0
+    i_idx = np.repeat(np.arange(n), k)
+    j_idx = np.tile(np.arange(k), n)
+    rows = np.repeat(np.arange(n * k), k)
+    cols = (i_idx[:, None] * k + np.arange(k)[None, :]).ravel()
+    vals = -node_losses[i_idx, j_idx, :].ravel()
+    A = sp.csr_array((np.concatenate([vals, np.ones(n * k)]),
+                      (np.concatenate([rows, np.arange(n * k)]),
+                       np.concatenate([cols, L_parts + i_idx]))), shape=(n * k, L_parts + n))
+    E = sp.hstack([E, sp.csr_array((E.shape[0], n))], format="csr")
+    vmax = node_losses.reshape(n, -1).max(axis=1)
+    lb = np.zeros(L_parts + n)
+    ub = np.concatenate([np.ones(L_parts), np.maximum(vmax, 0.0)])
+    return Polytope(A=A, b=np.zeros(n * k), E=E, e=e, lb=lb, ub=ub)
+
+
+# ---------------------------------------------------------------- max-sum
+def max_sum(ex, b, B):
+    """Highest-scoring labelling on a tree (max-sum / Viterbi).
+
+    Solves ``max_y sum_i b[i, y_i] + sum_e B[e, y_parent(e), y_child(e)]``.
+
+    Parameters
+    ----------
+    ex : TreeExample
+    b : ndarray (n, k); B : ndarray (n - 1, k, k)
+
+    Returns
+    -------
+    y : ndarray (n,) of ints; score : float
+    """
+    n, k = b.shape
+    msg_in = b.copy()          # node score plus messages from children
+    back = np.zeros((n, k), dtype=np.int64)
+    for j in ex.order[::-1][:-1]:           # leaves first, root excluded
+        e = ex.edge_of[j]
+        M = B[e] + msg_in[j][None, :]        # (parent label, child label)
+        back[j] = np.argmax(M, axis=1)
+        msg_in[ex.parents[j]] += M[np.arange(k), back[j]]
+    y = np.empty(n, dtype=np.int64)
+    root = ex.order[0]
+    y[root] = int(np.argmax(msg_in[root]))
+    for j in ex.order[1:]:
+        y[j] = back[j, y[ex.parents[j]]]
+    return y, float(msg_in[root, y[root]])
+
+
+def score(ex, b, B, y):
+    """Score ``sum_i b[i, y_i] + sum_e B[e, y_parent, y_child]`` of a labelling."""
+    y = np.asarray(y)
+    return float(b[np.arange(len(y)), y].sum()
+                 + B[np.arange(len(y) - 1), y[ex.edge_parent], y[ex.edge_child]].sum())
+
+
+def node_weights_of(ex, node_weights, normalize):
+    """Per-node loss weights (n,) from None / "position" / callable / array."""
+    n = ex.n_nodes
+    if node_weights is None:
+        w = np.ones(n)
+    elif isinstance(node_weights, str):
+        if node_weights != "position":
+            from ..exceptions import InvalidParameterError
+            raise InvalidParameterError(
+                "The 'node_weights' parameter must be None, 'position', a callable x -> "
+                f"(n,) weights, or an array; got {node_weights!r}.")
+        w = np.arange(1, n + 1, dtype=float)
+    else:
+        w = node_weights(ex) if callable(node_weights) else node_weights
+        w = check_finite_array(w, "node_weights", shape=(n,))
+        if np.any(w < 0):
+            from ..exceptions import InvalidParameterError
+            raise InvalidParameterError(f"node_weights must be >= 0; got minimum {w.min():g}.")
+    if normalize:
+        s = w.sum()
+        w = w / s if s > 0 else w
+    return np.asarray(w, dtype=float)

@@ -1,0 +1,110 @@
+"""Labellings of tree-structured examples (chains, trees): the local marginal polytope."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import check_scalar
+from ..agm.game import check_loss
+from ..agm.trees import (check_labels, check_tree_example, encode, local_polytope, max_sum,
+                         node_weights_of, part_features, score)
+from ..exceptions import InvalidParameterError
+from ..model import StructuredModel
+
+
+class TreeLabeling(StructuredModel):
+    """Labellings ``y`` (n,) in ``0..k-1`` of the nodes of a tree, scored by node and edge parts.
+
+    An example is a tree dict (``node_features`` (n, d_v), ``edge_features``
+    (n-1, d_e), ``parents`` (n,); see :mod:`structlp.agm.trees`).  Parts are the
+    node indicators ``mu[i, a]`` (n k) followed by the edge indicators
+    ``mu[e, a, b]`` ((n-1) k^2, parent label ``a``, child label ``b``); the edge
+    indicator of a labelling is the product of its node indicators.  The output
+    polytope is the local marginal polytope
+
+    .. math::
+
+        \\sum_a \\mu_i(a) = 1,\\quad \\sum_b \\mu_e(a, b) = \\mu_{pt}(a),\\quad
+        \\sum_a \\mu_e(a, b) = \\mu_{c}(b),\\quad 0 \\le \\mu \\le 1,
+
+    which is integral on trees.  The loss is additive over nodes:
+    ``loss(y_true, y) = sum_i w_i L[y_i, y_true_i]`` (only node parts carry
+    loss coefficients).  Inference is max-sum on the tree.
+
+    Parameters
+    ----------
+    n_labels : int >= 2
+    loss : {"zero_one", "absolute", "squared"} or array (k, k), non-negative
+        ``L[j, b]`` = loss of predicting ``j`` when the true label is ``b``.
+    node_weights : None, "position" or callable ``x -> (n,)``
+    normalize_weights : bool
+        Divide each example's node weights by their sum.
+    """
+
+    formulations = ("minmax",)
+
+    def __init__(self, n_labels, loss="zero_one", node_weights=None, normalize_weights=False):
+        self.n_labels = n_labels
+        self.loss = loss
+        self.node_weights = node_weights
+        self.normalize_weights = normalize_weights
+
+    def _k(self):
+        return check_scalar(self.n_labels, "n_labels", kind=numbers.Integral, low=2,
+                            owner="TreeLabeling")
+
+    def check_x(self, x):
+        self._k()
+        check_loss(self.loss, self._k(), owner="TreeLabeling")
+        if not (self.node_weights is None or self.node_weights == "position"
+                or callable(self.node_weights)):
+            raise InvalidParameterError(
+                "The 'node_weights' parameter of TreeLabeling must be None, 'position' or a "
+                f"callable; got {self.node_weights!r}.")
+        return check_tree_example(x)
+
+    def n_parts(self, x):
+        k = self._k()
+        return x.n_nodes * k + (x.n_nodes - 1) * k * k
+
+    def features(self, x):
+        return part_features(x, self._k())
+
+    def polytope(self, x):
+        return local_polytope(x, self._k())
+
+    def polytope_key(self, x):
+        return x.key() + (self._k(),)
+
+    def encode(self, x, y):
+        return encode(x, check_labels(y, x.n_nodes, self._k()), self._k())
+
+    def decode(self, x, mu):
+        k = self._k()
+        return np.argmax(np.asarray(mu)[:x.n_nodes * k].reshape(x.n_nodes, k), axis=1)
+
+    def loss_coefficients(self, x, y_true):
+        k = self._k()
+        y = check_labels(y_true, x.n_nodes, k, "y_true")
+        _, L = check_loss(self.loss, k, owner="TreeLabeling")
+        w = node_weights_of(x, self.node_weights, bool(self.normalize_weights))
+        c = np.zeros(self.n_parts(x))
+        c[:x.n_nodes * k] = (w[:, None] * L[:, y].T).ravel()   # node i, label a: w_i L[a, y_i]
+        return c, 0.0
+
+    def inference(self, x, scores):
+        k = self._k()
+        n = x.n_nodes
+        s = np.asarray(scores, dtype=float)
+        b = s[:n * k].reshape(n, k)
+        B = s[n * k:].reshape(n - 1, k, k)
+        return max_sum(x, b, B)[0]
+
+    def score(self, x, scores, y):
+        """Score of labelling ``y`` under part scores."""
+        k = self._k()
+        n = x.n_nodes
+        s = np.asarray(scores, dtype=float)
+        return score(x, s[:n * k].reshape(n, k), s[n * k:].reshape(n - 1, k, k), np.asarray(y))

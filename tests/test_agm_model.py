@@ -1,0 +1,184 @@
+"""AGM learning and prediction: subgradient vs QP, max-sum vs brute force, Eq. 10, baselines."""
+
+import os
+
+import numpy as np
+import pytest
+
+import structlp
+from structlp.agm import AdversarialGraphicalModel, TreeCRF, check_tree_example, max_sum
+from structlp.agm.crf import tree_marginals
+from structlp.agm.game import loss_matrix
+from structlp.agm.inner import inner_dual_decomposition, inner_lp
+from structlp.agm.trees import n_params, potentials, score
+from structlp.exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
+from structlp.structures import TreeLabeling
+
+from agm_oracles import brute_force_argmax, random_parents, random_tree_data
+
+
+@pytest.mark.parametrize("chain,loss", [(True, "zero_one"), (False, "absolute")])
+def test_subgradient_and_qp_reach_same_objective(rng, chain, loss):
+    X, Y = random_tree_data(rng, 4, 4, chain=chain)
+    qp = AdversarialGraphicalModel(3, loss=loss, reg=0.5, method="qp").fit(X, Y)
+    assert qp.objective_ == pytest.approx(qp.qp_objective_, rel=1e-6)
+    sg = AdversarialGraphicalModel(3, loss=loss, reg=0.5, max_epochs=1200,
+                                   random_state=0).fit(X, Y)
+    assert sg.objective_ >= qp.objective_ * (1 - 1e-6)     # the QP is the exact minimum
+    assert sg.objective_ == pytest.approx(qp.objective_, rel=1e-3)
+
+
+def test_qp_objective_with_other_solver(rng, solver):
+    name, opts, tol = solver
+    X, Y = random_tree_data(rng, 3, 4, chain=False)
+    ref = AdversarialGraphicalModel(3, loss="squared", reg=0.3, method="qp").fit(X, Y)
+    other = AdversarialGraphicalModel(3, loss="squared", reg=0.3, method="qp", solver=name,
+                                      solver_opts=opts).fit(X, Y)
+    assert other.qp_objective_ == pytest.approx(ref.qp_objective_, rel=max(tol, 1e-5))
+
+
+def test_dual_decomposition_matches_lp(rng):
+    for loss in ("zero_one", "absolute", "squared"):
+        for t in range(6):
+            n, k = 6, 3
+            ex = check_tree_example({"node_features": rng.normal(size=(n, 3)),
+                                     "edge_features": rng.normal(size=(n - 1, 2)),
+                                     "parents": random_parents(rng, n, chain=t % 2 == 0)})
+            b, B = potentials(ex, rng.normal(size=n_params(3, 2, k)), k)
+            w = rng.uniform(0.5, 2, size=n)
+            NL = w[:, None, None] * loss_matrix(loss, k)[None]
+            v, R, Q = inner_lp(ex, b, B, NL)
+            v2, R2, Q2, u, ok, it = inner_dual_decomposition(ex, b, B, loss, w, None, NL,
+                                                             max_iter=2000, tol=1e-7)
+            assert v2 <= v + 1e-7                      # a feasible point: a lower bound
+            if ok:
+                assert v2 == pytest.approx(v, rel=1e-5, abs=1e-6)
+
+
+def test_subgradient_with_dual_decomposition(rng):
+    X, Y = random_tree_data(rng, 3, 4, chain=True)
+    qp = AdversarialGraphicalModel(3, reg=0.5, method="qp").fit(X, Y)
+    dd = AdversarialGraphicalModel(3, reg=0.5, inner="dual_decomposition", max_epochs=100,
+                                   random_state=0).fit(X, Y)
+    assert dd.inner_stats_["solves"] == 300
+    assert dd.objective_ >= qp.objective_ * (1 - 1e-6)
+    assert dd.objective_ == pytest.approx(qp.objective_, rel=5e-2)
+
+
+def test_max_sum_equals_brute_force(rng):
+    for _ in range(25):
+        n, k = int(rng.integers(1, 6)), int(rng.integers(2, 4))
+        ex = check_tree_example({"node_features": rng.normal(size=(n, 2)),
+                                 "edge_features": rng.normal(size=(n - 1, 2)),
+                                 "parents": random_parents(rng, n)})
+        b, B = potentials(ex, rng.normal(size=n_params(2, 2, k)), k)
+        y, s = max_sum(ex, b, B)
+        y_bf, s_bf = brute_force_argmax(ex, b, B)
+        assert s == pytest.approx(s_bf)
+        np.testing.assert_array_equal(y, y_bf)
+
+
+def test_crf_marginals_and_gradient(rng):
+    n, k = 4, 3
+    ex = check_tree_example({"node_features": rng.normal(size=(n, 2)),
+                             "edge_features": rng.normal(size=(n - 1, 2)),
+                             "parents": random_parents(rng, n)})
+    b, B = potentials(ex, rng.normal(size=n_params(2, 2, k)), k)
+    log_Z, node, edge = tree_marginals(ex, b, B)
+    import itertools
+    ys = [np.array(y) for y in itertools.product(range(k), repeat=n)]
+    s = np.array([score(ex, b, B, y) for y in ys])
+    assert log_Z == pytest.approx(np.log(np.exp(s).sum()))
+    P = np.exp(s - log_Z)
+    for i in range(n):
+        np.testing.assert_allclose(node[i], [P[[y[i] == a for y in ys]].sum() for a in range(k)])
+    # objective gradient by finite differences
+    X, Y = random_tree_data(rng, 3, 4)
+    crf = TreeCRF(3, reg=0.1, max_iter=3).fit(X, Y)
+    th = rng.normal(size=crf.coef_.size)
+    f, g = crf._fg(th)
+    e = rng.normal(size=th.size)
+    h = 1e-6
+    assert (crf._fg(th + h * e)[0] - crf._fg(th - h * e)[0]) / (2 * h) == pytest.approx(g @ e, rel=1e-5)
+
+
+def test_predict_proba_and_predict(rng):
+    X, Y = random_tree_data(rng, 4, 5)
+    agm = AdversarialGraphicalModel(3, loss="absolute", reg=0.2, method="qp").fit(X, Y)
+    P = agm.predict_proba(X)
+    for p, x in zip(P, X):
+        assert p.shape == (5, 3)
+        assert np.all(p >= -1e-9)
+        np.testing.assert_allclose(p.sum(axis=1), 1, atol=1e-8)
+    for y, (b, B), x in zip(agm.predict(X), agm.decision_potentials(X), X):
+        ex = check_tree_example(x)
+        assert score(ex, b, B, y) == pytest.approx(brute_force_argmax(ex, b, B)[1])
+
+
+def test_tree_labeling_ssvm_and_crf(rng):
+    X, Y = random_tree_data(rng, 5, 4)
+    model = TreeLabeling(3, loss="absolute", node_weights="position")
+    ssvm = structlp.MaxMarginLearner(model, C=1.0).fit(X, Y)
+    np.testing.assert_allclose(ssvm.hinge_losses(X, Y), ssvm.slack_, atol=1e-5)
+    pred = ssvm.predict(X)
+    assert all(p.shape == (4,) for p in pred)
+    crf = TreeCRF(3, loss="absolute", reg=0.1).fit(X, Y)
+    for p, P in zip(crf.predict(X), crf.predict_proba(X)):
+        np.testing.assert_array_equal(p, np.argmin(P @ loss_matrix("absolute", 3).T, axis=1))
+
+
+def test_fisher_consistency_no_majority_label():
+    """One node, 3 labels with P = (0.3, 0.35, 0.35)... no label has majority.
+
+    Absolute loss: the Bayes decision is the median label 1.  With a single
+    constant feature per label (unlimited richness), AGM predicts the Bayes decision.
+    """
+    P = np.array([0.4, 0.2, 0.4])   # no majority; Bayes-optimal for absolute loss: label 1
+    counts = (P * 10).astype(int)
+    X, Y = [], []
+    for a, c in enumerate(counts):
+        for _ in range(c):
+            X.append({"node_features": np.ones((1, 1)), "edge_features": np.zeros((0, 1)),
+                      "parents": [-1]})
+            Y.append(np.array([a]))
+    bayes = int(np.argmin(loss_matrix("absolute", 3) @ P))
+    agm = AdversarialGraphicalModel(3, loss="absolute", reg=1e-4, method="qp").fit(X, Y)
+    assert agm.predict(X[:1])[0][0] == bayes
+
+
+def test_bad_inputs(rng):
+    X, Y = random_tree_data(rng, 2, 3)
+    bad = dict(X[0], parents=[-1, 2, 1])
+    with pytest.raises(InvalidInputError, match="not a tree"):
+        AdversarialGraphicalModel(3, method="qp").fit([bad], Y[:1])
+    with pytest.raises(InvalidInputError, match="exactly one root"):
+        check_tree_example(dict(X[0], parents=[-1, -1, 0]))
+    with pytest.raises(InvalidOutputError, match="out of range"):
+        AdversarialGraphicalModel(3).fit(X, [np.array([0, 1, 3]), Y[1]])
+    with pytest.raises(InvalidParameterError, match="loss matrix"):
+        AdversarialGraphicalModel(3, loss=np.ones((2, 2))).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="non-negative"):
+        AdversarialGraphicalModel(3, loss=-np.ones((3, 3))).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'reg'"):
+        AdversarialGraphicalModel(3, reg=-1.0).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'reg'"):
+        TreeCRF(3, reg=-1.0).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'method'"):
+        AdversarialGraphicalModel(3, method="newton").fit(X, Y)
+    with pytest.raises(InvalidInputError, match="edge_features"):
+        AdversarialGraphicalModel(3).fit([dict(X[0], edge_features=np.zeros((3, 2)))], Y[:1])
+    with pytest.raises(structlp.NotFittedError):
+        AdversarialGraphicalModel(3).predict(X)
+    with pytest.raises(InvalidOutputError, match="out of range"):
+        structlp.MaxMarginLearner(TreeLabeling(3)).fit(X, [np.array([0, 1, 5]), Y[1]])
+    with pytest.raises(InvalidParameterError, match="loss"):
+        structlp.MaxMarginLearner(TreeLabeling(3, loss=np.ones((4, 4)))).fit(X, Y)
+
+
+def test_missing_data_path(tmp_path, monkeypatch):
+    from structlp.agm.data import load_ck_emotion
+    with pytest.raises(FileNotFoundError, match="CK\\+ emotion data not found"):
+        load_ck_emotion(tmp_path)
+    monkeypatch.setenv("STRUCTLP_CK_PATH", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="STRUCTLP_CK_PATH"):
+        load_ck_emotion()
