@@ -85,3 +85,44 @@ def test_problem_file_runs():
     assert [r["K"] for r in out["results"]] == [2, 3, 4, 5]
     import json
     json.dumps(out)
+
+
+def _problem():
+    spec = importlib.util.spec_from_file_location("disulfide_problem_rbf", PROBLEM)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@needs_data
+def test_rbf_and_pair_baseline_run_small():
+    out = _problem().run(kernel="rbf", learner="both", folds=2, max_train=40, max_rank=20,
+                         sigmas=(0.5, 1.0))
+    assert "pairs P/A" in out["report"] and "peak memory" in out["report"]
+    for r in out["results"]:
+        for key in ("precision", "pairs_precision", "accuracy", "pairs_accuracy"):
+            assert 0.0 <= r[key] <= 1.0
+    assert all(f["sigma"] in (0.5, 1.0) and f["rank"] <= 20 for f in out["fits"])
+
+
+def test_pair_baseline_is_a_per_pair_svm(rng):
+    """The baseline's structured hinge splits into one binary hinge per pair."""
+    mod = _problem()
+    model = mod.IndependentPairs()
+    x = rng.normal(size=(4, 4, 3))
+    x = x + x.transpose(1, 0, 2)
+    y = np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]])
+    est = MaxMarginLearner(model, C=1.0).fit([x], [y])
+    s = est.decision_scores([x])[0]
+    label = model.encode(model.check_x(x), y)
+    per_pair = np.maximum(0.0, 1.0 - (2 * label - 1) * s)  # binary SVM hinge, labels +-1
+    assert np.isclose(est.slack_[0], per_pair.sum(), atol=1e-6)
+    assert per_pair.sum() > 0.1  # not trivially zero
+
+
+def test_problem_rejects_bad_options():
+    mod = _problem()
+    with pytest.raises(InvalidParameterError, match="'kernel' option"):
+        mod.run(kernel="sigmoid")
+    with pytest.raises(InvalidParameterError, match="'learner' option"):
+        mod.run(learner="svm")
