@@ -9,8 +9,10 @@ from __future__ import annotations
 import inspect
 import numbers
 
-from ._validation import check_scalar
-from .exceptions import InvalidParameterError, NotFittedError
+import numpy as np
+
+from ._validation import check_scalar, check_sequence_of_examples
+from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 
 
 class BaseEstimator:
@@ -63,3 +65,74 @@ class BaseEstimator:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+
+class StructuredPredictorMixin:
+    """Prediction shared by the learners: part scores, then the model's inference.
+
+    A learner provides ``model``, ``n_features_in_`` and its fitted weights;
+    ``_scores`` (linear ``Phi_i w`` by default) may be overridden, e.g. by a
+    kernel expansion, and receives the keyword arguments of the public methods.
+    """
+
+    def _fitted_attr(self):
+        return "coef_"
+
+    def _checked_X(self, X):
+        """Validate examples against the model and the fitted feature count."""
+        X = check_sequence_of_examples(X, "X")
+        Xc, Phis = [], []
+        for i, x in enumerate(X):
+            x = self.model.check_x(x)
+            Phi = self.model.checked_features(x, name=f"features of X[{i}]")
+            if Phi.shape[1] != self.n_features_in_:
+                raise InvalidInputError(
+                    f"X[{i}] has {Phi.shape[1]} features per part; the learner was fitted "
+                    f"with {self.n_features_in_}.")
+            Xc.append(x)
+            Phis.append(Phi)
+        return Xc, Phis
+
+    def _scores(self, Phis, **kwargs):
+        return [np.asarray(P @ self.coef_, dtype=float).ravel() for P in Phis]
+
+    def decision_scores(self, X, **kwargs):
+        """Part scores of every example: list of (L_i,) arrays (``Phi_i w``)."""
+        self._check_fitted(self._fitted_attr())
+        _, Phis = self._checked_X(X)
+        return self._scores(Phis, **kwargs)
+
+    def predict(self, X, **kwargs):
+        """The highest-scoring output of each example.
+
+        Uses the model's combinatorial fast path where it has one, otherwise the
+        inference LP ``max_{mu in P_i} s_i . mu`` for all examples at once, with
+        ``s_i`` the part scores (:meth:`decision_scores`).
+
+        Parameters
+        ----------
+        X : list of m examples
+
+        Returns
+        -------
+        list of m outputs
+        """
+        from .inference import maximize
+        self._check_fitted(self._fitted_attr())
+        X, Phis = self._checked_X(X)
+        outputs, _ = maximize(self.model, X, self._scores(Phis, **kwargs))
+        return outputs
+
+    def loss(self, X, Y, **kwargs):
+        """Mean task loss of the predictions on ``(X, Y)``."""
+        Y = check_sequence_of_examples(Y, "Y")
+        pred = self.predict(X, **kwargs)
+        if len(pred) != len(Y):
+            raise InvalidInputError(
+                f"X and Y must have the same number of examples; got {len(pred)} and {len(Y)}.")
+        X = [self.model.check_x(x) for x in X]
+        return float(np.mean([self.model.task_loss(x, y, p) for x, y, p in zip(X, Y, pred)]))
+
+    def score(self, X, Y, **kwargs):
+        """Negated mean task loss on ``(X, Y)`` (higher is better, as scikit-learn expects)."""
+        return -self.loss(X, Y, **kwargs)

@@ -10,11 +10,10 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_scalar, check_sequence_of_examples
-from .base import BaseEstimator
+from ._validation import check_scalar
+from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import prepare
-from .exceptions import InvalidInputError
-from .inference import loss_augmented, maximize
+from .inference import loss_augmented
 from .solvers import solve
 
 
@@ -28,7 +27,7 @@ def _needs_polytopes(model):
     return "minmax" in tuple(getattr(model, "formulations", ("minmax",)))
 
 
-class CuttingPlaneLearner(BaseEstimator):
+class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     """Structured max-margin learning by an n-slack cutting-plane method.
 
     Solves the same problem as :class:`~structlp.MaxMarginLearner`,
@@ -227,54 +226,3 @@ class CuttingPlaneLearner(BaseEstimator):
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         return self._oracle(data, self.coef_, polys)[1]
 
-    # ------------------------------------------------------------ prediction
-    def _checked_X(self, X):
-        X = check_sequence_of_examples(X, "X")
-        Xc, Phis = [], []
-        for i, x in enumerate(X):
-            x = self.model.check_x(x)
-            Phi = self.model.checked_features(x, name=f"features of X[{i}]")
-            if Phi.shape[1] != self.n_features_in_:
-                raise InvalidInputError(
-                    f"X[{i}] has {Phi.shape[1]} features per part; the learner was fitted "
-                    f"with {self.n_features_in_}.")
-            Xc.append(x)
-            Phis.append(Phi)
-        return Xc, Phis
-
-    def decision_scores(self, X):
-        """Part scores ``Phi_i w`` of every example: list of (L_i,) arrays."""
-        self._check_fitted()
-        _, Phis = self._checked_X(X)
-        return [np.asarray(P @ self.coef_, dtype=float).ravel() for P in Phis]
-
-    def predict(self, X):
-        """The highest-scoring output of each example (combinatorial oracle or LP).
-
-        Parameters
-        ----------
-        X : list of m examples
-
-        Returns
-        -------
-        list of m outputs
-        """
-        self._check_fitted()
-        X, Phis = self._checked_X(X)
-        outputs, _ = maximize(self.model, X, [np.asarray(P @ self.coef_, dtype=float).ravel()
-                                              for P in Phis])
-        return outputs
-
-    def loss(self, X, Y):
-        """Mean task loss of the predictions on ``(X, Y)``."""
-        Y = check_sequence_of_examples(Y, "Y")
-        pred = self.predict(X)
-        if len(pred) != len(Y):
-            raise InvalidInputError(
-                f"X and Y must have the same number of examples; got {len(pred)} and {len(Y)}.")
-        X = [self.model.check_x(x) for x in X]
-        return float(np.mean([self.model.task_loss(x, y, p) for x, y, p in zip(X, Y, pred)]))
-
-    def score(self, X, Y):
-        """Negated mean task loss on ``(X, Y)`` (higher is better)."""
-        return -self.loss(X, Y)

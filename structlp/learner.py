@@ -10,18 +10,18 @@ import numpy as np
 
 import scipy.sparse as sp
 
-from ._validation import check_finite_array, check_scalar, check_sequence_of_examples
-from .base import BaseEstimator
+from ._validation import check_finite_array, check_scalar
+from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import compile_primal, prepare
 from .dual import compile_dual
 from .kernels import Kernel, factor_kernel, factor_precomputed
 from .exceptions import InvalidInputError, InvalidParameterError
 from .formulations import get_formulation
-from .inference import loss_augmented, maximize
+from .inference import loss_augmented
 from .solvers import solve
 
 
-class MaxMarginLearner(BaseEstimator):
+class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
     """Structured max-margin learner: the whole training set as one convex QP.
 
     Solves (Taskar et al. 2005, Eq. 5–12)
@@ -210,20 +210,6 @@ class MaxMarginLearner(BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ predict
-    def _checked_X(self, X):
-        X = check_sequence_of_examples(X, "X")
-        Xc, Phis = [], []
-        for i, x in enumerate(X):
-            x = self.model.check_x(x)
-            Phi = self.model.checked_features(x, name=f"features of X[{i}]")
-            if Phi.shape[1] != self.n_features_in_:
-                raise InvalidInputError(
-                    f"X[{i}] has {Phi.shape[1]} features per part; the learner was fitted "
-                    f"with {self.n_features_in_}.")
-            Xc.append(x)
-            Phis.append(Phi)
-        return Xc, Phis
-
     def _fitted_attr(self):
         return "dual_coef_" if getattr(self, "dual", False) and hasattr(self, "dual_coef_") \
             else "coef_"
@@ -260,46 +246,10 @@ class MaxMarginLearner(BaseEstimator):
         """Part scores of every example: list of (L_i,) arrays.
 
         ``Phi_i w`` for the primal; the kernel expansion
-        ``sum_p u_p k(phi_p, phi)`` over the support parts with ``dual=True``.
+        ``sum_p u_p k(phi_p, phi)`` over the support parts with ``dual=True``
+        (``kernel_matrix``: new parts x training parts, for "precomputed").
         """
-        self._check_fitted(self._fitted_attr())
-        X, Phis = self._checked_X(X)
-        return self._scores(Phis, kernel_matrix)
-
-    def predict(self, X, kernel_matrix=None):
-        """The highest-scoring output of each example.
-
-        Uses the model's combinatorial fast path where it has one, otherwise
-        the inference LP ``max_{mu in P_i} s_i . mu`` for all examples at once,
-        with ``s_i`` the part scores (:meth:`decision_scores`).
-
-        Parameters
-        ----------
-        X : list of m examples
-        kernel_matrix : array (new parts x training parts), only for kernel="precomputed"
-
-        Returns
-        -------
-        list of m outputs
-        """
-        self._check_fitted(self._fitted_attr())
-        X, Phis = self._checked_X(X)
-        outputs, _ = maximize(self.model, X, self._scores(Phis, kernel_matrix))
-        return outputs
-
-    def loss(self, X, Y, kernel_matrix=None):
-        """Mean task loss of the predictions on ``(X, Y)``."""
-        Y = check_sequence_of_examples(Y, "Y")
-        pred = self.predict(X, kernel_matrix)
-        if len(pred) != len(Y):
-            raise InvalidInputError(
-                f"X and Y must have the same number of examples; got {len(pred)} and {len(Y)}.")
-        X = [self.model.check_x(x) for x in X]
-        return float(np.mean([self.model.task_loss(x, y, p) for x, y, p in zip(X, Y, pred)]))
-
-    def score(self, X, Y, kernel_matrix=None):
-        """Negated mean task loss on ``(X, Y)`` (higher is better, as scikit-learn expects)."""
-        return -self.loss(X, Y, kernel_matrix)
+        return super().decision_scores(X, kernel_matrix=kernel_matrix)
 
     def hinge_losses(self, X, Y, kernel_matrix=None):
         """Structured hinge loss of each example under the fitted scores.

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import check_finite_array
-from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError
+from .exceptions import DeclarationError, InvalidOutputError
 from .polytope import Polytope
 
 
