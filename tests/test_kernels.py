@@ -191,3 +191,26 @@ def test_precomputed_kernel_checks(noisy, rng):
         fit.predict(X[:1], kernel_matrix=np.eye(3))
     with pytest.raises(InvalidParameterError, match="only used with kernel='precomputed'"):
         MaxMarginLearner(BipartiteMatching()).fit(X, Y, kernel_matrix=np.eye(n))
+
+
+@pytest.mark.parametrize("structure", ["spanning_tree", "perfect_matching", "bipartite"])
+def test_linear_dual_equals_primal_for_certificates(structure, rng):
+    """Eq. 15 with the slack box: the dual of every certificate QP gives the primal's w."""
+    from structlp.structures import PerfectMatching, SpanningTree
+    n, d, m = 6, 4, 8
+    model = {"spanning_tree": SpanningTree(), "perfect_matching": PerfectMatching(),
+             "bipartite": BipartiteMatching()}[structure]
+    w0 = rng.normal(size=d)
+    X, Y = [], []
+    for _ in range(m):
+        x = rng.normal(size=(n, n, d))
+        if structure != "bipartite":
+            x = (x + x.transpose(1, 0, 2)) / 2
+        s = model.features(model.check_x(x)) @ w0
+        X.append(x)
+        Y.append(model.inference(x, s))
+    primal = MaxMarginLearner(model, C=0.5, formulation="certificate").fit(X, Y)
+    dual = MaxMarginLearner(model, C=0.5, formulation="certificate", dual=True).fit(X, Y)
+    assert abs(dual.objective_ - primal.objective_) <= 1e-4 * abs(primal.objective_)
+    np.testing.assert_allclose(dual.coef_, primal.coef_, atol=1e-4 * np.abs(primal.coef_).max())
+    assert np.abs(primal.coef_).max() > 0.05
