@@ -18,12 +18,13 @@ from .features import (BigramFeatures, EmissionFeatures, FunctionFeatures, Marko
 from .learner import SoftmaxMarginLearner
 from .losses import EditDistance, HammingLoss, NGramLoss, SequenceLoss, SmithWaterman, ZeroLoss
 from .softmax_margin import CompiledExample, compile_example, softmax_margin
+from .ssvm import SequenceSSVM
 from .viterbi import loss_augmented_viterbi, structured_hinge, viterbi
 
 __all__ = [
     "SequenceLoss", "EditDistance", "SmithWaterman", "NGramLoss", "HammingLoss", "ZeroLoss",
     "MarkovFeatures", "BigramFeatures", "EmissionFeatures", "FunctionFeatures",
-    "StackedFeatures",
+    "StackedFeatures", "SequenceSSVM",
     "softmax_margin", "compile_example", "CompiledExample",
     "LossAutomaton", "build_loss_automaton", "Lattice", "AutomatonTooLargeError",
     "viterbi", "loss_augmented_viterbi", "structured_hinge",

@@ -1,0 +1,159 @@
+"""Structured SVM for sequences with rational and tropical losses.
+
+Solves
+
+.. math::
+
+    \\min_w\\; \\tfrac12\\|w\\|^2 + C\\sum_{i=1}^m \\max_{y\\in\\Delta^{l_i}}
+    \\big[L(y, y_i) - w\\cdot(\\Psi(x_i, y_i) - \\Psi(x_i, y))\\big]
+
+by n-slack cutting planes: the separation oracle is the loss-augmented Viterbi
+pass over ``C = A o B`` (:func:`~structlp.sequence.viterbi.loss_augmented_viterbi`),
+exact for edit distance, Smith–Waterman and n-gram losses, so the structured
+hinge is taken with the loss the task is judged by; the master QP over the
+working sets is one cvxpy problem built from stacked matrices.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import cvxpy as cp
+import numpy as np
+
+from .._validation import check_scalar
+from ..base import BaseEstimator
+from ..exceptions import InvalidInputError
+from ..solvers import check_solver, check_solver_opts, solve
+from .features import gram_index
+from .softmax_margin import _check_loss_features, compile_example
+from .viterbi import viterbi
+
+
+class SequenceSSVM(BaseEstimator):
+    """Structured SVM over sequences, trained with the task loss (see module docstring).
+
+    Parameters
+    ----------
+    loss : SequenceLoss
+        e.g. ``EditDistance()``, ``SmithWaterman()``, ``NGramLoss()``, ``HammingLoss()``.
+    features : MarkovFeatures
+        e.g. ``BigramFeatures(k)`` or ``StackedFeatures([...])``.
+    C : float > 0
+    tol : float > 0
+        Stop when no example's hinge exceeds its slack by more than ``tol``.
+    max_iter : int >= 1
+        Passes over the training set.
+    solver, solver_opts :
+        cvxpy solver for the master QP (default CLARABEL) and its options, untouched.
+
+    Attributes
+    ----------
+    coef_ : ndarray, shape (n_features,)
+    objective_ : float
+        ``1/2 |w|^2 + C sum_i hinge_i(w)`` at ``coef_``, hinges by exact
+        loss-augmented Viterbi.
+    slack_ : ndarray, shape (m,)
+        The exact structured hinge of each example at ``coef_``.
+    n_iter_ : int
+    converged_ : bool
+    n_constraints_ : int
+        Size of the working sets at the end.
+    """
+
+    def __init__(self, loss, features, C=1.0, tol=1e-4, max_iter=50, solver=None,
+                 solver_opts=None):
+        self.loss = loss
+        self.features = features
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver = solver
+        self.solver_opts = solver_opts
+
+    def _check_params(self):
+        name = type(self).__name__
+        _check_loss_features(self.loss, self.features)
+        C = check_scalar(self.C, "C", low=0, low_inclusive=False, owner=name)
+        tol = check_scalar(self.tol, "tol", low=0, low_inclusive=False, owner=name)
+        max_iter = check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1,
+                                owner=name)
+        return (C, tol, max_iter, check_solver(self.solver, owner=name),
+                check_solver_opts(self.solver_opts, owner=name))
+
+    def _hinges(self, examples, w):
+        """Loss-augmented maximizers, their feature differences, and exact hinges."""
+        k, q = self.features.alphabet_size, self.features.order
+        diffs, hinges = [], []
+        for ex in examples:
+            y_hat, best = ex.lattice.best_path(ex.thetas(w))
+            psi_hat = sum(ex.tables[t][gram_index(y_hat, t, k, q)] for t in range(ex.length))
+            diffs.append(ex.psi_true - psi_hat)
+            hinges.append(best - float(w @ ex.psi_true))
+        return diffs, np.array(hinges)
+
+    def fit(self, X, Y):
+        """Train by n-slack cutting planes.
+
+        Parameters
+        ----------
+        X : list of m inputs (as ``features`` reads them; None for BigramFeatures)
+        Y : list of m int sequences over ``{0..k-1}``
+
+        Returns
+        -------
+        self
+        """
+        C, tol, max_iter, solver, opts = self._check_params()
+        if len(X) != len(Y) or len(Y) == 0:
+            raise InvalidInputError(
+                f"X and Y must be non-empty and of the same length; got {len(X)} and {len(Y)}.")
+        examples = []
+        for x, y in zip(X, Y):
+            examples.append(compile_example(x, y, self.loss, self.features, "automata"))
+        d = self.features.n_features
+        m = len(examples)
+        w = np.zeros(d)
+        rows, owner, offsets = [], [], []   # working sets: w.(Psi_i - Psi_y) >= L(y) - xi_i
+        xi = np.zeros(m)
+        converged = False
+        it = 0
+        for it in range(1, max_iter + 1):
+            diffs, hinges = self._hinges(examples, w)
+            violated = np.flatnonzero(hinges > xi + tol)
+            if len(violated) == 0:
+                converged = True
+                break
+            for i in violated:
+                # the constraint's loss term: hinge + w.diff = L(y_hat, y_i)
+                rows.append(diffs[i])
+                owner.append(i)
+                offsets.append(hinges[i] + float(w @ diffs[i]))
+            D = np.vstack(rows)
+            wv, xv = cp.Variable(d), cp.Variable(m, nonneg=True)
+            S = np.zeros((len(owner), m))
+            S[np.arange(len(owner)), owner] = 1.0
+            problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(wv) + C * cp.sum(xv)),
+                                 [D @ wv + S @ xv >= np.array(offsets)])
+            solve(problem, solver, opts, what="the SequenceSSVM master QP")
+            w = np.asarray(wv.value, dtype=float)
+            xi = np.asarray(xv.value, dtype=float)
+        _, hinges = self._hinges(examples, w)
+        self.coef_ = w
+        self.slack_ = np.maximum(hinges, 0.0)
+        self.objective_ = float(0.5 * w @ w + C * self.slack_.sum())
+        self.n_iter_ = it
+        self.converged_ = converged
+        self.n_constraints_ = len(rows)
+        return self
+
+    def predict(self, X, lengths=None):
+        """Viterbi decoding ``argmax_y w . Psi(x, y)`` of each input.
+
+        ``lengths`` gives the output lengths when the features do not fix them
+        (e.g. ``BigramFeatures``, whose inputs are None).
+        """
+        self._check_fitted()
+        if lengths is None:
+            lengths = [None] * len(X)
+        return [viterbi(self.coef_, x, self.features, length=n) for x, n in zip(X, lengths)]
