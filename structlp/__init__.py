@@ -10,15 +10,19 @@ from .exceptions import (DeclarationError, FractionalSolutionError, InvalidInput
                          InvalidOutputError, InvalidParameterError, NotFittedError,
                          SolverError, StructlpError)
 from .cutting_plane import CuttingPlaneLearner
+from .frank_wolfe import FrankWolfeLearner
 from .learner import MaxMarginLearner
 from .model import StructuredModel
+from .parallel import BackendError
 from .polytope import Polytope
 from .solvers import installed_solvers
+from .subgradient import SubgradientLearner
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "MaxMarginLearner", "CuttingPlaneLearner", "StructuredModel", "Polytope", "structures", "installed_solvers",
+    "MaxMarginLearner", "CuttingPlaneLearner", "FrankWolfeLearner", "SubgradientLearner",
+    "StructuredModel", "BackendError", "Polytope", "structures", "installed_solvers",
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
     "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
 ]

