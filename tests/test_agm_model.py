@@ -21,7 +21,7 @@ from agm_oracles import brute_force_argmax, random_parents, random_tree_data
 def test_subgradient_and_qp_reach_same_objective(rng, chain, loss):
     X, Y = random_tree_data(rng, 4, 4, chain=chain)
     qp = AdversarialGraphicalModel(3, loss=loss, reg=0.5, method="qp").fit(X, Y)
-    assert qp.objective_ == pytest.approx(qp.qp_objective_, rel=1e-6)
+    assert qp.objective(X, Y) == pytest.approx(qp.qp_objective_, rel=1e-6)   # LPs vs QP
     sg = AdversarialGraphicalModel(3, loss=loss, reg=0.5, max_epochs=1200,
                                    random_state=0).fit(X, Y)
     assert sg.objective_ >= qp.objective_ * (1 - 1e-6)     # the QP is the exact minimum
@@ -146,13 +146,28 @@ def test_fisher_consistency_no_majority_label():
     assert agm.predict(X[:1])[0][0] == bayes
 
 
+@pytest.mark.parametrize("parents,match", [
+    ([-1, 2, 1], "cycle"),                 # 1 -> 2 -> 1 never reaches the root
+    ([-1, -1, 0], "exactly one root"),
+    ([0, 1, 2], "exactly one root"),       # no root at all
+    ([-1, 0, 3], "not in -1..2"),
+    ([-1, 1, 0], "its own parent"),
+    ([-1, 0.5, 0], "integers"),
+    ([[-1, 0, 1]], "1-D"),
+])
+def test_parents_not_a_tree(rng, parents, match):
+    X, Y = random_tree_data(rng, 1, 3)
+    bad = dict(X[0], parents=parents)
+    for est in (AdversarialGraphicalModel(3), AdversarialGraphicalModel(3, method="qp"),
+                TreeCRF(3), structlp.MaxMarginLearner(TreeLabeling(3))):
+        with pytest.raises(InvalidInputError, match=match):
+            est.fit([bad], Y)
+    with pytest.raises(InvalidInputError, match=match):
+        check_tree_example(bad)
+
+
 def test_bad_inputs(rng):
     X, Y = random_tree_data(rng, 2, 3)
-    bad = dict(X[0], parents=[-1, 2, 1])
-    with pytest.raises(InvalidInputError, match="not a tree"):
-        AdversarialGraphicalModel(3, method="qp").fit([bad], Y[:1])
-    with pytest.raises(InvalidInputError, match="exactly one root"):
-        check_tree_example(dict(X[0], parents=[-1, -1, 0]))
     with pytest.raises(InvalidOutputError, match="out of range"):
         AdversarialGraphicalModel(3).fit(X, [np.array([0, 1, 3]), Y[1]])
     with pytest.raises(InvalidParameterError, match="loss matrix"):
@@ -173,12 +188,53 @@ def test_bad_inputs(rng):
         structlp.MaxMarginLearner(TreeLabeling(3)).fit(X, [np.array([0, 1, 5]), Y[1]])
     with pytest.raises(InvalidParameterError, match="loss"):
         structlp.MaxMarginLearner(TreeLabeling(3, loss=np.ones((4, 4)))).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="non-negative"):
+        structlp.MaxMarginLearner(TreeLabeling(3, loss=np.eye(3) - 0.5)).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="loss matrix"):
+        TreeCRF(3, loss=np.ones((3, 2))).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="non-negative"):
+        TreeCRF(3, loss=-np.eye(3)).fit(X, Y)
+    with pytest.raises(InvalidOutputError, match="out of range"):
+        TreeCRF(3).fit(X, [np.array([0, -1, 1]), Y[1]])
+    with pytest.raises(InvalidOutputError, match="shape"):
+        AdversarialGraphicalModel(3).fit(X, [np.array([0, 1]), Y[1]])
+    with pytest.raises(InvalidParameterError, match="'reg'"):
+        AdversarialGraphicalModel(3, reg=-1e-3, method="qp").fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="node_weights"):
+        AdversarialGraphicalModel(3, node_weights=lambda x: -np.ones(3)).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="node_weights"):
+        AdversarialGraphicalModel(3, node_weights="uniform").fit(X, Y)
 
 
-def test_missing_data_path(tmp_path, monkeypatch):
-    from structlp.agm.data import load_ck_emotion
-    with pytest.raises(FileNotFoundError, match="CK\\+ emotion data not found"):
-        load_ck_emotion(tmp_path)
-    monkeypatch.setenv("STRUCTLP_CK_PATH", str(tmp_path / "nowhere"))
-    with pytest.raises(FileNotFoundError, match="STRUCTLP_CK_PATH"):
-        load_ck_emotion()
+def test_fisher_consistency_contrast_with_ssvm():
+    """No majority label: P = (0.3, 0.3, 0.4), zero-one loss, one node, a label intercept.
+
+    The sample holds the distribution exactly, so the empirical objectives are the
+    population ones.  The multiclass hinge (SSVM) is minimized with all scores tied
+    (Crammer–Singer is not Fisher consistent when max P < 1/2): its prediction is a
+    tie-break, not the Bayes label 2.  AGM (Fisher consistent) scores label 2 first by
+    a clear margin.
+    """
+    P = np.array([0.3, 0.3, 0.4])
+    X, Y = [], []
+    for a, c in enumerate((P * 20).round().astype(int)):
+        X += [{"node_features": np.ones((1, 1)), "edge_features": np.zeros((0, 1)),
+               "parents": [-1]}] * c
+        Y += [np.array([a])] * c
+    bayes = 2
+    agm = AdversarialGraphicalModel(3, loss="zero_one", reg=1e-4, method="qp").fit(X, Y)
+    s_agm = agm.theta_node_[:, 0]
+    assert np.argmax(s_agm) == bayes and s_agm[bayes] - np.sort(s_agm)[-2] > 0.5
+    assert agm.predict(X[:1])[0][0] == bayes
+    ssvm = structlp.MaxMarginLearner(TreeLabeling(3, loss="zero_one"), C=1e3).fit(X, Y)
+    s_svm = ssvm.coef_[:3]
+    assert np.ptp(s_svm) < 1e-6                     # all tied: the hinge cannot tell
+
+    def mean_hinge(theta):                          # brute force over the 3 labels
+        L = loss_matrix("zero_one", 3)
+        return sum(p * (np.max(theta + L[:, y]) - theta[y]) for y, p in enumerate(P))
+
+    # any preference for the Bayes label raises the SSVM's (population) objective
+    for t in (1e-3, 0.1, 0.5):
+        assert mean_hinge(t * np.eye(3)[bayes]) > mean_hinge(np.zeros(3)) + 0.1 * t
+    assert ssvm.hinge_losses(X, Y).mean() == pytest.approx(mean_hinge(np.zeros(3)), abs=1e-6)

@@ -19,3 +19,6 @@ def test_notebook_executes(path):
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
+    images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if "image/png" in o.get("data", {})]
+    assert images, f"{path.name} shows no plot (a headless backend such as Agg hides them)"

@@ -11,7 +11,7 @@ from .._validation import check_scalar
 from ..base import BaseEstimator
 from ..exceptions import InvalidInputError
 from .game import check_loss
-from .trees import n_params, potentials, split_theta
+from .trees import Forest, forest_marginals, n_params, split_theta
 
 
 def logsumexp(x, axis=None):
@@ -23,6 +23,10 @@ def logsumexp(x, axis=None):
 
 def tree_marginals(ex, b, B):
     """Sum-product (forward–backward on a tree) in log space.
+
+    Computes ``log Z = log sum_y exp(sum_i b[i, y_i] + sum_e B[e, y_pt(e), y_e])`` and
+    the marginals of the Gibbs distribution (vectorized over the tree's levels;
+    :func:`structlp.agm.trees.forest_marginals` does many trees at once).
 
     Parameters
     ----------
@@ -36,24 +40,11 @@ def tree_marginals(ex, b, B):
     edge : ndarray (n - 1, k, k)
         ``P(y_parent = a, y_child = b | x)`` per edge.
     """
-    n, k = b.shape
-    inc = b.copy()                      # node potential + messages from children
-    msg = np.zeros((n, k))              # message from node j to its parent (in parent labels)
-    for j in ex.order[::-1][:-1]:
-        msg[j] = logsumexp(B[ex.edge_of[j]] + inc[j][None, :], axis=1)
-        inc[ex.parents[j]] += msg[j]
-    root = ex.order[0]
-    log_Z = float(logsumexp(inc[root]))
-    down = np.zeros((n, k))
-    edge = np.zeros((n - 1, k, k))
-    for j in ex.order[1:]:
-        p = ex.parents[j]
-        e = ex.edge_of[j]
-        outside = inc[p] + down[p] - msg[j]          # (k,) over parent labels
-        down[j] = logsumexp(B[e] + outside[:, None], axis=0)
-        edge[e] = np.exp(outside[:, None] + B[e] + inc[j][None, :] - log_Z)
-    node = np.exp(inc + down - log_Z)
-    return log_Z, node, edge
+    b = np.asarray(b, dtype=float)
+    k = b.shape[1]
+    log_Z, node, edge = forest_marginals(Forest([ex]), b,
+                                         np.asarray(B, dtype=float).reshape(-1, k, k))
+    return float(log_Z[0]), node, edge
 
 
 class TreeCRF(BaseEstimator):
@@ -100,23 +91,25 @@ class TreeCRF(BaseEstimator):
 
     def fit(self, X, Y):
         """Fit by L-BFGS on the regularized mean negative log-likelihood; returns self."""
-        from .model import check_tree_dataset, _edge_onehot
+        from .model import check_tree_dataset
         k, L, reg = self._check_params()
         exs, Ys, d_v, d_e = check_tree_dataset(X, Y, k, type(self).__name__)
         m = len(exs)
-        Z = [(np.eye(k)[y], _edge_onehot(ex, y, k)) for ex, y in zip(exs, Ys)]
+        F = Forest(exs)
+        y_all = np.concatenate(Ys)
+        zv = np.eye(k)[y_all]                                   # (N, k) one-hot labels
+        ze = np.zeros((F.edge_child.size, k, k))
+        ze[np.arange(F.edge_child.size), y_all[F.edge_parent], y_all[F.edge_child]] = 1.0
+        V, Ef = F.node_features, F.edge_features
+        Psi = np.concatenate([(zv.T @ V).ravel(), np.einsum("eab,ef->abf", ze, Ef).ravel()])
 
         def fg(theta):
-            f = 0.5 * reg * theta @ theta
-            gv = np.zeros((k, d_v))
-            ge = np.zeros((k, k, d_e))
-            for ex, y, (zv, ze) in zip(exs, Ys, Z):
-                b, B = potentials(ex, theta, k)
-                log_Z, node, edge = tree_marginals(ex, b, B)
-                f += (log_Z - np.sum(b * zv) - np.sum(B * ze)) / m
-                gv += (node - zv).T @ ex.node_features / m
-                ge += np.einsum("eab,ef->abf", edge - ze, ex.edge_features) / m
-            return f, np.concatenate([gv.ravel(), ge.ravel()]) + reg * theta
+            b, B = F.potentials(theta, k)
+            log_Z, node, edge = forest_marginals(F, b, B)
+            f = 0.5 * reg * theta @ theta + (log_Z.sum() - theta @ Psi) / m
+            g = np.concatenate([(node.T @ V).ravel(),
+                                np.einsum("eab,ef->abf", edge, Ef).ravel()])
+            return f, (g - Psi) / m + reg * theta
 
         res = minimize(fg, np.zeros(n_params(d_v, d_e, k)), jac=True, method="L-BFGS-B",
                        options={"maxiter": int(self.max_iter), "gtol": 1e-7})
@@ -141,7 +134,8 @@ class TreeCRF(BaseEstimator):
     def predict_proba(self, X):
         """Node marginals ``P(y_i = a | x)`` of each example: list of (n_i, k) arrays."""
         exs, k = self._checked(X)
-        return [tree_marginals(ex, *potentials(ex, self.coef_, k))[1] for ex in exs]
+        F = Forest(exs)
+        return F.split_nodes(forest_marginals(F, *F.potentials(self.coef_, k))[1])
 
     def predict(self, X, loss=None):
         """Bayes-optimal labelling for ``loss`` (default: the ``loss`` parameter).

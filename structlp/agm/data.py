@@ -18,19 +18,41 @@ import numpy as np
 
 from ..exceptions import InvalidInputError
 
+class DataNotFoundError(InvalidInputError, FileNotFoundError):
+    """The CK+ emotion data directory (or one of its files) is missing.
+
+    A :class:`~structlp.exceptions.StructlpError` (so the CLI reports it
+    cleanly) and a :class:`FileNotFoundError`.
+    """
+
+
 #: Environment variable naming the data directory.
 ENV_VAR = "STRUCTLP_CK_PATH"
 DEFAULT_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "ck_emotion"
 
 
 def ck_path(data_path=None):
-    """The data directory (``data_path``, ``$STRUCTLP_CK_PATH`` or the default); checked."""
-    path = Path(data_path if data_path is not None else os.environ.get(ENV_VAR, DEFAULT_PATH))
+    """The data directory (``data_path``, ``$STRUCTLP_CK_PATH`` or the default); checked.
+
+    Raises
+    ------
+    DataNotFoundError
+        Naming the directory looked at, the missing files and ``STRUCTLP_CK_PATH``.
+    """
+    if data_path is not None and not isinstance(data_path, (str, os.PathLike)):
+        raise InvalidInputError(
+            f"data_path must be a path (str or os.PathLike); got {type(data_path).__name__}.")
+    source = ("data_path" if data_path is not None
+              else f"${ENV_VAR}" if os.environ.get(ENV_VAR) else "the default path")
+    path = Path(data_path if data_path is not None else os.environ.get(ENV_VAR) or DEFAULT_PATH)
     missing = [f for f in ("ck.mat", "ids_random.mat") if not (path / f).is_file()]
     if missing:
-        raise FileNotFoundError(
-            f"CK+ emotion data not found: {path} lacks {missing}. Give data_path=... or set "
-            f"{ENV_VAR}; the data (research use only) are not shipped with structlp.")
+        what = "does not exist" if not path.is_dir() else f"lacks {missing}"
+        raise DataNotFoundError(
+            f"CK+ emotion data not found: {path} ({source}) {what}. Give data_path=... "
+            f"(problem option -o data_path=...) or set the environment variable {ENV_VAR} to "
+            "the directory holding ck.mat and ids_random.mat; the data (research use only) "
+            "are not shipped with structlp.")
     return path
 
 

@@ -9,12 +9,15 @@ over the tree's local marginal polytope (``r_i`` node marginals, ``Q_e`` edge
 marginals with ``Q_e 1 = r_parent``, ``Q_e^T 1 = r_child``).  Two solvers:
 
 * :func:`inner_lp` — the LP over ``(r, Q, v)`` with ``v_i <= (L_i r_i)_j`` (HiGHS); exact.
+  :class:`InnerLP` keeps it in a HiGHS instance and hot-starts each new objective.
 * :func:`inner_dual_decomposition` — the paper's Eq. 7: minimize over the
   multipliers ``u`` of the consistency constraints a sum of independent node
-  games (closed forms), by subgradient steps (Polyak step sizes, warm starts),
-  recovering a primal point by averaging ``r`` and solving Eq. 9 per edge with
-  ``ot.emd``.  The dual value is an upper bound and the recovered point a lower
-  bound; when they do not meet within ``tol`` the exact LP is used instead.
+  games (closed forms), by subgradient steps (Polyak steps towards a target
+  level ``best upper bound - delta``, ``delta`` halved when the bound stalls and
+  never below the best lower bound; warm starts), recovering a primal point from
+  step-weighted averages of ``r`` (restarted at iterations 2^j) and Eq. 9 per edge
+  with ``ot.emd``.  The dual value is an upper bound and the recovered point a
+  lower bound; when they do not meet within ``tol`` the exact LP is used instead.
 """
 
 from __future__ import annotations
@@ -34,8 +37,62 @@ def primal_value(ex, b, B, R, Q, node_losses):
     return float(np.sum(R * b) + np.sum(Q * B) + LR.min(axis=1).sum())
 
 
+class InnerLP:
+    """The inner LP of one example, kept in a HiGHS instance between solves.
+
+    The polytope (local marginals plus game epigraph) does not change while
+    ``theta`` does, so only the objective is replaced and HiGHS's dual simplex
+    restarts from the previous optimal basis (a hot start).  Exact, like
+    :func:`inner_lp`.
+
+    Parameters
+    ----------
+    ex : TreeExample; k : int; node_losses : ndarray (n, k, k)
+    """
+
+    def __init__(self, ex, k, node_losses):
+        import highspy
+        import scipy.sparse as sp
+        P = game_polytope(ex, k, node_losses)
+        self.n, self.k = ex.n_nodes, k
+        self.n_cols = P.A.shape[1]
+        M = sp.vstack([P.A, P.E], format="csc")
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = self.n_cols, M.shape[0]
+        lp.col_cost_ = np.zeros(self.n_cols)
+        lp.col_lower_, lp.col_upper_ = P.lb, P.ub
+        lp.row_lower_ = np.concatenate([np.full(P.A.shape[0], -highspy.kHighsInf), P.e])
+        lp.row_upper_ = np.concatenate([P.b, P.e])
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = \
+            M.indptr, M.indices, M.data
+        lp.sense_ = highspy.ObjSense.kMaximize
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        self.h.passModel(lp)
+        self._idx = np.arange(self.n_cols, dtype=np.int32)
+        self._ok = highspy.HighsModelStatus.kOptimal
+
+    def solve(self, b, B):
+        """Maximum of Eq. 6 for potentials ``b`` (n, k), ``B`` (n-1, k, k): value, R, Q."""
+        n, k = self.n, self.k
+        s = np.concatenate([b.ravel(), B.ravel(), np.ones(n)])
+        self.h.changeColsCost(self.n_cols, self._idx, s)
+        self.h.run()
+        if self.h.getModelStatus() != self._ok:
+            raise SolverError("HiGHS failed on the AGM inner LP: "
+                              f"{self.h.modelStatusToString(self.h.getModelStatus())}")
+        x = np.asarray(self.h.getSolution().col_value)
+        R = np.clip(x[:n * k].reshape(n, k), 0, None)
+        Q = np.clip(x[n * k:n * k + (n - 1) * k * k].reshape(n - 1, k, k), 0, None)
+        return float(self.h.getInfo().objective_function_value), R, Q
+
+
 def inner_lp(ex, b, B, node_losses, polytope=None):
     """Exact inner maximum by one LP (HiGHS through scipy).
+
+    Solves ``max_{(r, Q, v)} b.r + <B, Q> + sum_i v_i`` over the local marginal
+    polytope with ``v_i <= (L_i r_i)_j`` for every label ``j``.
 
     Returns
     -------
@@ -92,15 +149,18 @@ def inner_dual_decomposition(ex, b, B, loss, weights, L, node_losses, u0=None,
     child, par = ex.edge_child, ex.edge_parent
     root = ex.order[0]
     u = np.zeros((m, k)) if u0 is None else u0.copy()
-    R_sum = np.zeros((n, k))
     best_ub, best_u = np.inf, u.copy()
     lb, best_primal = -np.inf, None
     ar_m = np.arange(m)[:, None]
+    # ergodic primal averages, step-weighted, restarted at iterations 2^j (the
+    # early iterates of a warm-started or far-off u are discarded)
+    R_win, w_win, R_prev, restart, prev_new = np.zeros((n, k)), 0.0, None, 2, False
+    delta, last_improve, ub_ref = None, 0, np.inf   # level-target step rule
     it = 0
     for it in range(1, max_iter + 1):
         csum = np.zeros((n, k))
         np.add.at(csum, par, u)
-        A = B + (b[child] - 0.0)[:, None, :] - u[:, :, None] + csum[child][:, None, :]
+        A = B + b[child][:, None, :] - u[:, :, None] + csum[child][:, None, :]
         a = np.empty((n, k))
         idm = np.argmax(A, axis=1)                       # (m, k): best parent label per child label
         a[child] = np.take_along_axis(A, idm[:, None, :], axis=1)[:, 0, :]
@@ -109,7 +169,6 @@ def inner_dual_decomposition(ex, b, B, loss, weights, L, node_losses, u0=None,
         g = float(vals.sum())
         if g < best_ub:
             best_ub, best_u = g, u.copy()
-        R_sum += R
         # row sums of Q_e (Q_e[idm[e, m], m] = R[child, m])
         rows = np.zeros((m, k))
         np.add.at(rows, (np.repeat(np.arange(m), k), idm.ravel()), R[child].ravel())
@@ -120,13 +179,34 @@ def inner_dual_decomposition(ex, b, B, loss, weights, L, node_losses, u0=None,
             Q[ar_m, idm, np.arange(k)[None, :]] = R[child]
             return primal_value(ex, b, B, R, Q, node_losses), R, Q, u, True, it
         if it % check_every == 0 or it == max_iter:
-            for cand in (R_sum / it, R):
+            cands = [R] + ([R_win / w_win] if w_win > 0 else []) + \
+                    ([R_prev] if prev_new else [])
+            prev_new = False
+            for cand in cands:
                 Qc = _recover(ex, B, cand)
                 pv = primal_value(ex, b, B, cand, Qc, node_losses)
                 if pv > lb:
                     lb, best_primal = pv, (cand.copy(), Qc)
             if best_ub - lb <= tol * max(1.0, abs(best_ub)):
                 return lb, best_primal[0], best_primal[1], best_u, True, it
-        target = lb if np.isfinite(lb) else g - 1.0
-        u = u - max(g - target, 1e-12) / nrm * sg
+        # level target (Polyak step towards best_ub - delta, never below the lower
+        # bound); delta halves when best_ub stalls for 2 * check_every iterations
+        if delta is None:
+            delta = 0.5 * (best_ub - lb) if np.isfinite(lb) else 0.1 * abs(g) + 1.0
+            ub_ref = best_ub
+        if best_ub <= ub_ref - 0.5 * delta:
+            ub_ref, last_improve = best_ub, it
+        elif it - last_improve >= 2 * check_every:
+            delta *= 0.5
+            ub_ref, last_improve = best_ub, it
+        if np.isfinite(lb):
+            delta = min(delta, best_ub - lb)
+        target = best_ub - max(delta, 1e-12)
+        step = max(g - target, 1e-12) / nrm
+        u = u - step * sg
+        R_win += step * R
+        w_win += step
+        if it == restart:
+            R_prev, R_win, w_win, restart = R_win / w_win, np.zeros((n, k)), 0.0, 2 * restart
+            prev_new = True
     return lb, best_primal[0], best_primal[1], best_u, False, it

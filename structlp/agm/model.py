@@ -15,7 +15,7 @@ from ..exceptions import InvalidInputError, InvalidParameterError
 from ..formulations import block_diag
 from ..solvers import check_solver, check_solver_opts, solve
 from .game import check_loss
-from .inner import inner_dual_decomposition, inner_lp
+from .inner import InnerLP, inner_dual_decomposition, inner_lp
 from .trees import (check_labels, check_tree_example, encode, game_polytope, max_sum,
                     n_params, node_weights_of, part_features, potentials, split_theta)
 
@@ -78,8 +78,10 @@ class AdversarialGraphicalModel(BaseEstimator):
         "qp": the whole objective as one QP, dualizing each example's inner LP
         over ``(Q, r, v)`` (exact; needs ``reg > 0`` to be bounded in general).
     inner : {"lp", "dual_decomposition"}, default "lp"
-        Inner solver of the subgradient method; dual decomposition falls back to
-        the LP for an example when its certified gap exceeds ``inner_tol``.
+        Inner solver of the subgradient method: "lp" keeps each example's LP in a
+        HiGHS instance and hot-starts it from the previous basis; dual
+        decomposition (closed-form node games) falls back to the LP for an example
+        when its certified gap exceeds ``inner_tol``.
     max_epochs : int, default 100
     learning_rate : float > 0, default 0.1
         AdaGrad step.
@@ -97,7 +99,8 @@ class AdversarialGraphicalModel(BaseEstimator):
     coef_ : ndarray (n_labels * d_v + n_labels**2 * d_e,)
     theta_node_ : ndarray (n_labels, d_v); theta_edge_ : ndarray (n_labels, n_labels, d_e)
     objective_ : float
-        The regularized AGM objective at ``coef_``, computed exactly (one LP per example).
+        The regularized AGM objective at ``coef_``: computed exactly (one LP per
+        example) after the subgradient method; the QP's optimal value for "qp".
     n_iter_ : int
         Stochastic updates (subgradient) or 1 (qp).
     inner_stats_ : dict
@@ -173,9 +176,12 @@ class AdversarialGraphicalModel(BaseEstimator):
             theta = self._fit_qp(exs, Ys, NL, k, d_v, d_e)
             self.n_iter_ = 1
         else:
-            theta = self._fit_subgradient(exs, Ys, W, NL, k, d_v, d_e, loss_name, L)
+            theta, lps = self._fit_subgradient(exs, Ys, W, NL, k, d_v, d_e, loss_name, L)
         self._set_theta(theta, k, d_v, d_e)
-        self.objective_ = self._objective(theta, exs, Ys, NL, k)
+        # the QP's optimal value is the objective at its minimizer (to the solver's
+        # tolerance; ``objective(X, Y)`` re-evaluates it with one LP per example)
+        self.objective_ = (self.qp_objective_ if self.method == "qp"
+                           else self._objective(theta, exs, Ys, NL, k, lps))
         self.fit_time_ = time.perf_counter() - t0
         return self
 
@@ -183,11 +189,12 @@ class AdversarialGraphicalModel(BaseEstimator):
         self.coef_ = np.asarray(theta, dtype=float)
         self.theta_node_, self.theta_edge_ = split_theta(self.coef_, d_v, d_e, k)
 
-    def _objective(self, theta, exs, Ys, NL, k):
+    def _objective(self, theta, exs, Ys, NL, k, lps=None):
         total = 0.0
-        for ex, y, nl in zip(exs, Ys, NL):
+        for i, (ex, y, nl) in enumerate(zip(exs, Ys, NL)):
             b, B = potentials(ex, theta, k)
-            val, _, _ = inner_lp(ex, b, B, nl)
+            val = (lps[i].solve(b, B)[0] if lps is not None and i in lps
+                   else inner_lp(ex, b, B, nl)[0])
             total += val - float(b[np.arange(len(y)), y].sum()
                                  + B[np.arange(len(y) - 1), y[ex.edge_parent], y[ex.edge_child]].sum())
         return float(0.5 * float(self.reg) * theta @ theta + total / len(exs))
@@ -241,7 +248,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         st = self.inner_stats_
         if st["solves"]:
             st["dd_iterations"] = st["dd_iterations"] / st["solves"]
-        return avg if (self.average and n_avg) else theta
+        return (avg if (self.average and n_avg) else theta), polys
 
     def _inner(self, i, ex, b, B, loss_name, w, L, nl, U, polys):
         st = self.inner_stats_
@@ -255,8 +262,8 @@ class AdversarialGraphicalModel(BaseEstimator):
                 return R, Q
             st["lp_fallbacks"] += 1
         if i not in polys:
-            polys[i] = game_polytope(ex, b.shape[1], nl)
-        _, R, Q = inner_lp(ex, b, B, nl, polys[i])
+            polys[i] = InnerLP(ex, b.shape[1], nl)
+        _, R, Q = polys[i].solve(b, B)
         return R, Q
 
     def _fit_qp(self, exs, Ys, NL, k, d_v, d_e):
