@@ -8,12 +8,11 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_scalar, check_sequence_of_examples
-from .base import BaseEstimator
+from ._validation import check_scalar
+from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import prepare
 from .cutting_plane import ConvergenceWarning, _needs_polytopes
 from .exceptions import InvalidInputError, InvalidParameterError
-from .inference import maximize
 from .parallel import OraclePool, check_backend, check_n_jobs
 from .solvers import check_solver
 
@@ -31,7 +30,7 @@ def check_random_state(random_state, owner=None):
         f"numpy.random.Generator. Got {random_state!r} instead.")
 
 
-class _FirstOrderLearner(BaseEstimator):
+class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
     """Data handling, exact passes and prediction shared by the first-order learners."""
 
     # ------------------------------------------------------------ checks
@@ -71,58 +70,6 @@ class _FirstOrderLearner(BaseEstimator):
         hinge = np.array([a @ mu + dd - si @ mt for a, mu, dd, si, mt
                           in zip(aug, mus, data.d, s, data.mu_true)])
         return mus, hinge
-
-    # ------------------------------------------------------------ prediction
-    def _checked_X(self, X):
-        X = check_sequence_of_examples(X, "X")
-        Xc, Phis = [], []
-        for i, x in enumerate(X):
-            x = self.model.check_x(x)
-            Phi = self.model.checked_features(x, name=f"features of X[{i}]")
-            if Phi.shape[1] != self.n_features_in_:
-                raise InvalidInputError(
-                    f"X[{i}] has {Phi.shape[1]} features per part; the learner was fitted "
-                    f"with {self.n_features_in_}.")
-            Xc.append(x)
-            Phis.append(Phi)
-        return Xc, Phis
-
-    def decision_scores(self, X):
-        """Part scores ``Phi_i w`` of every example: list of (L_i,) arrays."""
-        self._check_fitted()
-        _, Phis = self._checked_X(X)
-        return [np.asarray(P @ self.coef_, dtype=float).ravel() for P in Phis]
-
-    def predict(self, X):
-        """The highest-scoring output of each example (combinatorial oracle or LP).
-
-        Parameters
-        ----------
-        X : list of m examples
-
-        Returns
-        -------
-        list of m outputs
-        """
-        self._check_fitted()
-        X, Phis = self._checked_X(X)
-        outputs, _ = maximize(self.model, X, [np.asarray(P @ self.coef_, dtype=float).ravel()
-                                              for P in Phis])
-        return outputs
-
-    def loss(self, X, Y):
-        """Mean task loss of the predictions on ``(X, Y)``."""
-        Y = check_sequence_of_examples(Y, "Y")
-        pred = self.predict(X)
-        if len(pred) != len(Y):
-            raise InvalidInputError(
-                f"X and Y must have the same number of examples; got {len(pred)} and {len(Y)}.")
-        X = [self.model.check_x(x) for x in X]
-        return float(np.mean([self.model.task_loss(x, y, p) for x, y, p in zip(X, Y, pred)]))
-
-    def score(self, X, Y):
-        """Negated mean task loss on ``(X, Y)`` (higher is better)."""
-        return -self.loss(X, Y)
 
     def hinge_losses(self, X, Y):
         """Structured hinge loss of each example under ``coef_`` (exact inference).
