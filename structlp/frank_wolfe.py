@@ -57,6 +57,19 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         return data, polys
 
+    def _fit(self, X, Y, solver, opts, timeout, run):
+        """Prepare the data, open the oracle pool, ``run(pool, data, t0)``, record timings."""
+        t0 = time.perf_counter()
+        data, polys = self._prepare(X, Y)
+        t_prep = time.perf_counter() - t0
+        with self._pool(data, polys, solver, opts, timeout) as pool:
+            run(pool, data, t0)
+        self.solver_ = solver
+        self.n_features_in_ = data.n_features
+        self.fit_time_["prepare"] = t_prep
+        self.fit_time_["total"] = time.perf_counter() - t0
+        return self
+
     def _pool(self, data, polys, solver, opts, timeout):
         return OraclePool(self.model, data.X, polys, solver, opts, n_jobs=self.n_jobs,
                           backend=self.backend, timeout=timeout, owner=type(self).__name__)
@@ -233,17 +246,9 @@ class FrankWolfeLearner(_FirstOrderLearner):
                                    low=0, owner=name)
         check_every = None if self.check_every is None else check_scalar(
             self.check_every, "check_every", kind=numbers.Integral, low=1, owner=name)
-        t0 = time.perf_counter()
-        data, polys = self._prepare(X, Y)
-        t_prep = time.perf_counter() - t0
-        with self._pool(data, polys, solver, opts, timeout) as pool:
-            self._run(pool, data, C, tol, max_iter, batch_size, check_every, rng, t0,
-                      bool(self.pairwise), inner_steps if self.pairwise else 0)
-        self.solver_ = solver
-        self.n_features_in_ = data.n_features
-        self.fit_time_["prepare"] = t_prep
-        self.fit_time_["total"] = time.perf_counter() - t0
-        return self
+        return self._fit(X, Y, solver, opts, timeout, lambda pool, data, t0: self._run(
+            pool, data, C, tol, max_iter, batch_size, check_every, rng, t0,
+            bool(self.pairwise), inner_steps if self.pairwise else 0))
 
     def _run(self, pool, data, C, tol, max_iter, batch_size, check_every, rng, t0,
              pairwise, inner_steps):

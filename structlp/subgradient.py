@@ -126,14 +126,8 @@ class SubgradientLearner(_FirstOrderLearner):
                 f"The 'averaging' parameter of {name} must be a bool; got {self.averaging!r}.")
         patience = check_scalar(self.n_iter_no_change, "n_iter_no_change",
                                 kind=numbers.Integral, low=1, owner=name)
-        t0 = time.perf_counter()
-        data, polys = self._prepare(X, Y)
-        with self._pool(data, polys, solver, opts, timeout) as pool:
-            self._run(pool, data, C, tol, max_iter, batch_size, patience, rng, t0)
-        self.solver_ = solver
-        self.n_features_in_ = data.n_features
-        self.fit_time_["total"] = time.perf_counter() - t0
-        return self
+        return self._fit(X, Y, solver, opts, timeout, lambda pool, data, t0: self._run(
+            pool, data, C, tol, max_iter, batch_size, patience, rng, t0))
 
     def _evaluate(self, pool, data, w, C):
         mus, hinge = self._exact_pass(pool, data, w)
