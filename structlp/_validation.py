@@ -45,6 +45,14 @@ def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None,
     return int(value) if kind is numbers.Integral else float(value)
 
 
+def check_bool(value, name, owner=None):
+    """Check that ``value`` is a bool (Python or numpy); return it as ``bool``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_owner(owner)} must be a bool; got {value!r}.")
+    return bool(value)
+
+
 def check_choice(value, name, choices, owner=None):
     """Check that ``value`` is one of ``choices``."""
     if value not in choices:

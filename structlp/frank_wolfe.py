@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_scalar
+from ._validation import check_bool, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import prepare
 from .cutting_plane import ConvergenceWarning, _needs_polytopes
@@ -239,9 +239,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
         """
         name = type(self).__name__
         C, tol, max_iter, batch_size, solver, opts, timeout, rng = self._check_common()
-        if not isinstance(self.pairwise, (bool, np.bool_)):
-            raise InvalidParameterError(
-                f"The 'pairwise' parameter of {name} must be a bool; got {self.pairwise!r}.")
+        check_bool(self.pairwise, "pairwise", owner=name)
         inner_steps = check_scalar(self.inner_steps, "inner_steps", kind=numbers.Integral,
                                    low=0, owner=name)
         check_every = None if self.check_every is None else check_scalar(

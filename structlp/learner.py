@@ -10,7 +10,7 @@ import numpy as np
 
 import scipy.sparse as sp
 
-from ._validation import check_finite_array, check_scalar
+from ._validation import check_bool, check_finite_array, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import compile_primal, prepare
 from .dual import compile_dual
@@ -120,9 +120,7 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         name = type(self).__name__
         C, solver, opts = self._check_model_C_solver()
         formulation = get_formulation(self.formulation, self.model, owner=name)
-        if not isinstance(self.dual, (bool, np.bool_)):
-            raise InvalidParameterError(
-                f"The 'dual' parameter of {name} must be a bool; got {self.dual!r}.")
+        check_bool(self.dual, "dual", owner=name)
         if self.dual:
             Kernel(self.kernel, self.gamma, self.degree, self.coef0).check(owner=name)
             check_scalar(self.kernel_tol, "kernel_tol", low=0, owner=name)

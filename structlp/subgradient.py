@@ -8,9 +8,8 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_scalar
+from ._validation import check_bool, check_scalar
 from .cutting_plane import ConvergenceWarning
-from .exceptions import InvalidParameterError
 from .frank_wolfe import _FirstOrderLearner
 
 
@@ -121,9 +120,7 @@ class SubgradientLearner(_FirstOrderLearner):
         """
         name = type(self).__name__
         C, tol, max_iter, batch_size, solver, opts, timeout, rng = self._check_common()
-        if not isinstance(self.averaging, (bool, np.bool_)):
-            raise InvalidParameterError(
-                f"The 'averaging' parameter of {name} must be a bool; got {self.averaging!r}.")
+        check_bool(self.averaging, "averaging", owner=name)
         patience = check_scalar(self.n_iter_no_change, "n_iter_no_change",
                                 kind=numbers.Integral, low=1, owner=name)
         return self._fit(X, Y, solver, opts, timeout, lambda pool, data, t0: self._run(
