@@ -378,11 +378,7 @@ class Forest:
 
     def potentials(self, theta, k):
         """Node potentials (N, k) and edge potentials (N - m, k, k) of every example."""
-        d_v, d_e = self.node_features.shape[1], self.edge_features.shape[1]
-        tv, te = split_theta(theta, d_v, d_e, k)
-        b = self.node_features @ tv.T
-        B = (self.edge_features @ te.reshape(k * k, d_e).T).reshape(-1, k, k)
-        return b, B
+        return potentials(self, theta, k)  # the stacked features, as for one example
 
     def split_nodes(self, A):
         """Per-example pieces of a node array (N, ...)."""
