@@ -7,6 +7,7 @@ scikit-learn style: it names the argument, what was expected and what came.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -26,22 +27,25 @@ def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None,
     Returns the value converted to ``float`` (``kind=Real``) or ``int``
     (``kind=Integral``).
     """
-    what = "an int" if kind is numbers.Integral else "a float"
-    bounds = []
-    if low is not None:
-        bounds.append(f"{'>=' if low_inclusive else '>'} {low}")
-    if high is not None:
-        bounds.append(f"{'<=' if high_inclusive else '<'} {high}")
-    expected = what + (" " + " and ".join(bounds) if bounds else "")
-    msg = f"The {name!r} parameter{_owner(owner)} must be {expected}. Got {value!r} instead."
+    def fail():
+        what = "an int" if kind is numbers.Integral else "a float"
+        bounds = []
+        if low is not None:
+            bounds.append(f"{'>=' if low_inclusive else '>'} {low}")
+        if high is not None:
+            bounds.append(f"{'<=' if high_inclusive else '<'} {high}")
+        expected = what + (" " + " and ".join(bounds) if bounds else "")
+        return InvalidParameterError(
+            f"The {name!r} parameter{_owner(owner)} must be {expected}. Got {value!r} instead.")
+
     if isinstance(value, bool) or not isinstance(value, kind):
-        raise InvalidParameterError(msg)
-    if kind is numbers.Real and not np.isfinite(value):
-        raise InvalidParameterError(msg)
+        raise fail()
+    if kind is numbers.Real and not math.isfinite(value):
+        raise fail()
     if low is not None and (value < low or (not low_inclusive and value == low)):
-        raise InvalidParameterError(msg)
+        raise fail()
     if high is not None and (value > high or (not high_inclusive and value == high)):
-        raise InvalidParameterError(msg)
+        raise fail()
     return int(value) if kind is numbers.Integral else float(value)
 
 
@@ -86,7 +90,7 @@ def check_finite_array(a, name, *, ndim=None, shape=None, dtype=float, allow_spa
                 s is not None and s != t for s, t in zip(shape, arr.shape)):
             want = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
             raise InvalidInputError(f"{name} must have shape {want}; got {arr.shape}.")
-    if np.issubdtype(np.asarray(data).dtype, np.floating) and not np.all(np.isfinite(data)):
+    if data.dtype.kind in "fc" and not np.isfinite(data).all():
         raise InvalidInputError(f"{name} contains NaN or infinite values.")
     return arr
 

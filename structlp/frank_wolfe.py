@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_bool, check_scalar
+from ._validation import check_bool, check_choice, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import prepare
 from .cutting_plane import ConvergenceWarning, _needs_polytopes
@@ -76,13 +76,13 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
 
     @staticmethod
     def _exact_pass(pool, data, w):
-        """Loss-augmented maximizers and exact hinge losses of all examples at ``w``."""
-        s = [np.asarray(P @ w, dtype=float).ravel() for P in data.Phi]
+        """Loss-augmented maximizers, exact hinge losses and augmented scores at ``w``."""
+        s = [_dense(P @ w) for P in data.Phi]
         aug = [si + ci for si, ci in zip(s, data.c)]
         mus = pool.argmax(range(data.n_examples), aug)
         hinge = np.array([a @ mu + dd - si @ mt for a, mu, dd, si, mt
                           in zip(aug, mus, data.d, s, data.mu_true)])
-        return mus, hinge
+        return mus, hinge, aug
 
     def hinge_losses(self, X, Y):
         """Structured hinge loss of each example under ``coef_`` (exact inference).
@@ -123,7 +123,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
         \\qquad w(m) = C\\sum_i \\Phi_i^T(\\mu_i - m_i).
 
     Each step (Lacoste-Julien, Jaggi, Schmidt & Pletscher 2013, Algorithm 3)
-    takes one example ``i`` (a random permutation per epoch), finds the
+    takes one example ``i`` (drawn as ``sampling`` says), finds the
     loss-augmented maximizer ``mu* = argmax_{mu in P_i} (Phi_i w + c_i) . mu``
     with the model's exact oracle (:meth:`~structlp.model.StructuredModel.inference`:
     Hungarian, blossom, maximum spanning tree, max-sum on trees; the inference LP
@@ -171,6 +171,14 @@ class FrankWolfeLearner(_FirstOrderLearner):
         With ``pairwise``: after each oracle call, up to this many further
         pairwise steps between the best and worst outputs already active in the
         block (no oracle call).
+    sampling : {"gap", "uniform"}, default="gap"
+        Order of the blocks in an epoch.  "uniform": a random permutation.
+        "gap": after every block has a gap estimate (the first epoch), ``m``
+        draws with probabilities proportional to the blocks' last known
+        Frank–Wolfe gaps (Osokin et al. 2016), refreshed exactly for every
+        block at each duality-gap check; blocks already at their optimum are
+        then hardly visited.  It needed about 40% fewer epochs on noisy
+        bipartite data (``benchmarks/bench_frank_wolfe.py``).
     check_every : int >= 1 or None, default=None
         Evaluate the exact duality gap every ``check_every`` epochs; None: only
         when the running estimate (the block gaps met during the epoch) falls
@@ -208,8 +216,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
     """
 
     def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, n_jobs=None, backend=None,
-                 random_state=None, batch_size=1, pairwise=True, inner_steps=3, check_every=None,
-                 solver=None, solver_opts=None, scheduler_timeout=10.0):
+                 random_state=None, batch_size=1, pairwise=True, inner_steps=3, sampling="gap",
+                 check_every=None, solver=None, solver_opts=None, scheduler_timeout=10.0):
         self.model = model
         self.C = C
         self.tol = tol
@@ -220,6 +228,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
         self.batch_size = batch_size
         self.pairwise = pairwise
         self.inner_steps = inner_steps
+        self.sampling = sampling
         self.check_every = check_every
         self.solver = solver
         self.solver_opts = solver_opts
@@ -242,25 +251,22 @@ class FrankWolfeLearner(_FirstOrderLearner):
         check_bool(self.pairwise, "pairwise", owner=name)
         inner_steps = check_scalar(self.inner_steps, "inner_steps", kind=numbers.Integral,
                                    low=0, owner=name)
+        check_choice(self.sampling, "sampling", ("gap", "uniform"), owner=name)
         check_every = None if self.check_every is None else check_scalar(
             self.check_every, "check_every", kind=numbers.Integral, low=1, owner=name)
         return self._fit(X, Y, solver, opts, timeout, lambda pool, data, t0: self._run(
             pool, data, C, tol, max_iter, batch_size, check_every, rng, t0,
-            bool(self.pairwise), inner_steps if self.pairwise else 0))
+            bool(self.pairwise), inner_steps if self.pairwise else 0,
+            self.sampling == "gap"))
 
     def _run(self, pool, data, C, tol, max_iter, batch_size, check_every, rng, t0,
-             pairwise, inner_steps):
+             pairwise, inner_steps, gap_sampling):
         m, d = data.n_examples, data.n_features
         Phi, c, dd, mt = data.Phi, data.c, data.d, data.mu_true
-        marg = [np.array(v, dtype=float) for v in mt]          # m_i: start at the truth
-        ell_i = np.array([C * (di + ci @ v) for di, ci, v in zip(dd, c, marg)])
-        ell = float(ell_i.sum())
+        blocks = [_Block(v, ci) for v, ci in zip(mt, c)]   # m_i = alpha_i @ V_i: the truth
+        ell = C * float(sum(di + b.lv[0] for di, b in zip(dd, blocks)))
         w = np.zeros(d)
         h_est = np.array([float(di + ci @ v) for di, ci, v in zip(dd, c, mt)])
-        if pairwise:  # active outputs of every block (rows) and their weights
-            act_keys = [[v.astype(np.int8).tobytes()] for v in mt]
-            act_alpha = [np.ones(1) for _ in mt]
-            act_V = [np.array(v, dtype=float)[None, :] for v in mt]
         g_est = np.full(m, np.inf)
         history, t_inf, t_check, n_calls = [], 0.0, 0.0, 0
         converged = False
@@ -268,83 +274,77 @@ class FrankWolfeLearner(_FirstOrderLearner):
         hinge = None
         epoch = 0
         for epoch in range(1, max_iter + 1):
-            perm = rng.permutation(m)
+            if gap_sampling and np.isfinite(g_est).all() and g_est.sum() > 0:
+                # blocks drawn in proportion to their last known gaps (Osokin et al. 2016)
+                # mixed with uniform draws, so that no block starves on a stale estimate
+                p = (1.0 - _UNIFORM_SHARE) * g_est / g_est.sum() + _UNIFORM_SHARE / m
+                perm = rng.choice(m, size=m, p=p / p.sum())
+            else:
+                perm = rng.permutation(m)
             for k in range(0, m, batch_size):
                 batch = perm[k:k + batch_size]
-                s_b = [np.asarray(Phi[i] @ w, dtype=float).ravel() for i in batch]
+                s_b = [_dense(Phi[i] @ w) for i in batch]
                 ti = time.perf_counter()
                 mus = pool.argmax(batch, [s + c[i] for s, i in zip(s_b, batch)])
                 t_inf += time.perf_counter() - ti
                 n_calls += len(batch)
                 for j, (i, mu) in enumerate(zip(batch, mus)):
-                    s = s_b[j] if j == 0 else np.asarray(Phi[i] @ w, dtype=float).ravel()
+                    s = s_b[j] if j == 0 else _dense(Phi[i] @ w)
                     a = s + c[i]
-                    g = C * float(a @ (mu - marg[i]))      # the block's Frank-Wolfe gap
+                    blk = blocks[i]
+                    n = blk.n
+                    vals = blk.V[:n] @ a
+                    amu = float(a @ mu)
+                    g = C * (amu - float(blk.alpha[:n] @ vals))   # the block's Frank-Wolfe gap
                     g_est[i] = max(g, 0.0)
-                    h_est[i] = float(a @ mu + dd[i] - s @ mt[i])
+                    h_est[i] = amu + dd[i] - float(s @ mt[i])
                     if g <= 0.0:
                         continue
                     if pairwise:
                         # move weight from the worst active output to mu (Osokin et al. 2016)
-                        vals = act_V[i] @ a
                         k_away = int(np.argmin(vals))
-                        delta = mu - act_V[i][k_away]
-                        g_dir = C * (float(a @ mu) - float(vals[k_away]))
-                        cap = float(act_alpha[i][k_away])
+                        delta = mu - blk.V[k_away]
+                        g_dir = C * (amu - float(vals[k_away]))
+                        cap = float(blk.alpha[k_away])
                     else:
-                        delta = mu - marg[i]
+                        delta = mu - blk.alpha[:n] @ blk.V[:n]
                         g_dir, cap = g, 1.0
                     if g_dir <= 0.0:
                         continue
-                    v = C * np.asarray(Phi[i].T @ delta, dtype=float).ravel()  # w_i - w_s
+                    v = C * _dense(Phi[i].T @ delta)          # w_i - w_s
                     den = float(v @ v)
                     gamma = cap if den <= 0.0 else min(cap, g_dir / den)
                     if gamma <= 0.0:
                         continue
                     w -= gamma * v
-                    marg[i] += gamma * delta
+                    before = float(blk.alpha[:n] @ blk.lv[:n])
                     if pairwise:
-                        keys, alph = act_keys[i], act_alpha[i]
-                        key = mu.astype(np.int8).tobytes()
-                        alph[k_away] -= gamma
-                        if key in keys:
-                            alph[keys.index(key)] += gamma
-                        else:
-                            keys.append(key)
-                            alph = np.append(alph, gamma)
-                            act_V[i] = np.vstack([act_V[i], mu])
-                        if alph[k_away] <= 1e-12:          # drop step: the output leaves
-                            del keys[k_away]
-                            alph = np.delete(alph, k_away)
-                            act_V[i] = np.delete(act_V[i], k_away, axis=0)
-                        act_alpha[i] = alph
+                        blk.alpha[k_away] -= gamma
+                    else:
+                        blk.alpha[:n] *= 1.0 - gamma
+                    blk.add(mu, gamma, c[i])
+                    if pairwise:
+                        if blk.alpha[k_away] <= 1e-12:          # drop step: the output leaves
+                            blk.remove(k_away)
                         for _ in range(inner_steps):   # pairwise steps inside the active set
-                            V = act_V[i]
-                            if len(V) < 2:
+                            n = blk.n
+                            if n < 2:
                                 break
-                            a = np.asarray(Phi[i] @ w, dtype=float).ravel() + c[i]
-                            vals = V @ a
+                            vals = blk.V[:n] @ (_dense(Phi[i] @ w) + c[i])
                             kf, ka = int(np.argmax(vals)), int(np.argmin(vals))
                             g2 = C * float(vals[kf] - vals[ka])
                             if g2 <= 1e-3 * g:
                                 break
-                            delta = V[kf] - V[ka]
-                            v = C * np.asarray(Phi[i].T @ delta, dtype=float).ravel()
+                            v = C * _dense(Phi[i].T @ (blk.V[kf] - blk.V[ka]))
                             den = float(v @ v)
-                            cap = float(act_alpha[i][ka])
+                            cap = float(blk.alpha[ka])
                             gamma = cap if den <= 0.0 else min(cap, g2 / den)
                             w -= gamma * v
-                            marg[i] += gamma * delta
-                            alph = act_alpha[i]
-                            alph[kf] += gamma
-                            alph[ka] -= gamma
-                            if alph[ka] <= 1e-12:
-                                del act_keys[i][ka]
-                                act_alpha[i] = np.delete(alph, ka)
-                                act_V[i] = np.delete(V, ka, axis=0)
-                    new = C * float(dd[i] + c[i] @ marg[i])
-                    ell += new - ell_i[i]
-                    ell_i[i] = new
+                            blk.alpha[kf] += gamma
+                            blk.alpha[ka] -= gamma
+                            if blk.alpha[ka] <= 1e-12:
+                                blk.remove(ka)
+                    ell += C * (float(blk.alpha[:blk.n] @ blk.lv[:blk.n]) - before)
             obj_est = 0.5 * float(w @ w) + C * float(h_est.sum())
             gap_est = float(g_est.sum())
             rec = dict(epoch=epoch, gap_estimate=gap_est)
@@ -353,18 +353,17 @@ class FrankWolfeLearner(_FirstOrderLearner):
             if due:
                 tc = time.perf_counter()
                 # exact w and D from the block variables (no drift), then the exact gap
-                if pairwise:
-                    for i in range(m):
-                        act_alpha[i] = act_alpha[i] / act_alpha[i].sum()
-                        marg[i] = act_alpha[i] @ act_V[i]
-                w = C * sum(np.asarray(P.T @ (t - v), dtype=float).ravel()
-                            for P, t, v in zip(Phi, mt, marg)) if m else w
-                w = np.asarray(w, dtype=float).reshape(d)
-                ell_i = np.array([C * (di + ci @ v) for di, ci, v in zip(dd, c, marg)])
-                ell = float(ell_i.sum())
+                w = np.zeros(d)
+                ell = 0.0
+                for P, t, di, blk in zip(Phi, mt, dd, blocks):
+                    blk.normalize()
+                    w += C * _dense(P.T @ (t - blk.marginal()))
+                    ell += C * (di + float(blk.alpha[:blk.n] @ blk.lv[:blk.n]))
                 ti = time.perf_counter()
-                _, hinge = self._exact_pass(pool, data, w)
+                mus, hinge, aug = self._exact_pass(pool, data, w)
                 t_inf += time.perf_counter() - ti
+                g_est = np.array([max(C * float(a @ mu - b.alpha[:b.n] @ (b.V[:b.n] @ a)), 0.0)
+                                  for a, mu, b in zip(aug, mus, blocks)])   # exact block gaps
                 n_calls += m
                 obj = 0.5 * float(w @ w) + C * float(hinge.sum())
                 dual = ell - 0.5 * float(w @ w)
@@ -393,3 +392,64 @@ class FrankWolfeLearner(_FirstOrderLearner):
         self.converged_ = bool(converged)
         self.history_ = history
         self.fit_time_ = {"inference": t_inf, "check": t_check}
+
+_UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling
+
+
+def _dense(v):
+    """A product with a (possibly sparse) matrix as a flat float array."""
+    return v if type(v) is np.ndarray and v.ndim == 1 else np.asarray(v, dtype=float).ravel()
+
+
+class _Block:
+    """One example's dual variable ``m_i = alpha @ V[:n]``: active outputs and weights.
+
+    ``V`` (rows: the active part vectors), ``alpha`` (their weights, summing to
+    one) and ``lv`` (their loss coefficients ``c_i . v``) are stored with spare
+    capacity; outputs are found by the bit pattern of their part vector.
+    """
+
+    __slots__ = ("V", "alpha", "lv", "n", "keys", "rowkeys")
+
+    def __init__(self, mu, c):
+        mu = np.asarray(mu, dtype=float)
+        self.V = np.zeros((4, mu.size))
+        self.alpha = np.zeros(4)
+        self.lv = np.zeros(4)
+        self.n = 0
+        self.keys, self.rowkeys = {}, []
+        self.add(mu, 1.0, c)
+
+    def add(self, mu, weight, c):
+        key = np.packbits(mu > 0.5).tobytes()
+        j = self.keys.get(key)
+        if j is None:
+            j = self.n
+            if j == len(self.alpha):                  # grow the capacity
+                self.V = np.vstack([self.V, np.zeros_like(self.V)])
+                self.alpha = np.concatenate([self.alpha, np.zeros(j)])
+                self.lv = np.concatenate([self.lv, np.zeros(j)])
+            self.V[j] = mu
+            self.alpha[j] = 0.0
+            self.lv[j] = float(c @ mu)
+            self.keys[key] = j
+            self.rowkeys.append(key)
+            self.n += 1
+        self.alpha[j] += weight
+
+    def remove(self, j):
+        last = self.n - 1
+        del self.keys[self.rowkeys[j]]
+        if j != last:                                  # the last row takes its place
+            self.V[j], self.alpha[j], self.lv[j] = self.V[last], self.alpha[last], self.lv[last]
+            self.rowkeys[j] = self.rowkeys[last]
+            self.keys[self.rowkeys[j]] = j
+        self.rowkeys.pop()
+        self.alpha[last] = 0.0
+        self.n = last
+
+    def normalize(self):
+        self.alpha[:self.n] /= self.alpha[:self.n].sum()
+
+    def marginal(self):
+        return self.alpha[:self.n] @ self.V[:self.n]

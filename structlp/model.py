@@ -136,6 +136,26 @@ class StructuredModel:
         """
         return None
 
+    def inference_parts(self, x, scores):
+        """The fast path's maximizer as its part vector, or None.
+
+        ``encode(x, inference(x, scores))`` as floats (n_parts,), which is what
+        the learners' oracles need.  Override it only for speed: a model whose
+        :meth:`inference` output needs no validation can build the part vector
+        directly (the built-in structures do).
+
+        Parameters
+        ----------
+        x : a checked example
+        scores : ndarray, shape (n_parts,)
+
+        Returns
+        -------
+        ndarray, shape (n_parts,), of 0/1 floats, or None (no fast path)
+        """
+        y = self.inference(x, scores)
+        return None if y is None else np.asarray(self.encode(x, y), dtype=float)
+
     def check_x(self, x):
         """Validate one example; return it (possibly converted)."""
         return x

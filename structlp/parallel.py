@@ -89,9 +89,9 @@ def _chunks(idx):
 def _solve_chunk(state, idx, aug):
     model, X, polys, solver, opts = state
     if len(idx) == 1:                       # one example: its fast path, if any, directly
-        y = model.inference(X[idx[0]], aug[0])
-        if y is not None:
-            return [np.asarray(model.encode(X[idx[0]], y), dtype=float)]
+        mu = model.inference_parts(X[idx[0]], aug[0])
+        if mu is not None:
+            return [mu]
     sub_p = None if polys is None else [polys[i] for i in idx]
     _, mus = maximize(model, [X[i] for i in idx], aug, sub_p, solver, opts)
     return [np.asarray(mu, dtype=float) for mu in mus]
@@ -244,6 +244,8 @@ class OraclePool:
         list of n 0/1 arrays, shape (L_i,)
         """
         idx = [int(i) for i in idx]
+        if self.kind == "serial" and len(idx) == 1:   # one block of BCFW: no chunking
+            return _solve_chunk(self.state, idx, [aug[0]])
         pieces = list(zip(_chunks(idx), _chunks(list(aug))))
         if self.kind == "serial":
             out = [_solve_chunk(self.state, i, a) for i, a in pieces]

@@ -127,7 +127,7 @@ class SubgradientLearner(_FirstOrderLearner):
             pool, data, C, tol, max_iter, batch_size, patience, rng, t0))
 
     def _evaluate(self, pool, data, w, C):
-        mus, hinge = self._exact_pass(pool, data, w)
+        mus, hinge, _ = self._exact_pass(pool, data, w)
         g = w + C * sum(np.asarray(P.T @ (mu - mt), dtype=float).ravel()
                         for P, mu, mt in zip(data.Phi, mus, data.mu_true))
         obj = 0.5 * float(w @ w) + C * float(hinge.sum())

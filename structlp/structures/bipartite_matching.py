@@ -165,3 +165,12 @@ class BipartiteMatching(StructuredModel):
         y = np.zeros(S.shape, dtype=int)
         y[rows, cols] = 1
         return y
+
+    def inference_parts(self, x, scores):
+        if not (self.R == 1 and self.P == 1):   # b-matchings: the inference LP
+            return None
+        S = np.asarray(scores, dtype=float).reshape(x.shape[:2])
+        rows, cols = linear_sum_assignment(S, maximize=True)
+        mu = np.zeros(S.size)
+        mu[rows * S.shape[1] + cols] = 1.0
+        return mu

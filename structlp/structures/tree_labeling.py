@@ -102,6 +102,13 @@ class TreeLabeling(StructuredModel):
         B = s[n * k:].reshape(n - 1, k, k)
         return max_sum(x, b, B)[0]
 
+    def inference_parts(self, x, scores):
+        k = int(self.n_labels)             # checked with x by check_x
+        n = x.n_nodes
+        s = np.asarray(scores, dtype=float)
+        y = max_sum(x, s[:n * k].reshape(n, k), s[n * k:].reshape(n - 1, k, k))[0]
+        return encode(x, y, k)
+
     def score(self, x, scores, y):
         """Score of labelling ``y`` under part scores."""
         k = self._k()
