@@ -44,3 +44,34 @@ def test_fast_path_and_lp_equal_linear_sum_assignment(n_rows, n_cols, rng):
         ref[r, c] = 1
         np.testing.assert_array_equal(y, ref)
         np.testing.assert_array_equal(np.rint(sol).reshape(n_rows, n_cols), ref)
+
+
+def _random_chain(rng, n, d_v=3, d_e=2):
+    return {"node_features": rng.normal(size=(n, d_v)),
+            "edge_features": rng.normal(size=(n - 1, d_e)), "parents": np.arange(-1, n - 1)}
+
+
+def test_inference_parts_equals_encoded_inference(rng):
+    """The built-ins' direct part vectors = encode(inference) = the inference LP's vertex."""
+    from structlp.model import StructuredModel
+    from structlp.structures import TreeLabeling
+    cases = [(BipartiteMatching(), rng.normal(size=(6, 4, 2))),
+             (TreeLabeling(3), _random_chain(rng, 5)),
+             (TreeLabeling(4, loss="absolute"), {"node_features": rng.normal(size=(6, 2)),
+                                                 "edge_features": rng.normal(size=(5, 2)),
+                                                 "parents": np.array([-1, 0, 0, 1, 1, 2])})]
+    for model, x in cases:
+        x = model.check_x(x)
+        for _ in range(5):
+            s = rng.normal(size=model.n_parts(x))
+            mu = model.inference_parts(x, s)
+            generic = StructuredModel.inference_parts(model, x, s)   # encode(inference)
+            lp = solve_stacked_lp([model.polytope(x)], [s])[0]
+            assert mu.dtype == float and mu.shape == (model.n_parts(x),)
+            np.testing.assert_array_equal(mu, generic)
+            np.testing.assert_allclose(mu, lp, atol=1e-7)
+
+
+def test_inference_parts_without_fast_path_is_none(rng):
+    x = rng.normal(size=(4, 3, 2))
+    assert BipartiteMatching(R=2, P=2).inference_parts(x, rng.normal(size=12)) is None
