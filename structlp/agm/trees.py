@@ -181,16 +181,30 @@ def potentials(ex, theta, k):
 
 
 def part_features(ex, k):
-    """Feature matrix of the parts (sparse, (n k + (n-1) k^2, k d_v + k^2 d_e))."""
-    V = sp.csr_array(ex.node_features)
-    Ef = sp.csr_array(ex.edge_features)
-    Fv = sp.kron(V, sp.eye_array(k), format="csr")        # row i*k+a, column f*k+a
-    Fe = sp.kron(Ef, sp.eye_array(k * k), format="csr")   # row e*k2+ab, column f*k2+ab
-    # reorder columns to label-major (a*d_v + f), matching split_theta
-    d_v, d_e = V.shape[1], Ef.shape[1]
-    perm_v = (np.arange(k)[:, None] + k * np.arange(d_v)[None, :]).ravel()
-    perm_e = (np.arange(k * k)[:, None] + k * k * np.arange(d_e)[None, :]).ravel()
-    return sp.block_diag([Fv[:, perm_v], Fe[:, perm_e]], format="csr")
+    """Feature matrix of the parts (sparse, (n k + (n-1) k^2, k d_v + k^2 d_e)).
+
+    Row ``i k + a`` (node ``i``, label ``a``) holds ``node_features[i]`` in the
+    columns ``a d_v + f``; row ``n k + e k^2 + ab`` (edge ``e``, labels ``ab``)
+    holds ``edge_features[e]`` in the columns ``k d_v + ab d_e + f`` (the
+    label-major order of :func:`split_theta`).  Built from the nonzeros by index
+    arithmetic.
+    """
+    def blocks(F, n_lab, row0, col0):
+        i, f = np.nonzero(F)
+        lab = np.arange(n_lab)
+        d = F.shape[1]
+        rows = (row0 + i[:, None] * n_lab + lab[None, :]).ravel()
+        cols = (col0 + lab[None, :] * d + f[:, None]).ravel()
+        return rows, cols, np.repeat(F[i, f], n_lab)
+
+    V, Ef = ex.node_features, ex.edge_features
+    n, d_v = V.shape
+    d_e = Ef.shape[1]
+    rv, cv, vv = blocks(V, k, 0, 0)
+    re, ce, ve = blocks(Ef, k * k, n * k, k * d_v)
+    shape = (n * k + Ef.shape[0] * k * k, k * d_v + k * k * d_e)
+    return sp.csr_array((np.concatenate([vv, ve]), (np.concatenate([rv, re]),
+                                                     np.concatenate([cv, ce]))), shape=shape)
 
 
 def encode(ex, y, k):
