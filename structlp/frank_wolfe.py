@@ -7,6 +7,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._validation import check_bool, check_choice, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
@@ -263,6 +264,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
              pairwise, inner_steps, gap_sampling):
         m, d = data.n_examples, data.n_features
         Phi, c, dd, mt = data.Phi, data.c, data.d, data.mu_true
+        # transposes made once: a sparse .T is a new matrix object at every call
+        PhiT = [P.T.tocsr() if sp.issparse(P) else P.T for P in Phi]
         blocks = [_Block(v, ci) for v, ci in zip(mt, c)]   # m_i = alpha_i @ V_i: the truth
         ell = C * float(sum(di + b.lv[0] for di, b in zip(dd, blocks)))
         w = np.zeros(d)
@@ -311,7 +314,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                         g_dir, cap = g, 1.0
                     if g_dir <= 0.0:
                         continue
-                    v = C * _dense(Phi[i].T @ delta)          # w_i - w_s
+                    v = C * _dense(PhiT[i] @ delta)          # w_i - w_s
                     den = float(v @ v)
                     gamma = cap if den <= 0.0 else min(cap, g_dir / den)
                     if gamma <= 0.0:
@@ -335,7 +338,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                             g2 = C * float(vals[kf] - vals[ka])
                             if g2 <= 1e-3 * g:
                                 break
-                            v = C * _dense(Phi[i].T @ (blk.V[kf] - blk.V[ka]))
+                            v = C * _dense(PhiT[i] @ (blk.V[kf] - blk.V[ka]))
                             den = float(v @ v)
                             cap = float(blk.alpha[ka])
                             gamma = cap if den <= 0.0 else min(cap, g2 / den)
@@ -355,9 +358,9 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 # exact w and D from the block variables (no drift), then the exact gap
                 w = np.zeros(d)
                 ell = 0.0
-                for P, t, di, blk in zip(Phi, mt, dd, blocks):
+                for PT, t, di, blk in zip(PhiT, mt, dd, blocks):
                     blk.normalize()
-                    w += C * _dense(P.T @ (t - blk.marginal()))
+                    w += C * _dense(PT @ (t - blk.marginal()))
                     ell += C * (di + float(blk.alpha[:blk.n] @ blk.lv[:blk.n]))
                 ti = time.perf_counter()
                 mus, hinge, aug = self._exact_pass(pool, data, w)
