@@ -192,7 +192,8 @@ def test_check_every_and_history(rng):
 def test_batch_size_and_standard_steps_reach_the_same_objective(rng):
     X, Y = assignments(rng, 10)
     qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
-    for kw in (dict(batch_size=4), dict(pairwise=False), dict(inner_steps=0)):
+    for kw in (dict(batch_size=4), dict(pairwise=False), dict(inner_steps=0),
+               dict(sampling="uniform"), dict(sampling="uniform", batch_size=3)):
         fw = fit_quiet(FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-4, max_iter=3000,
                                          random_state=0, **kw), X, Y)
         check_certified(fw, qp.objective_)
@@ -314,6 +315,7 @@ def test_estimator_contract(rng):
     ("batch_size", 0, "'batch_size' parameter of FrankWolfeLearner must be an int >= 1"),
     ("check_every", 0, "'check_every' parameter"),
     ("pairwise", "yes", "'pairwise' parameter"),
+    ("sampling", "random", "'sampling' parameter of FrankWolfeLearner must be one of"),
     ("inner_steps", -1, "'inner_steps' parameter of FrankWolfeLearner must be an int >= 0"),
     ("solver", "NOPE", "'solver' parameter of FrankWolfeLearner"),
     ("scheduler_timeout", 0, "'scheduler_timeout' parameter"),
