@@ -137,8 +137,10 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         Phi_T = [sp.csr_array(P).T.tocsr() if sp.issparse(P) else np.asarray(P).T
                  for P in data.Phi]
         ftrue = [np.asarray(PT @ mt).ravel() for PT, mt in zip(Phi_T, data.mu_true)]
-        # working set, stored as rows  D w + xi_ex >= rhs  with D = f(y_i) - f(y)
-        D_rows = [np.zeros(d) for _ in range(m)]
+        # working set, stored as rows  D w + xi_ex >= rhs  with D = f(y_i) - f(y); sparse
+        # features give sparse rows (outputs differ in a few parts), stacked sparse
+        sparse_rows = any(sp.issparse(P) for P in data.Phi)
+        D_rows = [sp.csr_array((1, d)) if sparse_rows else np.zeros(d) for _ in range(m)]
         rhs = [float(dd + c @ mt) for dd, c, mt in zip(data.d, data.c, data.mu_true)]
         ex = list(range(m))
         seen = [set() for _ in range(m)]
@@ -168,7 +170,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                 if key in seen[i]:
                     continue
                 seen[i].add(key)
-                D_rows.append(ftrue[i] - np.asarray(Phi_T[i] @ mus[i]).ravel())
+                row = ftrue[i] - np.asarray(Phi_T[i] @ mus[i]).ravel()
+                D_rows.append(sp.csr_array(row[None, :]) if sparse_rows else row)
                 rhs.append(float(data.d[i] + data.c[i] @ mus[i]))
                 ex.append(int(i))
                 added += 1
@@ -177,7 +180,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                 break
             wv = cp.Variable(d, name="w")
             xiv = cp.Variable(m, name="xi")
-            Dm = np.vstack(D_rows)
+            Dm = sp.vstack(D_rows, format="csr") if sparse_rows else np.vstack(D_rows)
             S = sp.csr_array((np.ones(len(ex)), (np.arange(len(ex)), ex)), shape=(len(ex), m))
             problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(wv) + C * cp.sum(xiv)),
                                  [Dm @ wv + S @ xiv >= np.array(rhs)])

@@ -35,6 +35,30 @@ def test_cutting_plane_equals_minmax_qp(solver, rng):
     assert cp.master_objective_ <= cp.objective_ * (1 + 1e-6)
 
 
+def test_sparse_features_same_model(rng):
+    """Sparse part features (stacked sparse working set) = dense features = the QP."""
+    import scipy.sparse as sp
+
+    class SparseBipartite(BipartiteMatching):
+        def features(self, x):
+            f = x.reshape(-1, x.shape[2]).copy()
+            f[np.abs(f) < 0.5] = 0.0          # really sparse rows
+            return sp.csr_array(f)
+
+    class DenseBipartite(BipartiteMatching):
+        def features(self, x):
+            return SparseBipartite.features(self, x).toarray()
+
+    X, Y = noisy_assignments(rng, 12, 5, 5, 6)
+    sparse = CuttingPlaneLearner(SparseBipartite(), C=1.0, tol=1e-7).fit(X, Y)
+    dense = CuttingPlaneLearner(DenseBipartite(), C=1.0, tol=1e-7).fit(X, Y)
+    qp = MaxMarginLearner(DenseBipartite(), C=1.0).fit(X, Y)
+    assert sparse.converged_ and dense.converged_
+    assert abs(sparse.objective_ - dense.objective_) <= 1e-6 * dense.objective_
+    assert abs(sparse.objective_ - qp.objective_) <= 1e-6 * qp.objective_
+    np.testing.assert_allclose(sparse.coef_, qp.coef_, atol=1e-4)
+
+
 def test_cutting_plane_with_lp_inference_b_matching(rng):
     """R=2, P=2 has no combinatorial fast path: loss-augmented inference by the LP."""
     w0 = rng.normal(size=3)
