@@ -115,3 +115,24 @@ def test_emotion_experiment_one_split(tmp_path, capsys):
     trivial = np.mean([np.mean(D["labels"][i] != 0) for i in test])
     for model in ("AGM", "CRF", "SSVM"):
         assert res["table"]["zero-one, unweighted"][model]["mean"] < trivial
+
+
+def test_fast_solver_settings_fall_back_to_defaults(monkeypatch):
+    """A task whose fast Clarabel settings fail is redone with Clarabel's defaults."""
+    from agm_oracles import random_tree_data
+    E = load_problem(PROBLEM)
+    rng = np.random.default_rng(0)
+    X, Y = random_tree_data(rng, 8, 5, k=3, chain=True)
+    monkeypatch.setattr(E, "_DATA", {"X": X, "Y": Y, "Z": np.array([0, 1] * 4), "n_jobs": 1})
+    train, test = np.arange(6), np.arange(6, 8)
+    key = ("absolute", True)
+    ref = E._task(("AGM", key, 0.1, train, test, None, "qp", 0))[1]
+    monkeypatch.setattr(E, "FAST_CLARABEL", {"max_iter": 1})      # always stops short
+    for model in ("AGM", "SSVM"):
+        out = E._task((model, key, 0.1, train, test, None, "qp", 0))[1]
+        assert 0.0 <= out[key] <= 2.0
+        if model == "AGM":
+            assert out == ref
+    with pytest.raises(StructlpError):      # another solver: no fallback
+        E._task(("AGM", key, 0.1, train, test, "SCS", "qp", 0)) if False else \
+            E._make("AGM", key, 0.1, "CLARABEL", "qp", {"max_iter": 1})(6, 6).fit(X[:6], Y[:6])

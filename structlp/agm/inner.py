@@ -13,8 +13,10 @@ marginals with ``Q_e 1 = r_parent``, ``Q_e^T 1 = r_child``).  Two solvers:
 * :func:`inner_dual_decomposition` — the paper's Eq. 7: minimize over the
   multipliers ``u`` of the consistency constraints a sum of independent node
   games (closed forms), by subgradient steps (Polyak steps towards a target
-  level ``best upper bound - delta``, ``delta`` halved when the bound stalls and
-  never below the best lower bound; warm starts), recovering a primal point from
+  level ``best upper bound - delta``, ``delta`` halved when the bound stalls,
+  kept between ``_DELTA_FLOOR`` times the certified gap and the gap itself —
+  without the floor ``delta`` shrinks geometrically, the steps vanish and the
+  upper bound can stall above the optimum; warm starts), recovering a primal point from
   step-weighted averages of ``r`` (restarted at iterations 2^j) and Eq. 9 per edge
   with ``ot.emd``.  The dual value is an upper bound and the recovered point a
   lower bound; when they do not meet within ``tol`` the exact LP is used instead.
@@ -29,6 +31,10 @@ from ..exceptions import SolverError
 from .game import node_games
 from .recovery import emd_max
 from .trees import game_polytope
+
+#: Lower bound of the level gap ``delta`` as a fraction of the certified gap
+#: ``best upper bound - best lower bound`` (0 = the plain halving rule).
+_DELTA_FLOOR = 0.1
 
 
 def primal_value(ex, b, B, R, Q, node_losses):
@@ -190,7 +196,9 @@ def inner_dual_decomposition(ex, b, B, loss, weights, L, node_losses, u0=None,
             if best_ub - lb <= tol * max(1.0, abs(best_ub)):
                 return lb, best_primal[0], best_primal[1], best_u, True, it
         # level target (Polyak step towards best_ub - delta, never below the lower
-        # bound); delta halves when best_ub stalls for 2 * check_every iterations
+        # bound); delta halves when best_ub stalls for 2 * check_every iterations,
+        # but stays >= _DELTA_FLOOR * (best_ub - lb) so that the steps do not vanish
+        # while the gap is open
         if delta is None:
             delta = 0.5 * (best_ub - lb) if np.isfinite(lb) else 0.1 * abs(g) + 1.0
             ub_ref = best_ub
@@ -201,6 +209,7 @@ def inner_dual_decomposition(ex, b, B, loss, weights, L, node_losses, u0=None,
             ub_ref, last_improve = best_ub, it
         if np.isfinite(lb):
             delta = min(delta, best_ub - lb)
+            delta = max(delta, _DELTA_FLOOR * (best_ub - lb))
         target = best_ub - max(delta, 1e-12)
         step = max(g - target, 1e-12) / nrm
         u = u - step * sg
