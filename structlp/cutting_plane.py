@@ -1,4 +1,4 @@
-"""n-slack cutting-plane max-margin learning with exact combinatorial oracles."""
+"""Cutting-plane max-margin learning (n-slack and one-slack) with exact combinatorial oracles."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_scalar
+from ._validation import check_bool, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import prepare
 from .inference import loss_augmented
@@ -28,7 +28,7 @@ def _needs_polytopes(model):
 
 
 class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
-    """Structured max-margin learning by an n-slack cutting-plane method.
+    """Structured max-margin learning by a cutting-plane method (n-slack or one-slack).
 
     Solves the same problem as :class:`~structlp.MaxMarginLearner`,
 
@@ -52,7 +52,17 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
 
     until no example is violated by more than ``tol`` (Tsochantaridis et al.
     2005).  At that point the objective is within ``C * m * tol`` of the
-    optimum.  It is the exact reference for certificate QPs (whose
+    optimum.
+
+    With ``one_slack=True`` (Joachims, Finley & Yu 2009) the working set holds
+    *joint* outputs: one row per round, the average over the examples of
+    ``f_i(y_i) - f_i(y)`` and of ``loss_i(y)`` at their maximizers, with one
+    slack ``xi``: ``min 1/2|w|^2 + C m xi`` s.t.
+    ``w . mean_i(f_i(y_i) - f_i(ybar_i)) + xi >= mean_i loss_i(ybar_i)`` for
+    every stored ``ybar``.  The master QP then has one row per round instead
+    of up to one per example and round, which is what makes it usable with
+    many examples and many features; it stops when the mean hinge exceeds
+    ``xi`` by at most ``tol``, with the same bound ``C * m * tol``.  It is the exact reference for certificate QPs (whose
     certificate may be conservative) and a learner for training sets too large
     for one QP.
 
@@ -66,6 +76,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         (in loss units).
     max_iter : int >= 1, default=200
         Maximum number of (master QP, inference sweep) rounds.
+    one_slack : bool, default=False
+        The one-slack formulation (one joint constraint per round).
     solver : str or None, default=None
         cvxpy solver for the master QPs (None: CLARABEL).
     solver_opts : dict or None
@@ -83,7 +95,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         Optimal value of the last master QP (a lower bound on the optimum).
     n_iter_ : int
     n_constraints_ : int
-        Size of the final working set (all examples).
+        Size of the final working set (all examples; joint rows with ``one_slack``).
     converged_ : bool
     history_ : list of dict
         Per iteration: master objective, exact objective, max violation, constraints.
@@ -95,11 +107,13 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         Seconds in the master QPs ("solve"), in inference ("inference"), total.
     """
 
-    def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, solver=None, solver_opts=None):
+    def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, one_slack=False, solver=None,
+                 solver_opts=None):
         self.model = model
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
+        self.one_slack = one_slack
         self.solver = solver
         self.solver_opts = solver_opts
 
@@ -110,6 +124,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                            owner=name)
         max_iter = check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1,
                                 owner=name)
+        check_bool(self.one_slack, "one_slack", owner=name)
         return C, tol, max_iter, solver, opts
 
     def _oracle(self, data, w, polys):
@@ -137,17 +152,26 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         Phi_T = [sp.csr_array(P).T.tocsr() if sp.issparse(P) else np.asarray(P).T
                  for P in data.Phi]
         ftrue = [np.asarray(PT @ mt).ravel() for PT, mt in zip(Phi_T, data.mu_true)]
+        one = bool(self.one_slack)
         # working set, stored as rows  D w + xi_ex >= rhs  with D = f(y_i) - f(y); sparse
         # features give sparse rows (outputs differ in a few parts), stacked sparse
-        sparse_rows = any(sp.issparse(P) for P in data.Phi)
-        D_rows = [sp.csr_array((1, d)) if sparse_rows else np.zeros(d) for _ in range(m)]
+        sparse_rows = any(sp.issparse(P) for P in data.Phi) and not one
+        n_slack = 1 if one else m
         rhs = [float(dd + c @ mt) for dd, c, mt in zip(data.d, data.c, data.mu_true)]
-        ex = list(range(m))
-        seen = [set() for _ in range(m)]
-        for i, mt in enumerate(data.mu_true):
-            seen[i].add(mt.astype(np.int8).tobytes())
+        if one:   # the truth of every example: D = 0, rhs = mean loss of the truths
+            rhs, ex = [float(np.mean(rhs))], [0]
+        else:
+            ex = list(range(m))
+        D_rows = [sp.csr_array((1, d)) if sparse_rows else np.zeros(d) for _ in ex]
+        seen = [set() for _ in range(n_slack)]
+        for i, mt in enumerate(data.mu_true[:n_slack]):
+            seen[i].add(b"truth" if one else mt.astype(np.int8).tobytes())
         w = np.zeros(d)
         xi_master = np.array(rhs)
+
+        def violation(hinge):   # hinge losses beyond the master slacks
+            return np.array([hinge.mean()]) - xi_master if one else hinge - xi_master
+
         history = []
         t_solve = t_inf = 0.0
         converged = False
@@ -157,7 +181,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
             ti = time.perf_counter()
             mus, hinge = self._oracle(data, w, polys)
             t_inf += time.perf_counter() - ti
-            viol = hinge - xi_master
+            viol = violation(hinge)
             obj = 0.5 * w @ w + C * hinge.sum()
             if history:
                 history[-1].update(objective=float(obj), max_violation=float(viol.max()))
@@ -165,7 +189,17 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                 converged = True
                 break
             added = 0
-            for i in np.flatnonzero(viol > tol):
+            if one:
+                key = b"".join(mu.astype(np.int8).tobytes() for mu in mus)
+                if key not in seen[0]:
+                    seen[0].add(key)
+                    D_rows.append(np.mean([f - np.asarray(PT @ mu).ravel() for f, PT, mu
+                                           in zip(ftrue, Phi_T, mus)], axis=0))
+                    rhs.append(float(np.mean([dd + c @ mu for dd, c, mu
+                                              in zip(data.d, data.c, mus)])))
+                    ex.append(0)
+                    added = 1
+            for i in ([] if one else np.flatnonzero(viol > tol)):
                 key = mus[i].astype(np.int8).tobytes()
                 if key in seen[i]:
                     continue
@@ -179,10 +213,12 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                 converged = True
                 break
             wv = cp.Variable(d, name="w")
-            xiv = cp.Variable(m, name="xi")
+            xiv = cp.Variable(n_slack, name="xi")
             Dm = sp.vstack(D_rows, format="csr") if sparse_rows else np.vstack(D_rows)
-            S = sp.csr_array((np.ones(len(ex)), (np.arange(len(ex)), ex)), shape=(len(ex), m))
-            problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(wv) + C * cp.sum(xiv)),
+            S = sp.csr_array((np.ones(len(ex)), (np.arange(len(ex)), ex)),
+                             shape=(len(ex), n_slack))
+            problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(wv)
+                                             + C * (m / n_slack) * cp.sum(xiv)),
                                  [Dm @ wv + S @ xiv >= np.array(rhs)])
             t_solve += solve(problem, solver, opts, what="the cutting-plane master QP")
             w = np.asarray(wv.value, dtype=float)
@@ -192,20 +228,20 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         else:
             mus, hinge = self._oracle(data, w, polys)
             obj = 0.5 * w @ w + C * hinge.sum()
+            viol = violation(hinge)
             if history:
-                history[-1].update(objective=float(obj),
-                                   max_violation=float((hinge - xi_master).max()))
-            converged = bool((hinge - xi_master).max() <= tol)
+                history[-1].update(objective=float(obj), max_violation=float(viol.max()))
+            converged = bool(viol.max() <= tol)
         if not converged:
             warnings.warn(
                 f"CuttingPlaneLearner stopped after max_iter={max_iter} rounds with a "
-                f"violation of {float((hinge - xi_master).max()):.3g} > tol={tol:g}; raise "
+                f"violation of {float(viol.max()):.3g} > tol={tol:g}; raise "
                 "max_iter or tol.", ConvergenceWarning, stacklevel=2)
         self.coef_ = w
         self.slack_ = hinge
         self.objective_ = float(obj)
         self.master_objective_ = float(problem.value) if problem is not None else float(
-            C * xi_master.sum())
+            C * (m / n_slack) * xi_master.sum())
         self.n_iter_ = it
         self.n_constraints_ = len(ex)
         self.converged_ = converged

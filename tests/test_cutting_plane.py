@@ -35,6 +35,46 @@ def test_cutting_plane_equals_minmax_qp(solver, rng):
     assert cp.master_objective_ <= cp.objective_ * (1 + 1e-6)
 
 
+@pytest.mark.parametrize("n", [5, 7])
+def test_one_slack_equals_minmax_qp_and_n_slack(n, rng):
+    """One-slack: the optimum of the joint QP, with one joint row per round."""
+    X, Y = noisy_assignments(rng, 20, n, n, 4, noise=0.3)
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    one = CuttingPlaneLearner(BipartiteMatching(), C=1.0, tol=1e-7, one_slack=True,
+                              max_iter=1000).fit(X, Y)
+    nsl = CuttingPlaneLearner(BipartiteMatching(), C=1.0, tol=1e-7).fit(X, Y)
+    assert one.converged_ and qp.slack_.max() > 0.1
+    assert one.n_constraints_ == len(one.history_) + 1     # the truths' row + one per round
+    assert abs(one.objective_ - qp.objective_) <= 1e-6 * qp.objective_
+    assert abs(one.objective_ - nsl.objective_) <= 1e-6 * qp.objective_
+    np.testing.assert_allclose(one.coef_, qp.coef_, atol=1e-4)
+    # the bound C m tol holds at every round: objective - master <= C * m * violation
+    for h in one.history_:
+        assert h["objective"] - h["master_objective"] <= \
+            1.0 * len(X) * h["max_violation"] + 1e-6 * qp.objective_
+    assert one.master_objective_ <= qp.objective_ * (1 + 1e-6)
+
+
+def test_one_slack_spanning_trees_sparse_features(rng):
+    """One-slack on spanning trees with sparse part features = the n-slack optimum."""
+    import scipy.sparse as sp
+
+    class SparseTree(SpanningTree):
+        def features(self, x):
+            return sp.csr_array(super().features(x))
+
+    n, d = 6, 3
+    X = [rng.normal(size=(n, n, d)) for _ in range(10)]
+    X = [(x + x.transpose(1, 0, 2)) / 2 for x in X]
+    Y = [SpanningTree().inference(x, rng.normal(size=n * (n - 1) // 2)) for x in X]
+    one = CuttingPlaneLearner(SparseTree(), C=1.0, tol=1e-7, one_slack=True,
+                              max_iter=1000).fit(X, Y)
+    nsl = CuttingPlaneLearner(SpanningTree(), C=1.0, tol=1e-7).fit(X, Y)
+    assert one.converged_ and nsl.converged_
+    assert abs(one.objective_ - nsl.objective_) <= 1e-6 * nsl.objective_
+    np.testing.assert_allclose(one.coef_, nsl.coef_, atol=1e-4)
+
+
 def test_sparse_features_same_model(rng):
     """Sparse part features (stacked sparse working set) = dense features = the QP."""
     import scipy.sparse as sp
@@ -130,6 +170,7 @@ def test_max_iter_warns(rng):
     ("max_iter", 2.5, "'max_iter' parameter"),
     ("solver", "NOPE", "'solver' parameter of CuttingPlaneLearner"),
     ("solver_opts", [1], "'solver_opts' parameter of CuttingPlaneLearner"),
+    ("one_slack", "yes", "'one_slack' parameter of CuttingPlaneLearner must be a bool"),
 ])
 def test_bad_parameters(param, value, match, rng):
     X, Y = noisy_assignments(rng, 2, 3, 3, 2)
