@@ -98,7 +98,9 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         Size of the final working set (all examples; joint rows with ``one_slack``).
     converged_ : bool
     history_ : list of dict
-        Per iteration: master objective, exact objective, max violation, constraints.
+        Per iteration: ``master_objective``, ``n_constraints``, and at the oracle
+        pass that follows the master QP, the exact ``objective`` of its ``w``, the
+        ``max_violation`` and ``time`` (seconds since fit began).
     solver_ : str
     problem_ : cvxpy.Problem
         The last master QP.
@@ -184,7 +186,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
             viol = violation(hinge)
             obj = 0.5 * w @ w + C * hinge.sum()
             if history:
-                history[-1].update(objective=float(obj), max_violation=float(viol.max()))
+                history[-1].update(objective=float(obj), max_violation=float(viol.max()),
+                                   time=time.perf_counter() - t0)
             if viol.max() <= tol:
                 converged = True
                 break
@@ -230,7 +233,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
             obj = 0.5 * w @ w + C * hinge.sum()
             viol = violation(hinge)
             if history:
-                history[-1].update(objective=float(obj), max_violation=float(viol.max()))
+                history[-1].update(objective=float(obj), max_violation=float(viol.max()),
+                                   time=time.perf_counter() - t0)
             converged = bool(viol.max() <= tol)
         if not converged:
             warnings.warn(

@@ -137,3 +137,39 @@ def test_real_download(tmp_path):
                                                  675]
     assert all(x.shape[1] == 128 and len(x) == len(y) for x, y in zip(d["data"], d["labels"]))
     assert max(int(y.max()) for y in d["labels"]) == 25
+
+
+@pytest.mark.slow
+def test_problem_file_runs_on_a_small_dataset(tmp_path, monkeypatch):
+    """problems/ocr_letters.py end to end on 12 random words: the learners agree."""
+    import importlib.util
+    from pathlib import Path
+    rng = np.random.default_rng(1)
+    protos = rng.integers(0, 2, size=(4, 128))            # 4 letters, each a pixel pattern
+    labels = [rng.integers(0, 4, size=n) for n in rng.integers(2, 5, 12)]
+    data = [np.abs(protos[y] - (rng.random((len(y), 128)) < 0.1)).astype(np.uint8)
+            for y in labels]
+    payload = pickle.dumps({"data": data, "labels": labels, "folds": np.arange(12) % 3,
+                            "word": ["w"] * 12}, protocol=2)
+    monkeypatch.setattr(ds, "OCR_SHA256", hashlib.sha256(payload).hexdigest())
+    cache = tmp_path / "cache"
+    ds.load_ocr_letters(cache_dir=cache, sdist=make_sdist(tmp_path / "p.tar.gz", payload))
+    spec = importlib.util.spec_from_file_location(
+        "ocr_letters", Path(__file__).resolve().parents[1] / "problems" / "ocr_letters.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(ValueError, match="cutting_plane must be one of"):
+        mod.run(cache_dir=cache, cutting_plane="yes")
+    res = mod.run(cache_dir=cache, tol=0.05, qp_words=(2,), cutting_plane="both",
+                  scale_tol=0.05)
+    F = res["frank_wolfe"]["objective"]
+    for variant in ("one_slack", "n_slack"):
+        cpr = res["cutting_plane"][variant]
+        assert cpr["converged"] and abs(cpr["objective"] - F) <= 0.1 * F
+        assert cpr["seconds_to_objective"] <= cpr["seconds"]
+    qp = res["joint_qp"][0]
+    assert qp["qp_objective"] <= qp["fw_objective"] <= qp["qp_objective"] + qp["fw_gap"] + 1e-7
+    assert res["n_train_words"] == 4 and res["scale"]["n_train_words"] == 8
+    assert res["frank_wolfe"]["test_accuracy"] > 0.9      # noisy prototypes are learnt
+    assert res["scale"]["test_accuracy"] > 0.9
+    assert "CuttingPlaneLearner (one-slack)" in res["report"]
