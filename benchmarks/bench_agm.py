@@ -113,19 +113,12 @@ def bench_level_floor(trials=100, max_iter=200):
     """Squared loss with normalized position weights on random chains (n = 8..19), the
     case the paper's experiment uses: certified fraction with the plain halving rule
     (floor 0) and with the level floor, as a function of the iteration budget."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     import structlp.agm.inner as inner
-    from structlp.agm.trees import node_weights_of
+    from agm_oracles import squared_chain_case
     L = loss_matrix("squared", 3)
-    cases = []
-    for seed in range(trials):
-        r = np.random.default_rng(seed)
-        n = int(r.integers(8, 20))
-        ex = check_tree_example({"node_features": r.normal(size=(n, 2)),
-                                 "edge_features": r.normal(size=(n - 1, 2)),
-                                 "parents": np.arange(-1, n - 1)})
-        w = node_weights_of(ex, "position", True)
-        sc = r.choice([0.05, 0.2, 1.0])
-        cases.append((ex, r.normal(size=(n, 3)) * sc, r.normal(size=(n - 1, 3, 3)) * sc, w))
+    cases = [squared_chain_case(seed) for seed in range(trials)]
     default = inner._DELTA_FLOOR
     print(f"Eq. 7, squared loss, position weights, {trials} random chains (tol 1e-6): certified")
     print(f"{'floor':>6} " + " ".join(f"{'its<=' + str(m):>10}" for m in (max_iter, 5 * max_iter)))

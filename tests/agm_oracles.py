@@ -45,3 +45,18 @@ def game_value_dual_scipy(a, L):
                   A_eq=np.concatenate([np.ones(k), [0.0]])[None, :], b_eq=[1.0],
                   bounds=[(0, None)] * k + [(None, None)], method="highs-ipm")
     return res.fun
+
+
+def squared_chain_case(seed):
+    """A random chain (n = 8..19) with node/edge potentials and normalized position weights:
+    the squared-loss case of the emotion experiment, for the Eq. 7 step-rule checks."""
+    from structlp.agm import check_tree_example
+    from structlp.agm.trees import node_weights_of
+    r = np.random.default_rng(seed)
+    n = int(r.integers(8, 20))
+    ex = check_tree_example({"node_features": r.normal(size=(n, 2)),
+                             "edge_features": r.normal(size=(n - 1, 2)),
+                             "parents": np.arange(-1, n - 1)})
+    w = node_weights_of(ex, "position", True)
+    sc = r.choice([0.05, 0.2, 1.0])
+    return ex, r.normal(size=(n, 3)) * sc, r.normal(size=(n - 1, 3, 3)) * sc, w

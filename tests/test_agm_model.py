@@ -1,7 +1,5 @@
 """AGM learning and prediction: subgradient vs QP, max-sum vs brute force, Eq. 10, baselines."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -14,7 +12,7 @@ from structlp.agm.trees import n_params, potentials, score
 from structlp.exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
 from structlp.structures import TreeLabeling
 
-from agm_oracles import brute_force_argmax, random_parents, random_tree_data
+from agm_oracles import brute_force_argmax, random_parents, random_tree_data, squared_chain_case
 
 
 @pytest.mark.parametrize("chain,loss", [(True, "zero_one"), (False, "absolute")])
@@ -62,18 +60,9 @@ def test_dual_decomposition_level_floor_squared_loss(monkeypatch):
     upper bound can stall above the optimum; the floor keeps the steps alive.
     """
     import structlp.agm.inner as inner
-    from structlp.agm.trees import node_weights_of
     L = loss_matrix("squared", 3)
-    cases = []
-    for seed in (71, 116, 124, 129) + tuple(range(6)):   # the first four stalled before
-        r = np.random.default_rng(seed)
-        n = int(r.integers(8, 20))
-        ex = check_tree_example({"node_features": r.normal(size=(n, 2)),
-                                 "edge_features": r.normal(size=(n - 1, 2)),
-                                 "parents": np.arange(-1, n - 1)})
-        w = node_weights_of(ex, "position", True)
-        sc = r.choice([0.05, 0.2, 1.0])
-        cases.append((ex, r.normal(size=(n, 3)) * sc, r.normal(size=(n - 1, 3, 3)) * sc, w))
+    # the first four stalled before
+    cases = [squared_chain_case(seed) for seed in (71, 116, 124, 129) + tuple(range(6))]
     certified = {}
     for floor in (0.0, inner._DELTA_FLOOR):
         monkeypatch.setattr(inner, "_DELTA_FLOOR", floor)
