@@ -137,7 +137,7 @@ def run(solver=None, C=None, seed=0, length=10, alphabet=4, n_train=60, n_val=10
                      f"{s['smith_waterman']['mean']:>15.3f} ± {s['smith_waterman']['std']:.3f} "
                      f"{s['hamming']['mean']:>7.3f} ± {s['hamming']['std']:.3f} "
                      f"{s['train_seconds']:>8.1f}")
-    lines.append(f"edit distance, CRF minus edit-trained, per draw: "
+    lines.append("edit distance, CRF minus edit-trained, per draw: "
                  + ", ".join(f"{d:+.3f}" for d in diffs)
                  + f"  (mean {base - ours:+.3f}; positive = gain from training with the task loss)")
     if b_size:

@@ -1,6 +1,5 @@
 """Shared fixtures: every solver-dependent test runs once per installed solver."""
 
-import itertools
 import os
 from pathlib import Path
 

@@ -1,7 +1,5 @@
 """Certificate formulations: exactness (or sufficiency) against independent oracles."""
 
-import itertools
-
 import networkx as nx
 import numpy as np
 import pytest
@@ -9,8 +7,8 @@ import pytest
 from oracles import (enumerate_matchings, enumerate_perfect_matchings, enumerate_spanning_trees,
                      negative_alternating_walk)
 from structlp import MaxMarginLearner
-from structlp.certificates import (alternating_cycle_rows, check_graph, graph_copy,
-                                   odd_cycle_counterexample, potentials_exist)
+from structlp.certificates import (check_graph, graph_copy, odd_cycle_counterexample,
+                                   potentials_exist)
 from structlp.cutting_plane import CuttingPlaneLearner
 from structlp.structures import BipartiteMatching, Matching, PerfectMatching, SpanningTree
 

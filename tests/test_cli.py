@@ -5,8 +5,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from structlp.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,7 +1,5 @@
 """CuttingPlaneLearner: the exact max-margin objective by cutting planes."""
 
-import warnings
-
 import numpy as np
 import pytest
 
