@@ -267,11 +267,6 @@ class FrankWolfeLearner(_FirstOrderLearner):
         Phi, c, dd, mt = data.Phi, data.c, data.d, data.mu_true
         # transposes made once: a sparse .T is a new matrix object at every call
         PhiT = [P.T.tocsr() if sp.issparse(P) else P.T for P in Phi]
-        # one serial block at a time: the model's fast path without the pool's bookkeeping
-        direct = None
-        if pool.kind == "serial" and batch_size == 1:
-            model, Xc = self.model, data.X
-            direct = lambda i, a: model.inference_parts(Xc[i], a)  # noqa: E731
         blocks = [_Block(v, ci) for v, ci in zip(mt, c)]   # m_i = alpha_i @ V_i: the truth
         ell = C * float(sum(di + b.lv[0] for di, b in zip(dd, blocks)))
         w = np.zeros(d)
@@ -294,9 +289,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 batch = perm[k:k + batch_size]
                 s_b = [_dense(Phi[i] @ w) for i in batch]
                 ti = time.perf_counter()
-                mu = direct(batch[0], s_b[0] + c[batch[0]]) if direct else None
-                mus = [mu] if mu is not None else pool.argmax(
-                    batch, [s + c[i] for s, i in zip(s_b, batch)])
+                mus = pool.argmax(batch, [s + c[i] for s, i in zip(s_b, batch)])
                 t_inf += time.perf_counter() - ti
                 n_calls += len(batch)
                 for j, (i, mu) in enumerate(zip(batch, mus)):

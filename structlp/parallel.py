@@ -243,9 +243,9 @@ class OraclePool:
         -------
         list of n 0/1 arrays, shape (L_i,)
         """
-        idx = [int(i) for i in idx]
         if self.kind == "serial" and len(idx) == 1:   # one block of BCFW: no chunking
-            return _solve_chunk(self.state, idx, [aug[0]])
+            return _solve_chunk(self.state, [int(idx[0])], aug)
+        idx = [int(i) for i in idx]
         pieces = list(zip(_chunks(idx), _chunks(list(aug))))
         if self.kind == "serial":
             out = [_solve_chunk(self.state, i, a) for i, a in pieces]
