@@ -160,15 +160,16 @@ class BipartiteMatching(StructuredModel):
         R, P = self._params()
         if R != 1 or P != 1:
             return None
-        S = np.asarray(scores, dtype=float).reshape(x.shape[:2])
-        rows, cols = linear_sum_assignment(S, maximize=True)
-        y = np.zeros(S.shape, dtype=int)
-        y[rows, cols] = 1
-        return y
+        return self._assignment(x, scores).reshape(x.shape[:2]).astype(int)
 
     def inference_parts(self, x, scores):
         if not (self.R == 1 and self.P == 1):   # b-matchings: the inference LP
             return None
+        return self._assignment(x, scores)
+
+    @staticmethod
+    def _assignment(x, scores):
+        """The maximum-score assignment (Hungarian algorithm) as a 0/1 part vector."""
         S = np.asarray(scores, dtype=float).reshape(x.shape[:2])
         rows, cols = linear_sum_assignment(S, maximize=True)
         mu = np.zeros(S.size)

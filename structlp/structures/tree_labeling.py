@@ -95,23 +95,19 @@ class TreeLabeling(StructuredModel):
         return c, 0.0
 
     def inference(self, x, scores):
-        k = self._k()
-        n = x.n_nodes
-        s = np.asarray(scores, dtype=float)
-        b = s[:n * k].reshape(n, k)
-        B = s[n * k:].reshape(n - 1, k, k)
-        return max_sum(x, b, B)[0]
+        return max_sum(x, *_potentials(x, scores, self._k()))[0]
 
     def inference_parts(self, x, scores):
         k = int(self.n_labels)             # checked with x by check_x
-        n = x.n_nodes
-        s = np.asarray(scores, dtype=float)
-        y = max_sum(x, s[:n * k].reshape(n, k), s[n * k:].reshape(n - 1, k, k))[0]
-        return encode(x, y, k)
+        return encode(x, max_sum(x, *_potentials(x, scores, k))[0], k)
 
     def score(self, x, scores, y):
         """Score of labelling ``y`` under part scores."""
-        k = self._k()
-        n = x.n_nodes
-        s = np.asarray(scores, dtype=float)
-        return score(x, s[:n * k].reshape(n, k), s[n * k:].reshape(n - 1, k, k), np.asarray(y))
+        return score(x, *_potentials(x, scores, self._k()), np.asarray(y))
+
+
+def _potentials(x, scores, k):
+    """Part scores (n k + (n-1) k^2,) as node (n, k) and edge (n-1, k, k) potentials."""
+    n = x.n_nodes
+    s = np.asarray(scores, dtype=float)
+    return s[:n * k].reshape(n, k), s[n * k:].reshape(n - 1, k, k)
