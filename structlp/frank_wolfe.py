@@ -311,7 +311,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                         g_dir = C * (amu - float(vals[k_away]))
                         cap = float(blk.alpha[k_away])
                     else:
-                        delta = mu - blk.alpha[:n] @ blk.V[:n]
+                        delta = mu - blk.marginal()
                         g_dir, cap = g, 1.0
                     if g_dir <= 0.0:
                         continue
@@ -359,15 +359,17 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 # exact w and D from the block variables (no drift), then the exact gap
                 w = np.zeros(d)
                 ell = 0.0
+                margs = []
                 for PT, t, di, blk in zip(PhiT, mt, dd, blocks):
                     blk.normalize()
-                    w += C * _dense(PT @ (t - blk.marginal()))
+                    margs.append(blk.marginal())
+                    w += C * _dense(PT @ (t - margs[-1]))
                     ell += C * (di + float(blk.alpha[:blk.n] @ blk.lv[:blk.n]))
                 ti = time.perf_counter()
                 mus, hinge, aug = self._exact_pass(pool, data, w)
                 t_inf += time.perf_counter() - ti
-                g_est = np.array([max(C * float(a @ mu - b.alpha[:b.n] @ (b.V[:b.n] @ a)), 0.0)
-                                  for a, mu, b in zip(aug, mus, blocks)])   # exact block gaps
+                g_est = np.array([max(C * float(a @ (mu - mi)), 0.0)     # exact block gaps
+                                  for a, mu, mi in zip(aug, mus, margs)])
                 n_calls += m
                 obj = 0.5 * float(w @ w) + C * float(hinge.sum())
                 dual = ell - 0.5 * float(w @ w)
