@@ -52,7 +52,9 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
 
     until no example is violated by more than ``tol`` (Tsochantaridis et al.
     2005).  At that point the objective is within ``C * m * tol`` of the
-    optimum.
+    optimum.  It is the exact reference for certificate QPs (whose
+    certificate may be conservative) and a learner for training sets too large
+    for one QP.
 
     With ``one_slack=True`` (Joachims, Finley & Yu 2009) the working set holds
     *joint* outputs: one row per round, the average over the examples of
@@ -60,11 +62,9 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     slack ``xi``: ``min 1/2|w|^2 + C m xi`` s.t.
     ``w . mean_i(f_i(y_i) - f_i(ybar_i)) + xi >= mean_i loss_i(ybar_i)`` for
     every stored ``ybar``.  The master QP then has one row per round instead
-    of up to one per example and round, which is what makes it usable with
-    many examples and many features; it stops when the mean hinge exceeds
-    ``xi`` by at most ``tol``, with the same bound ``C * m * tol``.  It is the exact reference for certificate QPs (whose
-    certificate may be conservative) and a learner for training sets too large
-    for one QP.
+    of up to one per example and round (but usually needs more rounds); it
+    stops when the mean hinge exceeds ``xi`` by at most ``tol``, with the same
+    bound ``C * m * tol``.
 
     Parameters
     ----------
@@ -174,6 +174,15 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         def violation(hinge):   # hinge losses beyond the master slacks
             return np.array([hinge.mean()]) - xi_master if one else hinge - xi_master
 
+        def cut(i, mu):         # the row of output mu of example i: (f_i(y_i) - f_i(y), loss)
+            return (ftrue[i] - np.asarray(Phi_T[i] @ mu).ravel(),
+                    float(data.d[i] + data.c[i] @ mu))
+
+        def record(obj, viol):  # the exact objective of the last master QP's w
+            if history:
+                history[-1].update(objective=float(obj), max_violation=float(viol.max()),
+                                   time=time.perf_counter() - t0)
+
         history = []
         t_solve = t_inf = 0.0
         converged = False
@@ -185,9 +194,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
             t_inf += time.perf_counter() - ti
             viol = violation(hinge)
             obj = 0.5 * w @ w + C * hinge.sum()
-            if history:
-                history[-1].update(objective=float(obj), max_violation=float(viol.max()),
-                                   time=time.perf_counter() - t0)
+            record(obj, viol)
             if viol.max() <= tol:
                 converged = True
                 break
@@ -196,10 +203,9 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                 key = b"".join(mu.astype(np.int8).tobytes() for mu in mus)
                 if key not in seen[0]:
                     seen[0].add(key)
-                    D_rows.append(np.mean([f - np.asarray(PT @ mu).ravel() for f, PT, mu
-                                           in zip(ftrue, Phi_T, mus)], axis=0))
-                    rhs.append(float(np.mean([dd + c @ mu for dd, c, mu
-                                              in zip(data.d, data.c, mus)])))
+                    rows, losses = zip(*(cut(i, mu) for i, mu in enumerate(mus)))
+                    D_rows.append(np.mean(rows, axis=0))
+                    rhs.append(float(np.mean(losses)))
                     ex.append(0)
                     added = 1
             for i in ([] if one else np.flatnonzero(viol > tol)):
@@ -207,9 +213,9 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                 if key in seen[i]:
                     continue
                 seen[i].add(key)
-                row = ftrue[i] - np.asarray(Phi_T[i] @ mus[i]).ravel()
+                row, loss = cut(i, mus[i])
                 D_rows.append(sp.csr_array(row[None, :]) if sparse_rows else row)
-                rhs.append(float(data.d[i] + data.c[i] @ mus[i]))
+                rhs.append(loss)
                 ex.append(int(i))
                 added += 1
             if not added:  # violations only from master-QP inaccuracy
@@ -232,9 +238,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
             mus, hinge = self._oracle(data, w, polys)
             obj = 0.5 * w @ w + C * hinge.sum()
             viol = violation(hinge)
-            if history:
-                history[-1].update(objective=float(obj), max_violation=float(viol.max()),
-                                   time=time.perf_counter() - t0)
+            record(obj, viol)
             converged = bool(viol.max() <= tol)
         if not converged:
             warnings.warn(
