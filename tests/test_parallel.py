@@ -1,23 +1,14 @@
 """Serial, local processes (n_jobs) and dask give the same learners, bit for bit."""
 
-import warnings
-
 import numpy as np
 import pytest
 
 from structlp import InvalidParameterError
-from structlp.cutting_plane import ConvergenceWarning
 from structlp.frank_wolfe import FrankWolfeLearner
 from structlp.parallel import CHUNK, BackendError, OraclePool, check_backend, check_n_jobs
 from structlp.structures import BipartiteMatching, TreeLabeling
 from structlp.subgradient import SubgradientLearner
-from test_frank_wolfe import assignments, chains
-
-
-def fit_quiet(est, X, Y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return est.fit(X, Y)
+from test_frank_wolfe import assignments, chains, fit_quiet
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,5 @@
 """SubgradientLearner: the objective of MaxMarginLearner with a certified bound."""
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -9,13 +7,7 @@ from structlp import InvalidParameterError, MaxMarginLearner, NotFittedError
 from structlp.cutting_plane import ConvergenceWarning
 from structlp.subgradient import SubgradientLearner
 from structlp.structures import BipartiteMatching, TreeLabeling
-from test_frank_wolfe import SparseBipartite, assignments, chains
-
-
-def fit_quiet(est, X, Y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return est.fit(X, Y)
+from test_frank_wolfe import assignments, chains, fit_quiet, SparseBipartite
 
 
 def check_bound(sg, optimum, atol=1e-7):
