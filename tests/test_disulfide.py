@@ -1,12 +1,12 @@
 """The DISULFIND connectivity loader and the disulfide problem file."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from structlp import InvalidInputError, InvalidParameterError, MaxMarginLearner
+from structlp.cli import load_problem
 from structlp.datasets import DISULFIDE_DIR, disulfide_pair_features, load_disulfide
 from structlp.structures import PerfectMatching
 
@@ -76,9 +76,7 @@ def test_small_fit_beats_chance():
 @needs_data
 @pytest.mark.slow
 def test_problem_file_runs():
-    spec = importlib.util.spec_from_file_location("disulfide_problem", PROBLEM)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_problem(PROBLEM)
     assert isinstance(mod.DESCRIPTION, str)
     out = mod.run(folds=2, max_train=80)
     assert "precision" in out["report"]
@@ -88,10 +86,7 @@ def test_problem_file_runs():
 
 
 def _problem():
-    spec = importlib.util.spec_from_file_location("disulfide_problem_rbf", PROBLEM)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_problem(PROBLEM)
 
 
 @needs_data

@@ -142,8 +142,9 @@ def test_real_download(tmp_path):
 @pytest.mark.slow
 def test_problem_file_runs_on_a_small_dataset(tmp_path, monkeypatch):
     """problems/ocr_letters.py end to end on 12 random words: the learners agree."""
-    import importlib.util
     from pathlib import Path
+
+    from structlp.cli import load_problem
     rng = np.random.default_rng(1)
     protos = rng.integers(0, 2, size=(4, 128))            # 4 letters, each a pixel pattern
     labels = [rng.integers(0, 4, size=n) for n in rng.integers(2, 5, 12)]
@@ -154,10 +155,7 @@ def test_problem_file_runs_on_a_small_dataset(tmp_path, monkeypatch):
     monkeypatch.setattr(ds, "OCR_SHA256", hashlib.sha256(payload).hexdigest())
     cache = tmp_path / "cache"
     ds.load_ocr_letters(cache_dir=cache, sdist=make_sdist(tmp_path / "p.tar.gz", payload))
-    spec = importlib.util.spec_from_file_location(
-        "ocr_letters", Path(__file__).resolve().parents[1] / "problems" / "ocr_letters.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_problem(Path(__file__).resolve().parents[1] / "problems" / "ocr_letters.py")
     with pytest.raises(ValueError, match="cutting_plane must be one of"):
         mod.run(cache_dir=cache, cutting_plane="yes")
     res = mod.run(cache_dir=cache, tol=0.05, qp_words=(2,), cutting_plane="both",
