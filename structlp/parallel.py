@@ -87,14 +87,17 @@ def _chunks(idx):
 
 
 def _solve_chunk(state, idx, aug):
+    """Each example's fast path (``inference_parts``) where it has one, one LP for the rest."""
     model, X, polys, solver, opts = state
-    if len(idx) == 1:                       # one example: its fast path, if any, directly
-        mu = model.inference_parts(X[idx[0]], aug[0])
-        if mu is not None:
-            return [mu]
-    sub_p = None if polys is None else [polys[i] for i in idx]
-    _, mus = maximize(model, [X[i] for i in idx], aug, sub_p, solver, opts)
-    return [np.asarray(mu, dtype=float) for mu in mus]
+    mus = [model.inference_parts(X[i], a) for i, a in zip(idx, aug)]
+    pending = [k for k, mu in enumerate(mus) if mu is None]
+    if pending:
+        sub_p = None if polys is None else [polys[idx[k]] for k in pending]
+        _, sols = maximize(model, [X[idx[k]] for k in pending], [aug[k] for k in pending],
+                           sub_p, solver, opts)
+        for k, mu in zip(pending, sols):
+            mus[k] = np.asarray(mu, dtype=float)
+    return mus
 
 
 def _loky_task(token, path, idx, aug):
@@ -231,6 +234,16 @@ class OraclePool:
         self.close()
 
     # ------------------------------------------------------------ work
+    def argmax_one(self, i, aug):
+        """``argmax_{mu in P_i} aug . mu`` for one example: its fast path, served here
+        when the pool is serial, without chunking (the step of block-coordinate methods)."""
+        if self.kind == "serial":
+            model, X = self.state[0], self.state[1]
+            mu = model.inference_parts(X[i], aug)
+            if mu is not None:
+                return mu
+        return self.argmax([i], [aug])[0]
+
     def argmax(self, idx, aug):
         """``argmax_{mu in P_i} aug_i . mu`` for each ``i`` in ``idx``.
 
@@ -243,8 +256,6 @@ class OraclePool:
         -------
         list of n 0/1 arrays, shape (L_i,)
         """
-        if self.kind == "serial" and len(idx) == 1:   # one block of BCFW: no chunking
-            return _solve_chunk(self.state, [int(idx[0])], aug)
         idx = [int(i) for i in idx]
         pieces = list(zip(_chunks(idx), _chunks(list(aug))))
         if self.kind == "serial":

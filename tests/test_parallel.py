@@ -104,6 +104,34 @@ def test_pool_chunks_are_backend_independent(rng):
     assert len(a) == len(X) and all(np.array_equal(u, v) for u, v in zip(a, b))
 
 
+class HalfFastMatching(BipartiteMatching):
+    """The Hungarian fast path for even-sized examples only; the others take the LP."""
+
+    def inference(self, x, scores):
+        return super().inference(x, scores) if x.shape[0] % 2 == 0 else None
+
+    def inference_parts(self, x, scores):
+        return super().inference_parts(x, scores) if x.shape[0] % 2 == 0 else None
+
+
+def test_pool_mixes_fast_paths_and_the_lp(rng):
+    """A chunk where some examples have a fast path and some need the inference LP gives
+    the LP's answer for every example, in order; argmax_one agrees with argmax."""
+    from scipy.optimize import linear_sum_assignment
+    X = [rng.normal(size=(n, n, 3)) for n in (3, 4, 5, 4, 3, 6)]
+    scores = [rng.normal(size=x.shape[0] ** 2) for x in X]
+    with OraclePool(HalfFastMatching(), X) as pool:
+        mus = pool.argmax(range(len(X)), scores)
+        ones = [pool.argmax_one(i, s) for i, s in enumerate(scores)]
+    for x, s, mu, one in zip(X, scores, mus, ones):
+        n = x.shape[0]
+        r, c = linear_sum_assignment(s.reshape(n, n), maximize=True)
+        ref = np.zeros((n, n))
+        ref[r, c] = 1.0
+        np.testing.assert_array_equal(mu, ref.ravel())
+        np.testing.assert_array_equal(one, ref.ravel())
+
+
 @pytest.mark.parametrize("n_jobs", [0, 1.0, True, "2"])
 def test_bad_n_jobs(n_jobs):
     with pytest.raises(InvalidParameterError, match="'n_jobs' parameter"):
