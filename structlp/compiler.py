@@ -17,6 +17,7 @@ constraint per block of the formulation, never one per part or example).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import cvxpy as cp
@@ -90,7 +91,9 @@ def prepare(model, X, Y, need_polytopes=True):
     return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs, Y, int(n_features))
 
 
+@functools.lru_cache(maxsize=64)
 def _box(L):
+    """The unit box of ``L`` parts (outputs are checked against it; one per size)."""
     from .polytope import Polytope
     return Polytope(n_parts=L)
 

@@ -261,8 +261,11 @@ class Polytope:
 
     def in_unit_box(self):
         """Whether the polytope lies inside ``[0, 1]^n_parts`` (by bounds and implied bounds)."""
-        ub = np.minimum(self.ub, self.implied_upper_bounds())
-        return bool(np.all(self.lb >= 0) and np.all(ub <= 1))
+        inside = getattr(self, "_in_unit_box", None)     # computed once per polytope
+        if inside is None:
+            ub = np.minimum(self.ub, self.implied_upper_bounds())
+            inside = self._in_unit_box = bool(np.all(self.lb >= 0) and np.all(ub <= 1))
+        return inside
 
     def is_empty(self, solver=None):
         """Whether no point satisfies the constraints (a feasibility LP)."""
