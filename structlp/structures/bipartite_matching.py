@@ -172,6 +172,6 @@ class BipartiteMatching(StructuredModel):
         """The maximum-score assignment (Hungarian algorithm) as a 0/1 part vector."""
         S = np.asarray(scores, dtype=float).reshape(x.shape[:2])
         rows, cols = linear_sum_assignment(S, maximize=True)
-        mu = np.zeros(S.size)
-        mu[rows * S.shape[1] + cols] = 1.0
-        return mu
+        mu = np.zeros(S.shape)
+        mu[rows, cols] = 1.0
+        return mu.ravel()
