@@ -390,9 +390,13 @@ class _Block:
         self.V = np.zeros((4, mu.size))
         self.alpha = np.zeros(4)
         self.lv = np.zeros(4)
+        self._clear()
+        self.add(mu, 1.0, c)
+
+    def _clear(self):
+        self.alpha[:] = 0.0
         self.n = 0
         self.keys, self.rowkeys = {}, []
-        self.add(mu, 1.0, c)
 
     def step(self, mu, a, w, P, PT, c, C, pairwise, inner_steps):
         """One Frank–Wolfe step of this block towards the oracle's output ``mu``.
@@ -428,6 +432,8 @@ class _Block:
             return g, 0.0
         if pairwise:
             alpha[k] -= gamma
+        elif gamma >= 1.0:                            # a full step: mu alone remains
+            self._clear()
         else:
             alpha[:n] *= 1.0 - gamma
         dl = gamma * (self.add(mu, gamma, c) - lost)

@@ -170,6 +170,33 @@ def test_duality_gap_bounds_suboptimality_early(rng, max_iter):
         assert fw.objective_ - qp.objective_ > 0  # really suboptimal, the bound is not void
 
 
+@pytest.mark.parametrize("pairwise, inner_steps", [(True, 0), (True, 3), (False, 0)])
+def test_block_step_bookkeeping(rng, pairwise, inner_steps):
+    """_Block.step moves w by C Phi^T (m_before - m_after), returns the exact change of
+    c . m, keeps the weights on the simplex, and never lowers the dual objective."""
+    from structlp.frank_wolfe import _Block
+    n, d, C = 4, 3, 0.7
+    P = rng.normal(size=(n * n, d))
+    c = rng.normal(size=n * n)
+    perms = [np.eye(n)[list(p)].ravel() for p in itertools.permutations(range(n))]
+    blk = _Block(perms[0], c)
+    w = rng.normal(size=d)
+    for _ in range(30):
+        m_before, loss_before, w_before = blk.marginal(), blk.loss(), w.copy()
+        a = P @ w + c
+        mu = max(perms, key=lambda v: a @ v)                    # the exact oracle
+        g, dl = blk.step(mu, a, w, P, P.T, c, C, pairwise, inner_steps)
+        assert g == pytest.approx(C * a @ (mu - m_before), abs=1e-12)
+        np.testing.assert_allclose(w - w_before, C * P.T @ (m_before - blk.marginal()),
+                                   atol=1e-12)
+        assert dl == pytest.approx(blk.loss() - loss_before, abs=1e-12)
+        alpha = blk.alpha[:blk.n]
+        assert np.all(alpha > 0) and alpha.sum() == pytest.approx(1.0)
+        # the dual restricted to this block, C c.m - |w|^2 / 2, does not decrease
+        assert C * dl - 0.5 * (w @ w - w_before @ w_before) >= -1e-12
+        w += rng.normal(scale=0.3, size=d)          # the other blocks move w meanwhile
+
+
 def test_max_iter_warns(rng):
     X, Y = assignments(rng, 6)
     with pytest.warns(ConvergenceWarning, match="max_iter=1 epochs"):
