@@ -184,7 +184,7 @@ class StructuredModel:
         except (ValueError, TypeError, IndexError) as exc:
             raise InvalidOutputError(f"{name} could not be encoded as an output: {exc}") from None
         mu = np.asarray(mu, dtype=float)
-        if mu.ndim != 1 or not np.all(np.isfinite(mu)):
+        if mu.ndim != 1 or not np.isfinite(mu).all():
             raise InvalidOutputError(f"{name} must encode to a finite 1-D vector; got {mu.shape}.")
         return polytope.check_output(mu, name=name)
 

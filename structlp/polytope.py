@@ -290,11 +290,12 @@ class Polytope:
         mu = np.asarray(mu, dtype=float)
         v = [0.0]
         if self.n_ineq:
-            v.append(np.max(self.A @ mu - self.b))
+            v.append((self.A @ mu - self.b).max())
         if self.n_eq:
-            v.append(np.max(np.abs(self.E @ mu - self.e)))
-        v.append(np.max(self.lb - mu))
-        v.append(np.max(mu - self.ub))
+            v.append(np.abs(self.E @ mu - self.e).max())
+        if self.n_parts:
+            v.append((self.lb - mu).max())
+            v.append((mu - self.ub).max())
         return float(max(v))
 
     def contains(self, mu, tol=FEASIBILITY_TOL):
@@ -316,7 +317,7 @@ class Polytope:
         if mu.shape != (self.n_parts,):
             raise InvalidOutputError(
                 f"{name} encodes to {mu.shape} part indicators; expected ({self.n_parts},).")
-        if not np.all((mu == 0) | (mu == 1)):
+        if not ((mu == 0) | (mu == 1)).all():
             raise InvalidOutputError(f"{name} must be a 0/1 output; it has entries not in {{0, 1}}.")
         viol = self.violation(mu)
         if viol > FEASIBILITY_TOL:
