@@ -440,6 +440,8 @@ class _Block:
         if pairwise:
             if self.alpha[k] <= 1e-12:                # drop step: the output leaves
                 self.remove(k)
+            elif self.n == 2:      # the only pair is (V[k], mu), just line-searched exactly
+                return g, dl
             for _ in range(inner_steps):             # pairwise steps inside the active set
                 n = self.n
                 if n < 2:
