@@ -32,7 +32,7 @@ linear SVM (``LinearSVC(C=0.1)``).  Reported:
   (``scale=False`` skips it).
 
 Measured on 2 shared cores (C = 0.1, tol = 1e-3): FrankWolfeLearner certifies
-fold 1 in about 63 s (121 epochs, 0.785 accuracy); the one-slack cutting plane
+fold 1 in about 61 s (125 epochs, 0.785 accuracy); the one-slack cutting plane
 was still 1.8% above that objective after 296 rounds (36 minutes), the n-slack
 one 79% above after 7 rounds (2 minutes); the joint QP of 50 words took 443 s
 and 2.2 GB (FrankWolfeLearner: 15 s); extrapolated, all 704 words (14 times
