@@ -37,7 +37,7 @@ was still 1.8% above that objective after 296 rounds (36 minutes), the n-slack
 one 79% above after 7 rounds (2 minutes); the joint QP of 50 words took 443 s
 and 2.2 GB (FrankWolfeLearner: 15 s); extrapolated, all 704 words (14 times
 the parts) would need about 25 GB, more than the 24 GiB here.  All folds but
-one (6,251 words, tol 1e-2) take about 170 s and 6.2 GB.
+one (6,251 words, tol 1e-2) take about 170 s and 6.7 GB (peak resident).
 
 Run: ``structlp run problems/ocr_letters.py -o verbose=true`` (10-15 minutes,
 estimated from the parts above;
