@@ -293,9 +293,8 @@ class Polytope:
             v.append((self.A @ mu - self.b).max())
         if self.n_eq:
             v.append(np.abs(self.E @ mu - self.e).max())
-        if self.n_parts:
-            v.append((self.lb - mu).max())
-            v.append((mu - self.ub).max())
+        v.append((self.lb - mu).max())
+        v.append((mu - self.ub).max())
         return float(max(v))
 
     def contains(self, mu, tol=FEASIBILITY_TOL):
