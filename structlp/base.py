@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from ._validation import check_scalar, check_sequence_of_examples
+from .compiler import stacked_scores
 from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 
 
@@ -94,7 +95,7 @@ class StructuredPredictorMixin:
         return Xc, Phis
 
     def _scores(self, Phis, **kwargs):
-        return [np.asarray(P @ self.coef_, dtype=float).ravel() for P in Phis]
+        return stacked_scores(Phis, self.coef_)
 
     def decision_scores(self, X, **kwargs):
         """Part scores of every example: list of (L_i,) arrays (``Phi_i w``)."""

@@ -153,6 +153,13 @@ def compile_primal(blocks: LinearBlocks, n_features, n_examples, C, features=Non
     return CompiledQP(problem, w, xi, aux)
 
 
+def matvec(A, x):
+    """``A @ x`` for a dense or sparse matrix as a flat float array (``ndarray.dot`` is
+    several times faster than ``@`` on the small matrices of one example)."""
+    v = A.dot(x)
+    return v if type(v) is np.ndarray and v.ndim == 1 else np.asarray(v, dtype=float).ravel()
+
+
 def stacked_scores(Phis, w):
     """Part scores ``Phi_i w`` for every example, as a list of (L_i,) arrays."""
-    return [np.asarray(P @ w, dtype=float).ravel() for P in Phis]
+    return [matvec(P, w) for P in Phis]

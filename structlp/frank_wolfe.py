@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from ._validation import check_bool, check_choice, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
-from .compiler import prepare
+from .compiler import matvec, prepare, stacked_scores
 from .cutting_plane import ConvergenceWarning, _needs_polytopes
 from .exceptions import InvalidInputError, InvalidParameterError
 from .parallel import OraclePool, check_backend, check_n_jobs
@@ -78,7 +78,7 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
     @staticmethod
     def _exact_pass(pool, data, w):
         """Loss-augmented maximizers, exact hinge losses and augmented scores at ``w``."""
-        s = [_dot(P, w) for P in data.Phi]
+        s = stacked_scores(data.Phi, w)
         aug = [si + ci for si, ci in zip(s, data.c)]
         mus = pool.argmax(range(data.n_examples), aug)
         hinge = np.array([a @ mu + dd - si @ mt for a, mu, dd, si, mt
@@ -290,7 +290,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
             if batch_size == 1:               # classical BCFW: one oracle call, one step
                 for i in perm:
                     ti = clock()
-                    a = _dot(Phi[i], w) + c[i]
+                    a = matvec(Phi[i], w) + c[i]
                     mu = oracle(i, a)
                     t_inf += clock() - ti
                     g, dl = blocks[i].step(mu, a, w, Phi[i], PhiT[i], c[i], C, pairwise,
@@ -301,10 +301,10 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 for k in range(0, m, batch_size):
                     batch = perm[k:k + batch_size]
                     ti = clock()
-                    mus = pool.argmax(batch, [_dot(Phi[i], w) + c[i] for i in batch])
+                    mus = pool.argmax(batch, [matvec(Phi[i], w) + c[i] for i in batch])
                     t_inf += clock() - ti
                     for i, mu in zip(batch, mus):
-                        g, dl = blocks[i].step(mu, _dot(Phi[i], w) + c[i], w, Phi[i],
+                        g, dl = blocks[i].step(mu, matvec(Phi[i], w) + c[i], w, Phi[i],
                                                PhiT[i], c[i], C, pairwise, inner_steps)
                         g_est[i] = g if g > 0.0 else 0.0
                         ell += C * dl
@@ -325,7 +325,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 for PT, t, di, blk in zip(PhiT, mt, dd, blocks):
                     blk.normalize()
                     margs.append(blk.marginal())
-                    w += C * _dot(PT, t - margs[-1])
+                    w += C * matvec(PT, t - margs[-1])
                     ell += C * (di + blk.loss())
                 ti = time.perf_counter()
                 mus, hinge, aug = self._exact_pass(pool, data, w)
@@ -366,13 +366,6 @@ class FrankWolfeLearner(_FirstOrderLearner):
 
 
 _UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling
-
-
-def _dot(A, x):
-    """``A @ x`` for a dense or sparse matrix as a flat float array (``ndarray.dot`` is
-    several times faster than ``@`` on the small matrices of one example)."""
-    v = A.dot(x)
-    return v if type(v) is np.ndarray and v.ndim == 1 else np.asarray(v, dtype=float).ravel()
 
 
 class _Block:
@@ -423,8 +416,8 @@ class _Block:
             lost = lv[k]
         else:
             g_dir, cap = g, 1.0
-            delta = mu - alpha[:n].dot(V[:n])
-            lost = alpha[:n].dot(lv[:n])
+            delta = mu - self.marginal()
+            lost = self.loss()
         if g_dir <= 0.0:
             return g, 0.0
         gamma = self._line_search(w, PT, delta, g_dir, cap, C)
@@ -446,7 +439,7 @@ class _Block:
                 n = self.n
                 if n < 2:
                     break
-                vals = self.V[:n].dot(_dot(P, w) + c)
+                vals = self.V[:n].dot(matvec(P, w) + c)
                 kf, ka = int(vals.argmax()), int(vals.argmin())
                 g2 = C * (vals[kf] - vals[ka])
                 if g2 <= 1e-3 * g:
@@ -466,7 +459,7 @@ class _Block:
 
         ``w`` changes by ``-gamma v`` with ``v = C Phi_i^T delta``, and the dual
         objective by ``gamma g_dir - gamma^2 |v|^2 / 2``."""
-        v = _dot(PT, delta)
+        v = matvec(PT, delta)
         den = C * C * v.dot(v)
         gamma = cap if den <= 0.0 else min(cap, g_dir / den)
         if gamma > 0.0:

@@ -21,6 +21,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from .compiler import stacked_scores
 from .exceptions import FractionalSolutionError
 from .formulations import block_diag
 from .solvers import check_solver, solve
@@ -141,8 +142,7 @@ def loss_augmented(model, data, w=None, solver=None, solver_opts=None, scores=No
     hinge : ndarray, shape (m,)
     mus : list of m (L_i,) arrays, only with ``return_mus``
     """
-    base = scores if scores is not None else \
-        [np.asarray(P @ w, dtype=float).ravel() for P in data.Phi]
+    base = scores if scores is not None else stacked_scores(data.Phi, w)
     aug = [s + c for s, c in zip(base, data.c)]
     polys = polytopes if polytopes is not None else data.polytopes
     if polys is not None and any(p is None for p in polys):

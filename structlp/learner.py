@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from ._validation import check_bool, check_finite_array, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
-from .compiler import compile_primal, prepare
+from .compiler import compile_primal, prepare, stacked_scores
 from .dual import compile_dual
 from .kernels import Kernel, factor_kernel, factor_precomputed
 from .exceptions import InvalidInputError, InvalidParameterError
@@ -217,7 +217,7 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         if not hasattr(self, "dual_coef_"):
             if kernel_matrix is not None:
                 raise InvalidParameterError("kernel_matrix is only used with kernel='precomputed'.")
-            return [np.asarray(P @ self.coef_, dtype=float).ravel() for P in Phis]
+            return stacked_scores(Phis, self.coef_)
         sizes = [P.shape[0] for P in Phis]
         coef = self.dual_coef_[self.support_]
         if self.kernel == "precomputed":

@@ -10,7 +10,8 @@ import numpy as np
 
 from ._validation import check_bool, check_scalar
 from .cutting_plane import ConvergenceWarning
-from .frank_wolfe import _FirstOrderLearner, _dot
+from .compiler import matvec
+from .frank_wolfe import _FirstOrderLearner
 
 
 class SubgradientLearner(_FirstOrderLearner):
@@ -128,7 +129,7 @@ class SubgradientLearner(_FirstOrderLearner):
 
     def _evaluate(self, pool, data, w, C):
         mus, hinge, _ = self._exact_pass(pool, data, w)
-        g = w + C * sum(_dot(P.T, mu - mt) for P, mu, mt in zip(data.Phi, mus, data.mu_true))
+        g = w + C * sum(matvec(P.T, mu - mt) for P, mu, mt in zip(data.Phi, mus, data.mu_true))
         obj = 0.5 * float(w @ w) + C * float(hinge.sum())
         return obj, hinge, 0.5 * float(g @ g)
 
@@ -150,14 +151,14 @@ class SubgradientLearner(_FirstOrderLearner):
             for k in range(0, m, batch_size):
                 batch = perm[k:k + batch_size]
                 ti = time.perf_counter()
-                mus = pool.argmax(batch, [_dot(Phi[i], w) + c[i] for i in batch])
+                mus = pool.argmax(batch, [matvec(Phi[i], w) + c[i] for i in batch])
                 t_inf += time.perf_counter() - ti
                 n_calls += len(batch)
                 t += 1
                 grad = w.copy()
                 scale = C * m / len(batch)
                 for i, mu in zip(batch, mus):
-                    grad += scale * _dot(Phi[i].T, mu - mt[i])
+                    grad += scale * matvec(Phi[i].T, mu - mt[i])
                 w = w - grad / t
                 nrm = float(np.linalg.norm(w))
                 if nrm > radius:
