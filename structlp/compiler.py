@@ -160,6 +160,12 @@ def matvec(A, x):
     return v if type(v) is np.ndarray and v.ndim == 1 else np.asarray(v, dtype=float).ravel()
 
 
+def transposes(Phis):
+    """``Phi_i^T`` of every example, made once (a sparse ``.T`` is a new matrix object at
+    every call; CSR keeps the products with it fast)."""
+    return [P.T.tocsr() if sp.issparse(P) else P.T for P in Phis]
+
+
 def stacked_scores(Phis, w):
     """Part scores ``Phi_i w`` for every example, as a list of (L_i,) arrays."""
     return [matvec(P, w) for P in Phis]

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from ._validation import check_bool, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
-from .compiler import prepare
+from .compiler import matvec, prepare, transposes
 from .inference import loss_augmented
 from .solvers import solve
 
@@ -151,9 +151,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model))
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         m, d = data.n_examples, data.n_features
-        Phi_T = [sp.csr_array(P).T.tocsr() if sp.issparse(P) else np.asarray(P).T
-                 for P in data.Phi]
-        ftrue = [np.asarray(PT @ mt).ravel() for PT, mt in zip(Phi_T, data.mu_true)]
+        Phi_T = transposes(data.Phi)
+        ftrue = [matvec(PT, mt) for PT, mt in zip(Phi_T, data.mu_true)]
         one = bool(self.one_slack)
         # working set, stored as rows  D w + xi_ex >= rhs  with D = f(y_i) - f(y); sparse
         # features give sparse rows (outputs differ in a few parts), stacked sparse
@@ -175,7 +174,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
             return np.array([hinge.mean()]) - xi_master if one else hinge - xi_master
 
         def cut(i, mu):         # the row of output mu of example i: (f_i(y_i) - f_i(y), loss)
-            return (ftrue[i] - np.asarray(Phi_T[i] @ mu).ravel(),
+            return (ftrue[i] - matvec(Phi_T[i], mu),
                     float(data.d[i] + data.c[i] @ mu))
 
         def record(obj, viol):  # the exact objective of the last master QP's w

@@ -7,11 +7,10 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._validation import check_bool, check_choice, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
-from .compiler import matvec, prepare, stacked_scores
+from .compiler import matvec, prepare, stacked_scores, transposes
 from .cutting_plane import ConvergenceWarning, _needs_polytopes
 from .exceptions import InvalidInputError, InvalidParameterError
 from .parallel import OraclePool, check_backend, check_n_jobs
@@ -265,8 +264,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
              pairwise, inner_steps, gap_sampling):
         m, d = data.n_examples, data.n_features
         Phi, c, dd, mt = data.Phi, data.c, data.d, data.mu_true
-        # transposes made once: a sparse .T is a new matrix object at every call
-        PhiT = [P.T.tocsr() if sp.issparse(P) else P.T for P in Phi]
+        PhiT = transposes(Phi)
         blocks = [_Block(v, ci) for v, ci in zip(mt, c)]   # m_i = alpha_i @ V_i: the truth
         w = np.zeros(d)
         # ell = C sum_i (d_i + c_i . m_i), so that D(m) = ell - |w|^2 / 2
