@@ -41,7 +41,7 @@ import numpy as np
 
 from structlp import MaxMarginLearner
 from structlp.compiler import prepare
-from structlp.cutting_plane import ConvergenceWarning, CuttingPlaneLearner
+from structlp import ConvergenceWarning, CuttingPlaneLearner
 from structlp.frank_wolfe import FrankWolfeLearner
 from structlp.inference import loss_augmented
 from structlp.structures import BipartiteMatching

@@ -53,7 +53,7 @@ import warnings
 import numpy as np
 
 from structlp import MaxMarginLearner
-from structlp.cutting_plane import ConvergenceWarning, CuttingPlaneLearner
+from structlp import ConvergenceWarning, CuttingPlaneLearner
 from structlp.datasets import load_ocr_letters
 from structlp.frank_wolfe import FrankWolfeLearner
 from structlp.structures import TreeLabeling

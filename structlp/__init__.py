@@ -6,8 +6,8 @@ into one convex QP, solves it with any installed cvxpy solver, and predicts.
 """
 
 from . import structures
-from .exceptions import (DeclarationError, FractionalSolutionError, InvalidInputError,
-                         InvalidOutputError, InvalidParameterError, NotFittedError,
+from .exceptions import (ConvergenceWarning, DeclarationError, FractionalSolutionError,
+                         InvalidInputError, InvalidOutputError, InvalidParameterError, NotFittedError,
                          SolverError, StructlpError)
 from .cutting_plane import CuttingPlaneLearner
 from .frank_wolfe import FrankWolfeLearner
@@ -25,4 +25,5 @@ __all__ = [
     "StructuredModel", "BackendError", "Polytope", "structures", "installed_solvers",
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
     "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
+    "ConvergenceWarning",
 ]

@@ -15,10 +15,7 @@ from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import matvec, prepare, transposes
 from .inference import loss_augmented
 from .solvers import solve
-
-
-class ConvergenceWarning(UserWarning):
-    """The cutting-plane learner stopped at ``max_iter`` before reaching ``tol``."""
+from .exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
 
 
 def _needs_polytopes(model):

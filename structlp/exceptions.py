@@ -30,9 +30,15 @@ class SolverError(StructlpError, RuntimeError):
     """A convex solver failed, or ended infeasible, unbounded or inaccurate."""
 
 
-class NotFittedError(StructlpError, AttributeError):
-    """An estimator was used before ``fit``."""
+class NotFittedError(StructlpError, ValueError, AttributeError):
+    """An estimator was used before ``fit`` (a ``ValueError`` and an ``AttributeError``,
+    as scikit-learn's ``NotFittedError``)."""
 
 
 class FractionalSolutionError(SolverError):
     """An inference LP returned a fractional point where an output was expected."""
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative learner or solver stopped (``max_iter``, a time limit, loose solver
+    tolerances) before reaching the requested accuracy; the message names the remedy."""

@@ -11,7 +11,8 @@ import numpy as np
 from ._validation import check_bool, check_choice, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import matvec, prepare, stacked_scores, transposes
-from .cutting_plane import ConvergenceWarning, _needs_polytopes
+from .cutting_plane import _needs_polytopes
+from .exceptions import ConvergenceWarning
 from .exceptions import InvalidInputError, InvalidParameterError
 from .parallel import OraclePool, check_backend, check_n_jobs
 from .solvers import check_solver

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from ._validation import check_bool, check_scalar
-from .cutting_plane import ConvergenceWarning
+from .exceptions import ConvergenceWarning
 from .compiler import matvec
 from .frank_wolfe import _FirstOrderLearner
 
