@@ -62,7 +62,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from ._validation import check_binary, check_finite_array
-from .exceptions import InvalidInputError, InvalidOutputError
+from .exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
 from .formulations import LinearBlocks, TrainingData, block_diag
 
 #: Relative tolerance of the symmetry check of edge features.
@@ -431,28 +431,113 @@ def odd_cycle_counterexample():
 
 
 # ------------------------------------------------------------- the formulation
+#: The slacks of the certificate formulation, the default first.
+SLACKS = ("two_sided", "part", "shared")
+
+
+def check_slack(slack, owner=None):
+    """Validate a certificate ``slack`` value (None means the default ``"two_sided"``)."""
+    if slack is None:
+        return SLACKS[0]
+    if not isinstance(slack, str) or slack not in SLACKS:
+        where = f" of {owner}" if owner else ""
+        raise InvalidParameterError(
+            f"The 'slack' parameter{where} must be one of {list(SLACKS)} (or None for the "
+            f"default {SLACKS[0]!r}); got {slack!r}.")
+    return slack
+
+
+def slack_columns(mu_true, slack):
+    """Part-to-slack map of the per-part slacks of all examples.
+
+    Parameters
+    ----------
+    mu_true : list of m 0/1 arrays, shape (L_i,)
+    slack : {"two_sided", "part"}
+
+    Returns
+    -------
+    D : sparse (sum L_i, Z)
+        Column ``z`` adds ``+zeta_z`` to a true part's score, ``-zeta_z`` to another
+        part's (``"two_sided"``: one column per part; ``"part"``: one per true part).
+    S : sparse (m, Z)
+        Row ``i`` sums the slacks of example ``i``.
+    """
+    mu = np.concatenate(mu_true) if len(mu_true) else np.zeros(0)
+    example = np.repeat(np.arange(len(mu_true)), [len(t) for t in mu_true])
+    parts = np.flatnonzero(mu > 0.5) if slack == "part" else np.arange(len(mu))
+    sign = np.where(mu[parts] > 0.5, 1.0, -1.0)
+    Z = len(parts)
+    D = sp.csr_array((sign, (parts, np.arange(Z))), shape=(len(mu), Z))
+    S = sp.csr_array((np.ones(Z), (example[parts], np.arange(Z))), shape=(len(mu_true), Z))
+    return D, S
+
+
 class Certificate:
     """``formulation="certificate"``: the optimality certificate of each true output.
 
-    Builds, for all examples at once (block-diagonal sparse matrices),
+    With ``s_i = Phi_i w + c_i`` the loss-augmented part scores of example
+    ``i`` and ``model.certificate_rows(x_i, mu_true_i) -> (G^s_i, G^nu_i)`` its
+    certificate (rows that, when they hold for some ``nu_i``, prove that
+    ``y_i`` maximizes ``s . mu``), the training QP is, by ``slack``:
 
-    .. math::
+    * ``"two_sided"`` (default): a slack on every part, added to the true
+      parts' scores and subtracted from the others',
 
-        G^s_i \\Phi_i w + G^\\nu_i \\nu_i + \\xi_i \\mathbf 1 \\ge -G^s_i c_i,
-        \\qquad \\xi \\ge 0,
+      .. math::
 
-    from ``model.certificate_rows(x_i, mu_true_i) -> (G^s_i, G^nu_i)``.  Output
-    polytopes are not built (``needs_polytopes=False``, the default) and the
-    structure's ``encode`` validates every ``y``; a structure that has a
-    polytope too (BipartiteMatching) passes ``needs_polytopes=True`` so that
-    ``y`` is checked against it.
+          \\min\\; \\tfrac12\\|w\\|^2 + C\\sum_i\\sum_p \\zeta_{ip}
+          \\quad\\text{s.t.}\\quad
+          G^s_i(\\Phi_i w + c_i + D_i\\zeta_i) + G^\\nu_i\\nu_i \\ge 0,\\;\\zeta\\ge 0,
+
+      ``D_i = diag(2 mu_true_i - 1)`` (shape (L_i, L_i));
+    * ``"part"``: the same with a slack on the true parts only (``D_i`` is
+      (L_i, n_true_i), +1 at each true part);
+    * ``"shared"``: one slack per example added to every row,
+      ``G^s_i s_i + G^nu_i nu_i + xi_i 1 >= 0`` — Taskar et al.'s relaxation.
+
+    **What the slacks bound.**  For ``"two_sided"`` and ``"part"``, feasible rows
+    mean (the certificate is sufficient) that ``y_i`` is optimal for the shifted
+    scores ``s' = s + D zeta``.  For any output ``y``,
+    ``s.y - s.y_i = (s'.y - s'.y_i) + sum_true zeta_p (1 - y_p) + sum_other
+    zeta_p y_p <= sum_p zeta_p``, so
+    ``xi_i = sum_p zeta_ip >= max_y s.y - s.y_i = hinge_i(w)`` (the structured
+    hinge, when the loss of ``y_i`` is 0): the QP's objective bounds the
+    exact max-margin objective from above, whatever the data.  At ``w = 0``
+    the bound is the whole loss, so there is no free collapse.  It is exact
+    (``xi_i = hinge_i``) for square bipartite assignments
+    (:class:`~structlp.structures.BipartiteMatching`, both slacks: by LP
+    duality of the assignment polytope, ``zeta_rc = u_r + v_c - s_rc`` on
+    the true edges); for general perfect matchings and matchings it can
+    exceed the hinge where the certificate is conservative; for spanning
+    trees ``"part"`` charges one attractive non-tree edge once per tree edge
+    on its path and can exceed the hinge several times over (it collapses
+    to ``w = 0`` on noisy trees), ``"two_sided"`` stays close.  ``"shared"``
+    is *not* a bound of the hinge: at ``w = 0`` every row has the same value,
+    ``xi_i = 1`` (trees) or ``1/2`` (matchings) satisfies them all while the
+    hinge is the whole Hamming loss, so under label noise the QP returns
+    ``w = 0`` for every ``C``; it is kept for comparison.
+
+    Blocks: ``"two_sided"``/``"part"`` add a non-negative auxiliary ``zeta``
+    and the equality ``xi = S zeta`` (``slack_`` is then ``sum_p zeta_ip``);
+    in the kernelized dual this becomes the box ``(D^T G^T alpha)_z <= C`` on
+    the row multipliers.  Output polytopes are not built
+    (``needs_polytopes=False``, the default) and the structure's ``encode``
+    validates every ``y``; a structure that has a polytope too
+    (BipartiteMatching) passes ``needs_polytopes=True``.
     """
 
     name = "certificate"
+    slacks = SLACKS
 
-    def __init__(self, model, needs_polytopes=False):
+    def __init__(self, model, needs_polytopes=False, slack="two_sided"):
         self.model = model
         self.needs_polytopes = needs_polytopes
+        self.slack = check_slack(slack)
+
+    def with_slack(self, slack):
+        """The same formulation with another ``slack``."""
+        return Certificate(self.model, self.needs_polytopes, slack)
 
     def rows(self, data: TrainingData):
         """Per-example ``(Gs_i, Gnu_i)`` lists."""
@@ -471,14 +556,21 @@ class Certificate:
         Gd = block_diag(Gd_list)
         c = np.concatenate(data.c)
         R = int(n_rows.sum())
-        Xi = sp.csr_array((np.ones(R), (np.arange(R), np.repeat(np.arange(m), n_rows))),
-                          shape=(R, m))
+        rhs = -np.asarray(Gs @ c).ravel()
         blocks = LinearBlocks(aux={"nu": (Gd.shape[1], False)})
+        # "parts": Gs stands for (Gs @ Phi) @ w, so the kernelized dual applies too
+        if self.slack == "shared":
+            Xi = sp.csr_array((np.ones(R), (np.arange(R), np.repeat(np.arange(m), n_rows))),
+                              shape=(R, m))
+            if R:
+                blocks.ineq.append(({"parts": Gs, "xi": Xi, "nu": Gd}, rhs))
+            blocks.ineq.append(({"xi": sp.eye_array(m, format="csr")}, np.zeros(m)))
+            return blocks
+        D, S = slack_columns(data.mu_true, self.slack)
+        blocks.aux["zeta"] = (D.shape[1], True)
         if R:
-            # "parts": Gs stands for (Gs @ Phi) @ w, so the kernelized dual applies too
-            blocks.ineq.append(({"parts": Gs, "xi": Xi, "nu": Gd},
-                                -np.asarray(Gs @ c).ravel()))
-        blocks.ineq.append(({"xi": sp.eye_array(m, format="csr")}, np.zeros(m)))
+            blocks.ineq.append(({"parts": Gs, "zeta": sp.csr_array(Gs @ D), "nu": Gd}, rhs))
+        blocks.eq.append(({"xi": sp.eye_array(m, format="csr"), "zeta": -S}, np.zeros(m)))
         return blocks
 
 

@@ -132,6 +132,7 @@ class MinMax:
     """Dualized loss-augmented inference (Taskar et al. 2005, §4); see module docstring."""
 
     name = "minmax"
+    slacks = ()  # xi is the exact structured hinge: no choice of slack
 
     def blocks(self, data: TrainingData) -> LinearBlocks:
         polys = data.polytopes
@@ -191,14 +192,31 @@ class MinMax:
 FORMULATIONS = {"minmax": MinMax}
 
 
-def get_formulation(name, model, owner=None):
-    """The formulation object for ``name``, checking that ``model`` supports it."""
+def get_formulation(name, model, owner=None, slack=None):
+    """The formulation object for ``name``, checking that ``model`` supports it.
+
+    ``slack`` (None: the formulation's default) selects the slack of a
+    formulation that has a choice (``Certificate.slacks``); giving one to a
+    formulation without (``"minmax"``, whose ``xi`` is the exact structured
+    hinge) is an error.
+    """
     supported = tuple(getattr(model, "formulations", ("minmax",)))
     where = f" of {owner}" if owner else ""
     if not isinstance(name, str) or name not in supported:
         raise InvalidParameterError(
             f"The 'formulation' parameter{where} must be one of {list(supported)} for "
             f"{type(model).__name__}; got {name!r}.")
-    if name in FORMULATIONS:
-        return FORMULATIONS[name]()
-    return model.formulation(name)
+    form = FORMULATIONS[name]() if name in FORMULATIONS else model.formulation(name)
+    if slack is None:
+        return form
+    options = tuple(getattr(form, "slacks", ()))
+    if not options:
+        raise InvalidParameterError(
+            f"The 'slack' parameter{where} applies only to formulation='certificate' (slacks "
+            f"'two_sided', 'part', 'shared'); formulation={name!r} has its own exact slack. "
+            f"Leave slack=None; got slack={slack!r}.")
+    if not isinstance(slack, str) or slack not in options:
+        raise InvalidParameterError(
+            f"The 'slack' parameter{where} must be one of {list(options)} (or None for the "
+            f"default {options[0]!r}); got {slack!r}.")
+    return form.with_slack(slack)

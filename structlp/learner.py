@@ -70,6 +70,12 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         ``K ≈ G G^T`` (0: exact up to round-off).
     max_rank : int or None
         Cap on the factor's rank (memory is n_parts x rank).
+    slack : {"two_sided", "part", "shared"} or None, default=None
+        The slack of ``formulation="certificate"`` (None: ``"two_sided"``);
+        see :class:`structlp.certificates.Certificate`.  ``"two_sided"`` and
+        ``"part"`` bound the structured hinge from above; ``"shared"`` (one
+        slack per example, Taskar et al.'s relaxation) collapses to ``w = 0``
+        under label noise.  Other formulations take no slack (an error).
 
     Attributes
     ----------
@@ -78,7 +84,10 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
     objective_ : float
         Optimal value of the QP.
     slack_ : ndarray, shape (n_examples,)
-        ``xi`` at the optimum: the structured hinge loss of each example.
+        ``xi`` at the optimum: the structured hinge loss of each example
+        (``"minmax"``); for ``"certificate"`` the sum of the example's slacks,
+        an upper bound of its hinge (:meth:`hinge_losses` gives the exact one)
+        except with ``slack="shared"``.
     solver_ : str
         The solver used.
     problem_ : cvxpy.Problem
@@ -101,7 +110,7 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
 
     def __init__(self, model, C=1.0, formulation="minmax", solver=None, solver_opts=None,
                  dual=False, kernel="linear", gamma=None, degree=3, coef0=1.0,
-                 kernel_tol=1e-8, max_rank=None):
+                 kernel_tol=1e-8, max_rank=None, slack=None):
         self.model = model
         self.C = C
         self.formulation = formulation
@@ -114,12 +123,13 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         self.coef0 = coef0
         self.kernel_tol = kernel_tol
         self.max_rank = max_rank
+        self.slack = slack
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
         name = type(self).__name__
         C, solver, opts = self._check_model_C_solver()
-        formulation = get_formulation(self.formulation, self.model, owner=name)
+        formulation = get_formulation(self.formulation, self.model, owner=name, slack=self.slack)
         check_bool(self.dual, "dual", owner=name)
         if self.dual:
             Kernel(self.kernel, self.gamma, self.degree, self.coef0).check(owner=name)

@@ -93,7 +93,8 @@ def test_estimator_contract():
     assert learner.get_params() == {"C": 3.0, "formulation": "minmax", "model": model,
                                     "solver": "ECOS", "solver_opts": None, "dual": False,
                                     "kernel": "linear", "gamma": None, "degree": 3,
-                                    "coef0": 1.0, "kernel_tol": 1e-8, "max_rank": None}
+                                    "coef0": 1.0, "kernel_tol": 1e-8, "max_rank": None,
+                                    "slack": None}
     assert learner.set_params(C=0.5) is learner and learner.C == 0.5
     assert not hasattr(learner, "coef_")
     with pytest.raises(NotFittedError, match="not fitted"):
