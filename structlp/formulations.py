@@ -19,7 +19,10 @@ gives
 (``r`` restricted to parts with a finite lower bound ``l``; it is 0 where
 ``l = -inf``, and ``pi`` exists only where ``u`` is finite), jointly linear in
 ``(w, lambda, nu, pi)``.  Certificate formulations (spanning trees, matchings)
-come from the structures that define them.
+come from the structures that define them.  An *extended* polytope
+(``Polytope.n_aux > 0``, e.g. the spanning-tree polytope through directed
+flows) is dualized the same way, its auxiliary variables being parts of score
+0: the program stays one QP and its kernelized dual.
 """
 
 from __future__ import annotations
@@ -137,9 +140,14 @@ class MinMax:
     def blocks(self, data: TrainingData) -> LinearBlocks:
         polys = data.polytopes
         m = data.n_examples
-        Ls = data.n_parts
-        c = np.concatenate(data.c)
-        mu_true = np.concatenate(data.mu_true)
+        # auxiliary columns of extended formulations (Polytope.n_aux) are parts of
+        # score 0 and loss 0: built like parts, then dropped from the "parts" terms
+        n_aux = [getattr(p, "n_aux", 0) for p in polys]
+        Ls = data.n_parts + np.array(n_aux, dtype=int)
+        c = np.concatenate([np.pad(ci, (0, k)) for ci, k in zip(data.c, n_aux)])
+        mu_true = np.concatenate([np.pad(mi, (0, k)) for mi, k in zip(data.mu_true, n_aux)])
+        real = np.concatenate([np.pad(np.ones(len(ci), dtype=bool), (0, k))
+                               for ci, k in zip(data.c, n_aux)])
         # block-diagonal constraint matrices over all examples
         A = block_diag([p.A for p in polys])
         E = block_diag([p.E for p in polys])
@@ -168,7 +176,7 @@ class MinMax:
         Sl = sp.csr_array(S_parts.multiply(lbz[None, :]))
         St = sp.csr_array(S_parts.multiply(mu_true[None, :]))
         ex = {
-            "parts": St - Sl,
+            "parts": sp.csr_array((St - Sl)[:, real]),
             "xi": sp.eye_array(m, format="csr"),
             "lam": -Bl + sp.csr_array(Sl @ AT),
             "nu": -Be + sp.csr_array(Sl @ ET),
@@ -185,7 +193,7 @@ class MinMax:
             sel = sp.csr_array((-np.ones(len(rows)), (np.arange(len(rows)), rows)),
                                shape=(len(rows), n_parts))
             target.append(({"lam": AT[rows], "nu": ET[rows], "pi": Pi[rows],
-                            "parts": sel}, c[rows]))
+                            "parts": sp.csr_array(sel[:, real])}, c[rows]))
         return blocks
 
 
@@ -203,9 +211,13 @@ def get_formulation(name, model, owner=None, slack=None):
     supported = tuple(getattr(model, "formulations", ("minmax",)))
     where = f" of {owner}" if owner else ""
     if not isinstance(name, str) or name not in supported:
+        why = (f" {type(model).__name__} has no compact LP (or extended formulation) of its "
+               "output polytope, so there is no min-max QP: use formulation='certificate', "
+               "or CuttingPlaneLearner / FrankWolfeLearner for the exact hinge."
+               if name == "minmax" else "")
         raise InvalidParameterError(
             f"The 'formulation' parameter{where} must be one of {list(supported)} for "
-            f"{type(model).__name__}; got {name!r}.")
+            f"{type(model).__name__}; got {name!r}.{why}")
     form = FORMULATIONS[name]() if name in FORMULATIONS else model.formulation(name)
     if slack is None:
         return form

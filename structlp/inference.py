@@ -52,7 +52,8 @@ def solve_stacked_lp(polytopes, scores, solver=None, solver_opts=None):
     e = np.concatenate([p.e for p in polytopes])
     lb = np.concatenate([p.lb for p in polytopes])
     ub = np.concatenate([p.ub for p in polytopes])
-    s = np.concatenate(scores)
+    # auxiliary columns of extended formulations (Polytope.n_aux) score 0
+    s = np.concatenate([np.pad(sc, (0, p.n_columns - len(sc))) for p, sc in zip(polytopes, scores)])
     mu = cp.Variable(len(s), name="mu")
     cons = []
     if A.shape[0]:
@@ -69,8 +70,9 @@ def solve_stacked_lp(polytopes, scores, solver=None, solver_opts=None):
           hints={cp.INFEASIBLE: " A declared output polytope is empty.",
                  cp.UNBOUNDED: " A declared output polytope is unbounded; give every "
                                "part finite bounds."})
-    sizes = np.cumsum([len(sc) for sc in scores])[:-1]
-    return np.split(np.asarray(mu.value, dtype=float), sizes)
+    sizes = np.cumsum([p.n_columns for p in polytopes])[:-1]
+    return [v[:p.n_parts] for p, v in zip(polytopes, np.split(np.asarray(mu.value, dtype=float),
+                                                               sizes))]
 
 
 def maximize(model, X, scores, polytopes=None, solver=None, solver_opts=None):

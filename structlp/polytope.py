@@ -66,19 +66,33 @@ class Polytope:
         usual box of part indicators.
     n_parts : int, optional
         Needed only when neither A nor E is given.
+    n_aux : int >= 0, default=0
+        Auxiliary variables of an *extended formulation*: the last ``n_aux``
+        columns of ``A``, ``E``, ``lb``, ``ub`` are variables ``f`` with score 0,
+        and the output space is the projection
+        ``{mu : exists f, (mu, f) in P}`` (e.g. the spanning-tree polytope).
+    lift : callable or None
+        With ``n_aux``: ``lift(mu) -> (n_parts + n_aux,)`` point of ``P`` above a
+        0/1 output ``mu`` (or None when there is none), used to check outputs;
+        without it :meth:`check_output` solves a feasibility LP.
 
     Attributes
     ----------
-    A, E : scipy.sparse.csr_array
-    b, e, lb, ub : ndarray
+    A, E : scipy.sparse.csr_array, shape (n, n_columns)
+    b, e : ndarray; lb, ub : ndarray, shape (n_columns,)
     n_parts : int
+        Scored parts (``n_columns = n_parts + n_aux``).
+    n_aux : int
     """
 
-    def __init__(self, A=None, b=None, E=None, e=None, lb=0.0, ub=1.0, n_parts=None):
+    def __init__(self, A=None, b=None, E=None, e=None, lb=0.0, ub=1.0, n_parts=None,
+                 n_aux=0, lift=None):
+        self.n_aux = int(n_aux)
+        self.lift = lift
         if n_parts is None:
             for M in (A, E):
                 if M is not None:
-                    n_parts = M.shape[1]
+                    n_parts = M.shape[1] - self.n_aux
                     break
             else:
                 if np.ndim(lb) == 1:
@@ -87,14 +101,15 @@ class Polytope:
                     raise DeclarationError(
                         "Polytope needs n_parts when neither A nor E is given.")
         self.n_parts = int(n_parts)
-        self.A = _as_csr(A, self.n_parts, "A")
-        self.E = _as_csr(E, self.n_parts, "E")
+        self.n_columns = self.n_parts + self.n_aux
+        self.A = _as_csr(A, self.n_columns, "A")
+        self.E = _as_csr(E, self.n_columns, "E")
         self.b = _as_vec(b, self.A.shape[0], "b") if self.A.shape[0] or b is not None \
             else np.zeros(0)
         self.e = _as_vec(e, self.E.shape[0], "e") if self.E.shape[0] or e is not None \
             else np.zeros(0)
-        self.lb = _as_vec(lb, self.n_parts, "lb", allow_inf=True)
-        self.ub = _as_vec(ub, self.n_parts, "ub", allow_inf=True)
+        self.lb = _as_vec(lb, self.n_columns, "lb", allow_inf=True)
+        self.ub = _as_vec(ub, self.n_columns, "ub", allow_inf=True)
         if np.any(self.lb == np.inf) or np.any(self.ub == -np.inf):
             raise DeclarationError("Polytope bounds must satisfy lb < inf and ub > -inf.")
         if np.any(self.lb > self.ub):
@@ -221,7 +236,7 @@ class Polytope:
         """
         if getattr(self, "_implied_ub", None) is not None:
             return self._implied_ub
-        bound = np.full(self.n_parts, np.inf)
+        bound = np.full(self.n_columns, np.inf)
         for M, rhs in ((self.A, self.b), (self.E, self.e)):
             if M.shape[0] == 0:
                 continue
@@ -270,7 +285,7 @@ class Polytope:
     def is_empty(self, solver=None):
         """Whether no point satisfies the constraints (a feasibility LP)."""
         from .solvers import check_solver
-        mu = cp.Variable(self.n_parts)
+        mu = cp.Variable(self.n_columns)
         cons = []
         if self.n_ineq:
             cons.append(self.A @ mu <= self.b)
@@ -318,6 +333,8 @@ class Polytope:
                 f"{name} encodes to {mu.shape} part indicators; expected ({self.n_parts},).")
         if not ((mu == 0) | (mu == 1)).all():
             raise InvalidOutputError(f"{name} must be a 0/1 output; it has entries not in {{0, 1}}.")
+        if self.n_aux:
+            return self._check_projection(mu, name)
         viol = self.violation(mu)
         if viol > FEASIBILITY_TOL:
             if self.is_empty():
@@ -341,8 +358,34 @@ class Polytope:
                 f"{name} is a point of the declared output polytope but not one of its vertices.")
         return mu
 
+    def _check_projection(self, mu, name):
+        """Check a 0/1 ``mu`` against the projection of an extended formulation."""
+        full = self.lift(mu) if self.lift is not None else self._lift_lp(mu)
+        if full is None or self.violation(full) > FEASIBILITY_TOL \
+                or np.any(np.asarray(full)[:self.n_parts] != mu):
+            raise InvalidOutputError(
+                f"{name} is not an output of the declared extended polytope: no auxiliary "
+                "variables complete it to a feasible point.")
+        return mu  # 0/1 points of a projection inside the unit box are its vertices
+
+    def _lift_lp(self, mu):
+        """A feasible ``(mu, f)`` for fixed ``mu`` by an LP (HiGHS), or None."""
+        from scipy.optimize import linprog
+        k = self.n_parts
+        A, E = sp.csc_array(self.A), sp.csc_array(self.E)
+        bounds = list(zip(np.where(np.isfinite(self.lb[k:]), self.lb[k:], None),
+                          np.where(np.isfinite(self.ub[k:]), self.ub[k:], None)))
+        res = linprog(np.zeros(self.n_aux),
+                      A_ub=A[:, k:] if self.n_ineq else None,
+                      b_ub=self.b - A[:, :k] @ mu if self.n_ineq else None,
+                      A_eq=E[:, k:] if self.n_eq else None,
+                      b_eq=self.e - E[:, :k] @ mu if self.n_eq else None,
+                      bounds=bounds, method="highs")
+        return np.concatenate([mu, res.x]) if res.status == 0 else None
+
     def __repr__(self):
-        return (f"Polytope(n_parts={self.n_parts}, n_ineq={self.n_ineq}, n_eq={self.n_eq}, "
+        aux = f", n_aux={self.n_aux}" if self.n_aux else ""
+        return (f"Polytope(n_parts={self.n_parts}{aux}, n_ineq={self.n_ineq}, n_eq={self.n_eq}, "
                 f"lb in [{self.lb.min():g}, {self.lb.max():g}], "
                 f"ub in [{self.ub.min():g}, {self.ub.max():g}])")
 

@@ -130,12 +130,53 @@ def test_matching_wrong_degree(x4):
         fit(Matching(), [x4], [adj(4, [(0, 1), (1, 2)])])
 
 
-@pytest.mark.parametrize("model", [SpanningTree(), PerfectMatching(), Matching()])
+@pytest.mark.parametrize("model", [PerfectMatching(), Matching()])
 def test_minmax_not_offered(model, x4):
-    with pytest.raises(InvalidParameterError, match=r"'formulation'.*\['certificate'\]"):
+    with pytest.raises(InvalidParameterError,
+                       match=r"'formulation'.*\['certificate'\].*no compact LP.*certificate"):
         MaxMarginLearner(model).fit([x4], [adj(4, [(0, 1), (2, 3)])])
     with pytest.raises(DeclarationError, match="no compact output polytope"):
         model.polytope(x4)
+
+
+def test_spanning_tree_offers_minmax(x4):
+    """Spanning trees have a compact extended formulation, hence formulation='minmax'."""
+    assert SpanningTree().formulations == ("certificate", "minmax")
+    assert SpanningTree().polytope(x4).n_aux == 2 * 4 * 6
+
+
+@pytest.mark.parametrize("slack", ["one", "", 3, "Two_sided"])
+def test_unknown_slack(slack, x4):
+    with pytest.raises(InvalidParameterError,
+                       match=r"'slack'.*\['two_sided', 'part', 'shared'\].*got"):
+        MaxMarginLearner(SpanningTree(), formulation="certificate",
+                         slack=slack).fit([x4], [adj(4, [(0, 1), (1, 2), (2, 3)])])
+
+
+@pytest.mark.parametrize("model, y", [(SpanningTree(), [(0, 1), (1, 2), (2, 3)]),
+                                      (BipartiteMatching(), None)])
+def test_slack_on_a_formulation_without_one(model, y, x4, rng):
+    x, Y = (x4, adj(4, y)) if y else (rng.normal(size=(3, 3, 2)), np.eye(3, dtype=int))
+    with pytest.raises(InvalidParameterError,
+                       match=r"'slack'.*only to formulation='certificate'.*'minmax'.*"
+                             r"slack=None; got slack='part'"):
+        MaxMarginLearner(model, formulation="minmax", slack="part").fit([x], [Y])
+
+
+def test_tree_output_checked_against_the_extended_polytope(x4):
+    """A 0/1 point that is no tree is rejected by the extended polytope's projection check
+    (through its lift, and through the feasibility LP when there is no lift)."""
+    from structlp import InvalidOutputError
+    from structlp.polytope import Polytope
+    P = SpanningTree().polytope(x4)
+    g = SpanningTree().check_x(x4)
+    tree = adj(4, [(0, 1), (1, 2), (2, 3)])[g.u, g.v].astype(float)
+    cycle = adj(4, [(0, 1), (1, 2), (0, 2)])[g.u, g.v].astype(float)
+    bare = Polytope(E=P.E, e=P.e, lb=P.lb, ub=P.ub, n_parts=P.n_parts, n_aux=P.n_aux)
+    for poly in (P, bare):
+        np.testing.assert_array_equal(poly.check_output(tree), tree)
+        with pytest.raises(InvalidOutputError, match="not an output of the declared extended"):
+            poly.check_output(cycle)
 
 
 def test_bipartite_certificate_needs_one_to_one(rng):
