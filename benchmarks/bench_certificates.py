@@ -1,31 +1,28 @@
-"""Certificate QP vs cutting plane vs min-max QP: time to the objective, and growth.
+"""Certificate QPs (each slack) vs the exact structured hinge: gap, size, time, growth.
 
-Synthetic planted data (``m`` examples, random symmetric edge features, the
-outputs a planted ``w0`` plus Gaussian score noise picks) on graphs of growing
-size ``n``, for each structure:
+Three tables (every QP solved by CLARABEL; times are wall and CPU seconds of ``fit``,
+build + solve, CPU by ``time.process_time``):
 
-* bipartite matching (n x n): min-max QP, certificate QP (both exact), cutting plane;
-* spanning tree (complete graph on n nodes): certificate QP (exact), cutting plane;
-* perfect matching (complete graph, n even): certificate QP (conservative), cutting plane;
+1. **slacks** (default): noisy planted data (a planted ``w0``; in 25% of the examples
+   the true output is replaced by the best output for random scores), C = 1, on
+   spanning trees, perfect matchings, square and rectangular bipartite matchings
+   and matchings (graph copy).  For each slack (``two_sided``, ``part``,
+   ``shared``): the QP's size (variables, constraint rows), time, its objective
+   relative to the exact structured-hinge optimum (``CuttingPlaneLearner``,
+   tol 1e-7, blossom / spanning-tree / Hungarian oracles), the exact objective at
+   the slack's ``w`` relative to the same optimum, and how often ``w = 0``
+   (collapse) while the exact ``w`` is not; over ``--seeds`` training sets.
+2. **trees**: spanning trees of the complete graph on n = 5..30 nodes: the exact
+   min-max QP through the rooted-flow extended formulation
+   (``formulation="minmax"``) vs the two-sided certificate QP vs the cutting
+   plane: size, time, objective.
+3. ``--growth``: the separable hard-margin growth table of the previous release
+   (bipartite min-max / certificate / cutting plane, trees, perfect matchings,
+   disulfide).
 
-and the disulfide data (if ``disulfinder-data`` is installed).  Every QP is
-solved by CLARABEL; the cutting plane (``tol=1e-4``) solves its master QPs
-with CLARABEL and its oracles are the combinatorial algorithms.  Reported:
-wall-clock seconds of ``fit`` (build + solve), the objective reached, its
-relative difference to the first exact method of the row, and the growth
-exponent ``time ~ n**p`` (log-log least squares over the sizes).
-
-By default the data are separable (no noise, d = max(5, 2n) features) and
-C=1e4, so the optimal slacks
-vanish and every exact method must reach the same objective; the perfect-matching
-gap then measures the certificate's conservatism.  With ``--noisy`` (score noise
-1, C=1) slacks are active, and the certificate's slack (one per example, on
-every certificate row) is not the hinge loss, so its objective is a different
-number: only the times compare.
-
-    python benchmarks/bench_certificates.py            # ~2 minutes
+    python benchmarks/bench_certificates.py            # tables 1 and 2
     python benchmarks/bench_certificates.py --quick
-    python benchmarks/bench_certificates.py --noisy
+    python benchmarks/bench_certificates.py --growth [--noisy]
 """
 
 from __future__ import annotations
@@ -38,7 +35,7 @@ import numpy as np
 
 from structlp import MaxMarginLearner
 from structlp.cutting_plane import CuttingPlaneLearner
-from structlp.structures import BipartiteMatching, PerfectMatching, SpanningTree
+from structlp.structures import BipartiteMatching, Matching, PerfectMatching, SpanningTree
 
 
 def planted(model, rng, m, n, d, noise, bipartite=False):
@@ -58,6 +55,128 @@ def timed(est, X, Y):
     t0 = time.perf_counter()
     est.fit(X, Y)
     return time.perf_counter() - t0, est.objective_
+
+
+def fit_cpu(est, X, Y):
+    """Fit; return (wall s, CPU s)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    est.fit(X, Y)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def qp_size(est):
+    """(variables, constraint rows) of a fitted learner's compiled QP."""
+    p = est.problem_
+    return sum(v.size for v in p.variables()), sum(c.size for c in p.constraints)
+
+
+def noisy(model, rng, m, n, d, flip=0.25):
+    """Planted data with a fraction ``flip`` of true outputs replaced by random ones."""
+    w0 = rng.normal(size=d)
+    X, Y = [], []
+    for _ in range(m):
+        if isinstance(model, BipartiteMatching):
+            x = rng.normal(size=(n[0], n[1], d))
+        else:
+            x = rng.normal(size=(n, n, d))
+            x = (x + x.transpose(1, 0, 2)) / 2
+        if isinstance(model, Matching):
+            x = np.concatenate([x, np.ones(x.shape[:2] + (1,))], axis=-1)
+        s = model.features(model.check_x(x)) @ np.concatenate(
+            [w0, [-0.5]] if isinstance(model, Matching) else [w0])
+        if rng.random() < flip:
+            s = rng.normal(size=s.shape)
+        X.append(x)
+        Y.append(model.inference(x, s))
+    return X, Y
+
+
+SLACKS = ("two_sided", "part", "shared")
+
+
+def slack_table(cases, m, seeds, d=4):
+    """Table 1 rows: per case and slack, means over seeds."""
+    rows = []
+    for name, model, n in cases:
+        acc = {sl: dict(gap=[], at_w=[], collapse=0, wall=[], cpu=[], size=None)
+               for sl in SLACKS}
+        acc["exact"] = dict(wall=[], cpu=[], zero=0)
+        for seed in range(seeds):
+            X, Y = noisy(model, np.random.default_rng(seed), m, n, d)
+            ref = CuttingPlaneLearner(model, C=1.0, tol=1e-7)
+            wall, cpu = fit_cpu(ref, X, Y)
+            acc["exact"]["wall"].append(wall)
+            acc["exact"]["cpu"].append(cpu)
+            if np.linalg.norm(ref.coef_) < 1e-6:
+                acc["exact"]["zero"] += 1
+            for sl in SLACKS:
+                est = MaxMarginLearner(model, C=1.0, formulation="certificate", slack=sl)
+                wall, cpu = fit_cpu(est, X, Y)
+                exact_at_w = 0.5 * est.coef_ @ est.coef_ + est.hinge_losses(X, Y).sum()
+                a = acc[sl]
+                a["wall"].append(wall)
+                a["cpu"].append(cpu)
+                a["size"] = qp_size(est)
+                a["gap"].append(est.objective_ / ref.objective_ - 1)
+                a["at_w"].append(exact_at_w / ref.objective_ - 1)
+                a["collapse"] += int(np.linalg.norm(est.coef_) < 1e-6 <= np.linalg.norm(ref.coef_))
+        rows.append(dict(structure=name, n=n, m=m, seeds=seeds, exact=acc["exact"],
+                         **{sl: acc[sl] for sl in SLACKS}))
+    return rows
+
+
+def print_slack_table(rows):
+    print("Table 1. Certificate slacks on noisy data (C=1): objective and exact objective at w "
+          "relative to the exact-hinge optimum (cutting plane), mean [max] over seeds")
+    print(f"{'structure':<18} {'n':>6} {'slack':>9} {'vars':>6} {'rows':>6} {'wall s':>7} "
+          f"{'CPU s':>6} {'QP obj/exact-1':>17} {'exact(w)/opt-1':>17} {'w=0':>5}")
+    for r in rows:
+        for sl in SLACKS:
+            a = r[sl]
+            print(f"{r['structure']:<18} {str(r['n']):>6} {sl:>9} {a['size'][0]:>6} "
+                  f"{a['size'][1]:>6} {np.mean(a['wall']):>7.3f} {np.mean(a['cpu']):>6.3f} "
+                  f"{np.mean(a['gap']):>+8.4f} [{np.max(a['gap']):>+7.4f}] "
+                  f"{np.mean(a['at_w']):>+8.4f} [{np.max(a['at_w']):>+7.4f}] "
+                  f"{a['collapse']:>2}/{r['seeds']}")
+        e = r["exact"]
+        print(f"{'':<18} {'':>6} {'(exact)':>9} {'':>6} {'':>6} {np.mean(e['wall']):>7.3f} "
+              f"{np.mean(e['cpu']):>6.3f}   cutting plane; exact w = 0 in {e['zero']}/{r['seeds']}")
+
+
+def tree_table(sizes, m, d=4):
+    """Table 2 rows: spanning trees, exact min-max QP vs certificate vs cutting plane."""
+    rows = []
+    for n in sizes:
+        X, Y = noisy(SpanningTree(), np.random.default_rng(n), m, n, d)
+        row = {"n": n, "m": m}
+        for label, est in (("minmax", MaxMarginLearner(SpanningTree(), C=1.0,
+                                                       formulation="minmax")),
+                           ("certificate", MaxMarginLearner(SpanningTree(), C=1.0,
+                                                            formulation="certificate")),
+                           ("cutting plane", CuttingPlaneLearner(SpanningTree(), C=1.0,
+                                                                 tol=1e-6))):
+            wall, cpu = fit_cpu(est, X, Y)
+            size = qp_size(est) if hasattr(est, "fit_time_") else (None, None)
+            row[label] = dict(wall=wall, cpu=cpu, objective=est.objective_, size=size)
+        rows.append(row)
+    return rows
+
+
+def print_tree_table(rows):
+    print("\nTable 2. Spanning trees (complete graph, noisy, C=1): exact min-max QP (extended "
+          "formulation) vs two-sided certificate QP vs cutting plane")
+    print(f"{'n':>3} {'m':>3} | {'minmax vars/rows':>17} {'wall':>7} {'CPU':>7} {'objective':>11} | "
+          f"{'cert vars/rows':>15} {'wall':>6} {'CPU':>6} {'obj/exact-1':>11} | "
+          f"{'cut wall':>8} {'CPU':>6} {'obj/minmax-1':>12}")
+    for r in rows:
+        a, b, c = r["minmax"], r["certificate"], r["cutting plane"]
+        print(f"{r['n']:>3} {r['m']:>3} | {a['size'][0]:>8}/{a['size'][1]:<8} {a['wall']:>7.2f} "
+              f"{a['cpu']:>7.2f} {a['objective']:>11.5f} | {b['size'][0]:>7}/{b['size'][1]:<7} "
+              f"{b['wall']:>6.2f} {b['cpu']:>6.2f} {b['objective'] / a['objective'] - 1:>+11.2e} | "
+              f"{c['wall']:>8.2f} {c['cpu']:>6.2f} {c['objective'] / a['objective'] - 1:>+12.2e}")
+    print("growth exponent p in CPU time ~ n**p: " + ", ".join(
+        f"{lab}: {growth([dict(n=r['n'], t=(r[lab]['cpu'],)) for r in rows], 't'):.2f}"
+        for lab in ("minmax", "certificate", "cutting plane")))
 
 
 def run_structure(name, model, methods, sizes, m, d, C, noise, seed, bipartite=False):
@@ -109,9 +228,34 @@ def disulfide_rows(C, max_train):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--noisy", action="store_true")
+    ap.add_argument("--growth", action="store_true",
+                    help="the separable growth table of the previous release instead")
+    ap.add_argument("--noisy", action="store_true", help="with --growth: noisy data, C=1")
+    ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    if args.growth:
+        return growth_main(args)
+    seeds = args.seeds or (2 if args.quick else 5)
+    cases = [("spanning tree", SpanningTree(), 5), ("spanning tree", SpanningTree(), 8),
+             ("perfect matching", PerfectMatching(), 6),
+             ("perfect matching", PerfectMatching(), 10),
+             ("bipartite", BipartiteMatching(), (5, 5)),
+             ("bipartite", BipartiteMatching(), (5, 3)),
+             ("matching (copy)", Matching(), 6)]
+    if not args.quick:
+        cases.insert(2, ("spanning tree", SpanningTree(), 10))
+    print("(machine shared with other jobs: wall seconds are inflated, CPU seconds less so)")
+    rows1 = slack_table(cases, 10, seeds)
+    print_slack_table(rows1)
+    rows2 = tree_table([5, 8, 12] if args.quick else [5, 10, 15, 20, 30], 8)
+    print_tree_table(rows2)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"slacks": rows1, "trees": rows2}, fh, indent=1, default=str)
+
+
+def growth_main(args):
     m, d = (10, 5) if args.quick else (20, 5)
     C, noise = (1.0, 1.0) if args.noisy else (1e4, 0.0)
     sizes_b = [4, 8, 12] if args.quick else [4, 8, 16, 24]

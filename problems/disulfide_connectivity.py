@@ -121,17 +121,28 @@ def median_sqdist(X, rng, n=600):
     return float(np.median(D[np.triu_indices(len(S), 1)]))
 
 
+#: Learners of ``-o learner=...``: structured certificate QPs (one per slack), the exact
+#: structured hinge (cutting plane with the blossom oracle, linear), the pairs baseline.
+LEARNERS = {"certificate": None, "exact": ["exact"], "cutting_plane": ["exact"],
+            "pairs": ["pairs"], "both": None, "all": None}
+SLACKS = ("two_sided", "part", "shared")
+#: Default grids (C for the linear and the RBF models; sigma in units of the median pair
+#: distance), wide enough that the choices made on the inner splits are interior.
+C_GRID = {"linear": (0.01, 0.03, 0.1, 0.3), "rbf": (0.3, 1.0, 3.0, 10.0)}
+SIGMAS = (0.05, 0.1, 0.2, 0.4)
+
+
 def _estimator(learner, kernel, gamma, C, solver, max_rank):
-    if learner == "cutting_plane":
+    if learner == "exact":
         from structlp.cutting_plane import CuttingPlaneLearner
         return CuttingPlaneLearner(PerfectMatching(), C=C, tol=1e-3, solver=solver)
     model = IndependentPairs() if learner == "pairs" else PerfectMatching()
-    formulation = "minmax" if learner == "pairs" else "certificate"
+    kw = dict(formulation="minmax") if learner == "pairs" else dict(
+        formulation="certificate", slack=learner)
     if kernel == "linear":
-        return structlp.MaxMarginLearner(model, C=C, formulation=formulation, solver=solver)
-    return structlp.MaxMarginLearner(model, C=C, formulation=formulation, solver=solver,
-                                     dual=True, kernel="rbf", gamma=gamma, kernel_tol=1e-4,
-                                     max_rank=max_rank)
+        return structlp.MaxMarginLearner(model, C=C, solver=solver, **kw)
+    return structlp.MaxMarginLearner(model, C=C, solver=solver, dual=True, kernel="rbf",
+                                     gamma=gamma, kernel_tol=1e-4, max_rank=max_rank, **kw)
 
 
 def _predict(est, learner, X):
@@ -150,40 +161,100 @@ def standardizer(X):
     return F.mean(axis=0), F.std(axis=0) + 1e-6
 
 
-def run(solver=None, C=None, seed=0, folds=4, max_train=None, learner="certificate",
-        kernel="linear", sigmas=(0.1, 0.25, 0.5), max_rank=150, split="family", path=None):
+def select(name, kernel, Xtr, Ytr, names, Cs, sigmas, med, solver, max_rank, seed):
+    """C (and sigma) of one learner on an inner family-keeping split of a training fold.
+
+    A quarter of the training proteins (whole families, :func:`family_folds`) is held
+    out; precision on it picks sigma at the middle C of the grid, then C at that sigma
+    (a coordinate search: ``len(Cs) + len(sigmas) - 1`` fits).  Returns
+    ``(C, sigma, {(C, sigma): precision})``.
+    """
+    inner = family_folds(names, 4, np.random.default_rng(seed))
+    fit_i, val_i = np.flatnonzero(inner != 0), np.flatnonzero(inner == 0)
+    scores = {}
+
+    def score(C, sg):
+        if (C, sg) not in scores:
+            g = None if sg is None else 1.0 / (2.0 * sg ** 2 * med)
+            est = _estimator(name, kernel, g, C, solver, max_rank)
+            est.fit([Xtr[i] for i in fit_i], [Ytr[i] for i in fit_i])
+            pred = _predict(est, name, [Xtr[i] for i in val_i])
+            scores[(C, sg)] = _precision(pred, [Ytr[i] for i in val_i])
+        return scores[(C, sg)]
+
+    C = Cs[len(Cs) // 2]
+    sigma = max(sigmas, key=lambda sg: score(C, sg)) if len(sigmas) > 1 else sigmas[0]
+    C = max(Cs, key=lambda c: score(c, sigma)) if len(Cs) > 1 else Cs[0]
+    return C, sigma, scores
+
+
+def bootstrap(diff_bonds, n_bonds, groups, n_boot, rng):
+    """Percentile 95% interval of ``sum(diff_bonds) / sum(n_bonds)`` resampling groups.
+
+    ``diff_bonds`` (n,): per protein, the structured model's correct bonds minus the
+    baseline's; ``groups`` (n,): the resampling unit of each protein (itself, or its
+    family).  Returns (estimate, low, high).
+    """
+    uniq, inv = np.unique(groups, return_inverse=True)
+    d = np.bincount(inv, weights=diff_bonds, minlength=len(uniq))
+    b = np.bincount(inv, weights=n_bonds, minlength=len(uniq))
+    draw = rng.integers(0, len(uniq), size=(n_boot, len(uniq)))
+    stats = d[draw].sum(1) / b[draw].sum(1)
+    lo, hi = np.percentile(stats, [2.5, 97.5])
+    return float(d.sum() / b.sum()), float(lo), float(hi)
+
+
+def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
+        learner="certificate", slack="two_sided", kernel="linear", Cs=None, sigmas=SIGMAS,
+        max_rank=150, split="family", path=None, n_boot=2000):
     """Cross-validate on the disulfide data; return per-K results.
 
     Options: ``folds`` (int), ``max_train`` (cap on training proteins per fold),
-    ``learner`` ("certificate", "cutting_plane", "pairs" or "both" =
-    certificate and pairs), ``kernel`` ("linear" or "rbf"), ``sigmas`` (RBF
-    widths tried, in units of the median pair distance), ``max_rank`` (rank
-    of the kernel factor), ``split`` ("family": protein families kept within
-    one fold, the default; "random": folds stratified by K, which lets
-    orthologs of a test protein into its training set), ``path`` (data
-    directory).
+    ``learner`` ("certificate": the certificate QP with ``slack``; "exact": the
+    exact structured hinge by the cutting plane with the blossom oracle, linear
+    only; "pairs": the independent-pairs baseline; "both": certificate and pairs;
+    "all": the certificate with each slack, exact (linear) and pairs), ``slack``
+    ("two_sided", the default, "part" or "shared": see
+    :class:`structlp.certificates.Certificate`), ``kernel`` ("linear" or "rbf"),
+    ``C`` and ``sigma`` (fixed values; by default each is chosen per outer fold
+    and per learner from ``Cs`` / ``sigmas`` on an inner family-keeping split,
+    :func:`select`), ``sigmas`` (RBF widths in units of the median pair
+    distance), ``max_rank`` (rank of the kernel factor), ``split`` ("family":
+    protein families kept within one fold, the default; "random": folds
+    stratified by K, which lets orthologs of a test protein into its training
+    set), ``n_boot`` (bootstrap resamples of the structured-minus-pairs
+    differences), ``path`` (data directory).
     """
     if split not in ("family", "random"):
         raise structlp.InvalidParameterError(
             f"The 'split' option must be 'family' or 'random'; got {split!r}.")
-    if learner not in ("certificate", "cutting_plane", "pairs", "both"):
+    if learner not in LEARNERS:
         raise structlp.InvalidParameterError(
-            "The 'learner' option must be 'certificate', 'cutting_plane', 'pairs' or 'both'; "
-            f"got {learner!r}.")
+            f"The 'learner' option must be one of {sorted(LEARNERS)}; got {learner!r}.")
+    if slack not in SLACKS:
+        raise structlp.InvalidParameterError(
+            f"The 'slack' option must be one of {list(SLACKS)}; got {slack!r}.")
     if kernel not in ("linear", "rbf"):
         raise structlp.InvalidParameterError(
             f"The 'kernel' option must be 'linear' or 'rbf'; got {kernel!r}.")
-    if kernel == "rbf" and learner == "cutting_plane":
-        raise structlp.InvalidParameterError("The cutting-plane learner has no kernel; use "
-                                             "learner='certificate' with kernel='rbf'.")
-    C = (0.1 if kernel == "linear" else 1.0) if C is None else float(C)
-    learners = ["certificate", "pairs"] if learner == "both" else [learner]
+    if kernel == "rbf" and learner in ("exact", "cutting_plane"):
+        raise structlp.InvalidParameterError(
+            "The exact (cutting-plane) learner has no kernel; use learner='certificate' "
+            "with kernel='rbf'.")
+    learners = {"certificate": [slack], "both": [slack, "pairs"],
+                "all": list(SLACKS) + (["exact"] if kernel == "linear" else []) + ["pairs"]
+                }.get(learner, LEARNERS[learner])
+    Cs = tuple(float(c) for c in (C_GRID[kernel] if Cs is None else Cs)) if C is None \
+        else (float(C),)
+    sigmas = (None,) if kernel == "linear" else (
+        tuple(float(s) for s in sigmas) if sigma is None else (float(sigma),))
     data = load_disulfide(path)
     X, Y, K = data["X"], data["Y"], data["K"]
+    names = np.asarray(data["names"])
     rng = np.random.default_rng(seed)
-    fold = (family_folds(data["names"], int(folds), rng) if split == "family"
+    fold = (family_folds(names, int(folds), rng) if split == "family"
             else stratified_folds(K, int(folds), rng))
-    t_start = time.perf_counter()
+    t_start, c_start = time.perf_counter(), time.process_time()
     results = {}
     for name in learners:
         correct_bonds = np.zeros(len(X))
@@ -193,82 +264,112 @@ def run(solver=None, C=None, seed=0, folds=4, max_train=None, learner="certifica
             train = np.flatnonzero(fold != f)
             test = np.flatnonzero(fold == f)
             if max_train is not None:
-                train = rng.permutation(train)[:int(max_train)]
+                train = np.sort(rng.permutation(train)[:int(max_train)])
             mean, sd = standardizer([X[i] for i in train])
             Xtr = [(X[i] - mean) / sd for i in train]
             Ytr = [Y[i] for i in train]
             Xte = [(X[i] - mean) / sd for i in test]
-            t0 = time.perf_counter()
-            sigma, gamma, scores = None, None, {}
-            if kernel == "rbf":
-                med = median_sqdist(Xtr, np.random.default_rng(seed + f))
-                inner = np.random.default_rng(seed + 100 + f).permutation(len(train))
-                cut = (3 * len(inner)) // 4
-                fit_i, val_i = inner[:cut], inner[cut:]
-                for sg in sigmas:
-                    g = 1.0 / (2.0 * float(sg) ** 2 * med)
-                    est = _estimator(name, kernel, g, C, solver, max_rank)
-                    est.fit([Xtr[i] for i in fit_i], [Ytr[i] for i in fit_i])
-                    pred = _predict(est, name, [Xtr[i] for i in val_i])
-                    scores[float(sg)] = _precision(pred, [Ytr[i] for i in val_i])
-                sigma = max(scores, key=scores.get)
-                gamma = 1.0 / (2.0 * sigma ** 2 * med)
-            est = _estimator(name, kernel, gamma, C, solver, max_rank)
+            t0, c0 = time.perf_counter(), time.process_time()
+            med = median_sqdist(Xtr, np.random.default_rng(seed + f)) if kernel == "rbf" \
+                else None
+            if len(Cs) > 1 or len(sigmas) > 1:
+                C_f, sigma_f, scores = select(name, kernel, Xtr, Ytr, names[train], Cs, sigmas,
+                                              med, solver, max_rank, seed + 100 + f)
+            else:
+                C_f, sigma_f, scores = Cs[0], sigmas[0], {}
+            gamma = None if sigma_f is None else 1.0 / (2.0 * sigma_f ** 2 * med)
+            est = _estimator(name, kernel, gamma, C_f, solver, max_rank)
             est.fit(Xtr, Ytr)
             fits.append(dict(fold=f, n_train=len(train), seconds=time.perf_counter() - t0,
-                             objective=est.objective_, sigma=sigma, validation=scores,
+                             cpu_seconds=time.process_time() - c0, objective=est.objective_,
+                             C=C_f, sigma=sigma_f,
+                             validation={f"C={c},sigma={sg}": v for (c, sg), v in scores.items()},
                              rank=getattr(est, "kernel_rank_", None)))
             for i, p in zip(test, _predict(est, name, Xte)):
                 correct_bonds[i] = (p * Y[i]).sum() / 2
                 exact[i] = np.array_equal(p, Y[i])
         results[name] = (correct_bonds, exact, fits)
-    total_s = time.perf_counter() - t_start
-    first = learners[0]
-    correct_bonds, exact, fits = results[first]
+    total_s, total_cpu = time.perf_counter() - t_start, time.process_time() - c_start
+    return _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sigmas,
+                   total_s, total_cpu, n_boot, seed)
+
+
+def _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sigmas,
+            total_s, total_cpu, n_boot, seed):
+    """The result dict and its printed table (precision/accuracy per K, bootstrap CIs)."""
+    fam = np.array([n.split("_")[0] for n in names])
     rows = []
-    for k in range(2, 6):
-        sel = K == k
+    selections = list(range(2, 6)) + ["all"]
+    boot = {}
+    for k in selections:
+        sel = K == k if k != "all" else np.ones(len(K), dtype=bool)
         if not sel.any():
             continue
-        row = dict(K=k, n=int(sel.sum()), precision=float(correct_bonds[sel].sum() /
-                                                          (k * sel.sum())),
-                   accuracy=float(exact[sel].mean()))
-        for other in learners[1:]:
-            cb, ex, _ = results[other]
-            row[f"{other}_precision"] = float(cb[sel].sum() / (k * sel.sum()))
-            row[f"{other}_accuracy"] = float(ex[sel].mean())
-        rows.append(dict(row, chance_precision=1 / (2 * k - 1),
-                         chance_accuracy=1 / math.prod(range(1, 2 * k, 2)),
-                         paper_profile=PAPER["PROFILE"][k], paper_svm=PAPER["SVM"][k]))
-    lines = [f"disulfide connectivity (known bonding state): {len(X)} proteins, "
-             f"{int(folds)}-fold CV ({split} split), {kernel} kernel, {' + '.join(learners)}, "
-             f"C={C}"
-             + (f", kernel rank {max_rank}" if kernel == "rbf" else ""),
-             f"total {total_s:.1f} s; fit per fold ({first}, incl. sigma selection): "
-             + ", ".join(f"{r['seconds']:.1f} s" for r in fits)
-             + f" ({fits[0]['n_train']} training proteins)"]
-    if kernel == "rbf":
+        n_bonds = K[sel].astype(float)
+        row = dict(K=k, n=int(sel.sum()))
         for name in learners:
-            lines.append(f"sigma chosen per fold ({name}): "
-                         + ", ".join(f"{r['sigma']:g}" for r in results[name][2]))
-    extra = "".join(f" {'pairs P/A':>11}" for _ in learners[1:])
-    lines += ["", f"{'K':>2} {'proteins':>8} {'precision':>10} {'accuracy':>9}{extra} "
-                  f"{'chance P/A':>12} {'Taskar PROFILE':>15} {'Taskar SVM':>11}"]
+            cb, ex, _ = results[name]
+            row[f"{name}_precision"] = float(cb[sel].sum() / n_bonds.sum())
+            row[f"{name}_accuracy"] = float(ex[sel].mean())
+            if name != "pairs" and "pairs" in learners:
+                diff = cb[sel] - results["pairs"][0][sel]
+                r = np.random.default_rng(seed + 7)
+                row[f"{name}_minus_pairs_protein_ci"] = bootstrap(
+                    diff, n_bonds, np.flatnonzero(sel), n_boot, r)
+                row[f"{name}_minus_pairs_family_ci"] = bootstrap(
+                    diff, n_bonds, fam[sel], n_boot, r)
+        if k != "all":
+            row.update(chance_precision=1 / (2 * k - 1),
+                       chance_accuracy=1 / math.prod(range(1, 2 * k, 2)),
+                       paper_profile=PAPER["PROFILE"][k], paper_svm=PAPER["SVM"][k])
+        rows.append(row)
+    lines = [f"disulfide connectivity (known bonding state): {len(K)} proteins, "
+             f"{int(folds)}-fold CV ({split} split), {kernel} kernel"
+             + (f" (rank {max_rank})" if kernel == "rbf" else "")
+             + f"; learners: {', '.join(learners)}",
+             f"total {total_s:.1f} s wall, {total_cpu:.1f} s CPU (this process); C from "
+             f"{list(Cs)}" + (f", sigma from {list(sigmas)}" if kernel == "rbf" else "")
+             + " per fold on an inner family-keeping split" * (len(Cs) + len(sigmas) > 2)]
+    for name in learners:
+        fits = results[name][2]
+        lines.append(f"  {name:>9}: fit per fold (incl. selection) "
+                     + ", ".join(f"{r['seconds']:.0f}/{r['cpu_seconds']:.0f}" for r in fits)
+                     + " s wall/CPU; chosen C " + ", ".join(f"{r['C']:g}" for r in fits)
+                     + ("; sigma " + ", ".join(f"{r['sigma']:g}" for r in fits)
+                        if kernel == "rbf" else ""))
+    head = "".join(f" {n[:11]:>11}" for n in learners)
+    lines += ["", "precision/accuracy per K (all: over every bond)",
+              f"{'K':>3} {'n':>4}{head} {'chance':>11} {'PROFILE':>10} {'Tsk SVM':>10}"]
     for r in rows:
-        more = "".join(f" {r[o + '_precision']:>5.3f}/{r[o + '_accuracy']:<5.3f}"
-                       for o in learners[1:])
-        lines.append(f"{r['K']:>2} {r['n']:>8} {r['precision']:>10.3f} {r['accuracy']:>9.3f}"
-                     f"{more} "
-                     f"{r['chance_precision']:>6.2f}/{r['chance_accuracy']:<5.3f} "
-                     f"{r['paper_profile'][0]:>8.2f}/{r['paper_profile'][1]:<6.2f} "
-                     f"{r['paper_svm'][0]:>5.2f}/{r['paper_svm'][1]:<5.2f}")
+        cells = "".join(f" {r[n + '_precision']:.3f}/{r[n + '_accuracy']:.3f}"
+                        for n in learners)
+        ref = (f" {r['chance_precision']:.2f}/{r['chance_accuracy']:.3f} "
+               f"{r['paper_profile'][0]:>5.2f}/{r['paper_profile'][1]:.2f} "
+               f"{r['paper_svm'][0]:>5.2f}/{r['paper_svm'][1]:.2f}") if r["K"] != "all" else ""
+        lines.append(f"{r['K']:>3} {r['n']:>4}{cells}{ref}")
+    structured = [n for n in learners if n != "pairs"]
+    if "pairs" in learners and structured:
+        lines += ["", f"precision of structured minus pairs, 95% paired bootstrap "
+                      f"({n_boot} resamples) over proteins | over families"]
+        for r in rows:
+            cells = "".join(
+                f"  {n}: {r[n + '_minus_pairs_protein_ci'][0]:+.3f} "
+                f"[{r[n + '_minus_pairs_protein_ci'][1]:+.3f}, "
+                f"{r[n + '_minus_pairs_protein_ci'][2]:+.3f}] | "
+                f"[{r[n + '_minus_pairs_family_ci'][1]:+.3f}, "
+                f"{r[n + '_minus_pairs_family_ci'][2]:+.3f}]" for n in structured)
+            lines.append(f"{r['K']:>3}{cells}")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     lines.append(f"peak memory (max resident set of this process): {peak_mb:.0f} MB")
     lines.append("(Taskar et al. 2005 Table 1a: SP39, RBF kernel, PSI-BLAST windows of 9, "
                  "similarity-split folds; a reference, not the same data)")
-    return dict(report="\n".join(lines), C=C, seed=seed, folds=int(folds), learner=learner,
-                kernel=kernel, split=split, results=rows, fits=fits, seconds=total_s, peak_mb=peak_mb,
-                baseline_fits=results[learners[1]][2] if len(learners) > 1 else None)
+    first = learners[0]
+    return dict(report="\n".join(lines), seed=seed, folds=int(folds), learners=learners,
+                kernel=kernel, split=split, results=rows, seconds=total_s,
+                cpu_seconds=total_cpu, peak_mb=peak_mb,
+                fits={n: results[n][2] for n in learners}, first=first,
+                per_protein={n: dict(correct_bonds=results[n][0].tolist(),
+                                     exact=results[n][1].tolist()) for n in learners})
 
 
 if __name__ == "__main__":

@@ -78,9 +78,11 @@ def test_small_fit_beats_chance():
 def test_problem_file_runs():
     mod = load_problem(PROBLEM)
     assert isinstance(mod.DESCRIPTION, str)
-    out = mod.run(folds=2, max_train=80)
-    assert "precision" in out["report"]
-    assert [r["K"] for r in out["results"]] == [2, 3, 4, 5]
+    out = mod.run(folds=2, max_train=80, learner="both", Cs=(0.01, 0.1))
+    assert "precision" in out["report"] and "bootstrap" in out["report"]
+    assert [r["K"] for r in out["results"]] == [2, 3, 4, 5, "all"]
+    assert out["learners"] == ["two_sided", "pairs"]
+    assert all(f["C"] in (0.01, 0.1) for f in out["fits"]["two_sided"])
     import json
     json.dumps(out)
 
@@ -92,12 +94,41 @@ def _problem():
 @needs_data
 def test_rbf_and_pair_baseline_run_small():
     out = _problem().run(kernel="rbf", learner="both", folds=2, max_train=40, max_rank=20,
-                         sigmas=(0.5, 1.0))
-    assert "pairs P/A" in out["report"] and "peak memory" in out["report"]
+                         sigmas=(0.5, 1.0), C=1.0, n_boot=200)
+    assert "two_sided" in out["report"] and "peak memory" in out["report"]
+    assert "over proteins | over families" in out["report"]
     for r in out["results"]:
-        for key in ("precision", "pairs_precision", "accuracy", "pairs_accuracy"):
+        for key in ("two_sided_precision", "pairs_precision", "two_sided_accuracy",
+                    "pairs_accuracy"):
             assert 0.0 <= r[key] <= 1.0
-    assert all(f["sigma"] in (0.5, 1.0) and f["rank"] <= 20 for f in out["fits"])
+        est, lo, hi = r["two_sided_minus_pairs_protein_ci"]
+        assert lo <= est <= hi
+    for name in ("two_sided", "pairs"):
+        assert all(f["sigma"] in (0.5, 1.0) and f["rank"] <= 20 for f in out["fits"][name])
+        assert all(len(f["validation"]) == 2 for f in out["fits"][name])   # sigma grid only
+
+
+def test_bootstrap_interval(rng):
+    """The paired bootstrap: a constant difference has a zero-width interval; resampling
+    by families gives a wider interval than by proteins when families are homogeneous."""
+    mod = _problem()
+    n_bonds = np.full(40, 3.0)
+    est, lo, hi = mod.bootstrap(np.ones(40), n_bonds, np.arange(40), 500, rng)
+    assert est == lo == hi == 1 / 3
+    diff = np.repeat(rng.normal(size=8), 5)                 # 8 families of 5 alike proteins
+    _, lo_p, hi_p = mod.bootstrap(diff, n_bonds, np.arange(40), 2000, rng)
+    _, lo_f, hi_f = mod.bootstrap(diff, n_bonds, np.repeat(np.arange(8), 5), 2000, rng)
+    assert hi_f - lo_f > 1.5 * (hi_p - lo_p)
+
+
+def test_selection_keeps_families_together():
+    """The inner split of select() holds out whole families (no ortholog on both sides)."""
+    mod = _problem()
+    names = [f"F{j // 3}_S{j % 3}" for j in range(30)]
+    inner = mod.family_folds(names, 4, np.random.default_rng(0))
+    fam = np.array([n.split("_")[0] for n in names])
+    for f in np.unique(fam):
+        assert len(set(inner[fam == f])) == 1
 
 
 def test_pair_baseline_is_a_per_pair_svm(rng):
@@ -121,3 +152,7 @@ def test_problem_rejects_bad_options():
         mod.run(kernel="sigmoid")
     with pytest.raises(InvalidParameterError, match="'learner' option"):
         mod.run(learner="svm")
+    with pytest.raises(InvalidParameterError, match=r"'slack' option.*'two_sided'.*got 'one'"):
+        mod.run(slack="one")
+    with pytest.raises(InvalidParameterError, match="exact .*no kernel"):
+        mod.run(learner="exact", kernel="rbf")
