@@ -349,16 +349,17 @@ def _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sig
         lines.append(f"{r['K']:>3} {r['n']:>4}{cells}{ref}")
     structured = [n for n in learners if n != "pairs"]
     if "pairs" in learners and structured:
-        lines += ["", f"precision of structured minus pairs, 95% paired bootstrap "
-                      f"({n_boot} resamples) over proteins | over families"]
-        for r in rows:
-            cells = "".join(
-                f"  {n}: {r[n + '_minus_pairs_protein_ci'][0]:+.3f} "
-                f"[{r[n + '_minus_pairs_protein_ci'][1]:+.3f}, "
-                f"{r[n + '_minus_pairs_protein_ci'][2]:+.3f}] | "
-                f"[{r[n + '_minus_pairs_family_ci'][1]:+.3f}, "
-                f"{r[n + '_minus_pairs_family_ci'][2]:+.3f}]" for n in structured)
-            lines.append(f"{r['K']:>3}{cells}")
+        lines += ["", f"precision of structured minus pairs with 95% paired bootstrap intervals "
+                      f"({n_boot} resamples of proteins / of families)",
+                  f"{'':>16}" + "".join(f" {('K=' + str(r['K'])) if r['K'] != 'all' else 'all':>22}"
+                                        for r in rows)]
+        for n in structured:
+            for unit in ("protein", "family"):
+                cells = "".join(
+                    f" {r[f'{n}_minus_pairs_{unit}_ci'][0]:+.3f} "
+                    f"[{r[f'{n}_minus_pairs_{unit}_ci'][1]:+.3f},"
+                    f"{r[f'{n}_minus_pairs_{unit}_ci'][2]:+.3f}]" for r in rows)
+                lines.append(f"{n if unit == 'protein' else '':>9} {unit:>6}{cells}")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     lines.append(f"peak memory (max resident set of this process): {peak_mb:.0f} MB")
     lines.append("(Taskar et al. 2005 Table 1a: SP39, RBF kernel, PSI-BLAST windows of 9, "

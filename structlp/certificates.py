@@ -11,17 +11,23 @@ below) ``y_i`` maximizes the loss-augmented scores
 
     s_i(w) = \\Phi_i w + c_i \\qquad (\\text{shape } (L_i,)),
 
-where ``loss_i(mu) = d_i + c_i . mu``.  With a slack ``xi_i`` added to every
-certificate inequality of example ``i``, training is the single QP
+where ``loss_i(mu) = d_i + c_i . mu``.  Every structure supplies the sparse
+matrices ``G^s_i`` (rows × parts) and ``G^nu_i`` (rows × auxiliary variables)
+through ``certificate_rows(x, mu_true)``: the rows
+``G^s_i s + G^nu_i nu_i >= 0`` hold for some ``nu_i`` only if ``y_i``
+maximizes ``s . mu``.  Training puts a slack on the part scores
+(:class:`Certificate`, ``slack="two_sided"`` by default) and is the single QP
 
 .. math::
 
-    \\min_{w,\\xi\\ge 0,\\nu}\\; \\tfrac12\\|w\\|^2 + C\\sum_i \\xi_i
-    \\quad\\text{s.t.}\\quad G^s_i(\\Phi_i w + c_i) + G^\\nu_i \\nu_i + \\xi_i \\mathbf 1 \\ge 0
+    \\min_{w,\\zeta\\ge 0,\\nu}\\; \\tfrac12\\|w\\|^2 + C\\sum_i \\mathbf 1^T\\zeta_i
+    \\quad\\text{s.t.}\\quad G^s_i(\\Phi_i w + c_i + D_i\\zeta_i) + G^\\nu_i \\nu_i \\ge 0
     \\quad\\forall i,
 
-where every structure supplies the sparse matrices ``G^s_i`` (rows × parts) and
-``G^nu_i`` (rows × auxiliary variables) through ``certificate_rows(x, mu_true)``.
+whose slack ``1^T zeta_i`` bounds the structured hinge of example ``i`` from
+above (see :class:`Certificate` for the proof, for ``slack="part"`` and for
+the paper's ``slack="shared"``, which does not and collapses to ``w = 0``
+under label noise).
 
 * **Spanning tree** (:func:`spanning_tree_rows`): for every non-tree edge ``e'``
   and every tree edge ``e`` on the tree path joining the ends of ``e'``,
@@ -45,12 +51,12 @@ where every structure supplies the sparse matrices ``G^s_i`` (rows × parts) and
   zero-score edge, mirror the matching and match unmatched nodes to their
   copies; then the perfect-matching certificate on the copy graph.
 
-The slack ``xi_i`` added to every certificate inequality is the paper's
-relaxation; it is *not* the structured hinge loss (for a spanning tree it lies
-between ``hinge_i / (n - 1)`` and ``hinge_i``).  The certificate QP and the
-exact max-margin QP (:class:`~structlp.cutting_plane.CuttingPlaneLearner`)
-therefore agree when the optimal slacks vanish (separable data, large ``C``),
-not in general.
+Exact min-max alternatives: :class:`~structlp.structures.BipartiteMatching`
+(``formulation="minmax"``; for square assignments its certificate with the
+per-part slacks gives the same ``w`` on any data, see :class:`Certificate`) and
+:class:`~structlp.structures.SpanningTree` (``formulation="minmax"`` through a
+compact extended formulation).  :class:`~structlp.cutting_plane.CuttingPlaneLearner`
+solves the exact problem for every structure.
 """
 
 from __future__ import annotations
@@ -506,9 +512,14 @@ class Certificate:
     exact max-margin objective from above, whatever the data.  At ``w = 0``
     the bound is the whole loss, so there is no free collapse.  It is exact
     (``xi_i = hinge_i``) for square bipartite assignments
-    (:class:`~structlp.structures.BipartiteMatching`, both slacks: by LP
-    duality of the assignment polytope, ``zeta_rc = u_r + v_c - s_rc`` on
-    the true edges); for general perfect matchings and matchings it can
+    (:class:`~structlp.structures.BipartiteMatching`, both slacks): with
+    ``(u, v)`` an optimal dual of the assignment LP for ``s``, the slack
+    ``zeta_rc = u_r + v_c - s_rc >= 0`` on the true edges makes ``(u, v)``
+    dual feasible for ``s'`` with ``s'.y_i = sum u + sum v``, so ``y_i`` is
+    optimal for ``s'`` (the certificate is exact on bipartite graphs) and
+    ``sum zeta = sum u + sum v - s.y_i = hinge_i``.  Rectangular assignments
+    (padded with zero-score dummy columns, which carry no slack) and general
+    perfect matchings and matchings (conservative certificates) can
     exceed the hinge where the certificate is conservative; for spanning
     trees ``"part"`` charges one attractive non-tree edge once per tree edge
     on its path and can exceed the hinge several times over (it collapses
