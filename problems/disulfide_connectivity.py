@@ -8,26 +8,37 @@ of the two cysteines' profile windows and positions
 (:func:`structlp.datasets.disulfide_pair_features`).  A linear
 :class:`~structlp.structures.PerfectMatching` model is trained with the
 alternating-cycle certificate QP (``formulation="certificate"``) under 4-fold
-cross-validation (random folds stratified by ``K``), and evaluated per ``K`` by
-precision (fraction of bonds right) and accuracy (fraction of proteins whose
+cross-validation (folds keep protein families together), and evaluated per ``K``
+by precision (fraction of bonds right) and accuracy (fraction of proteins whose
 whole pattern is right), next to chance and the numbers of Taskar et al.
 (Table 1a: SP39, RBF kernel, similarity-split folds — not the same data or
 split, so a reference, not a replication).
 
-With ``-o kernel=rbf`` the model is the kernelized dual of the same
-certificate QP with an RBF kernel (Taskar §6–7): ``gamma = 1 / (2 sigma^2 m)``
-with ``m`` the median squared distance between training pair features, ``sigma``
-chosen per outer fold from ``sigmas`` by a 75/25 split of that fold's training
-proteins (precision on the held-out quarter), and the kernel factored to rank
-``max_rank`` (pivoted incomplete Cholesky).  ``-o learner=pairs`` runs the
-paper's baseline on the same features and kernel: every pair classified on its
-own (an SVM: box output polytope, symmetric Hamming loss, dual with the same
-kernel), then the pairs matched by maximum-weight perfect matching.
+The certificate's slack is ``-o slack=two_sided`` by default (a slack on every
+pair score: an upper bound of the structured hinge), ``part`` (true pairs only)
+or ``shared`` (one slack per protein, the paper's relaxation, which is no bound
+of the hinge; :class:`structlp.certificates.Certificate`).  ``-o learner=exact``
+trains the exact structured hinge instead (cutting plane with the blossom
+oracle, linear), ``-o learner=pairs`` the paper's baseline on the same features
+and kernel: every pair classified on its own (an SVM: box output polytope,
+symmetric Hamming loss), then the pairs matched by maximum-weight perfect
+matching; ``both`` = certificate and pairs, ``all`` = every slack, exact and
+pairs.  With ``-o kernel=rbf`` the models are the kernelized duals with an RBF
+kernel (Taskar §6–7), ``gamma = 1 / (2 sigma^2 m)`` with ``m`` the median
+squared distance between training pair features, the kernel factored to rank
+``max_rank``.
 
-Run it with ``structlp run problems/disulfide_connectivity.py`` (linear, about
-four minutes); ``-o kernel=rbf`` (about five); ``-o learner=both -o kernel=rbf``
-prints the structured model beside the baseline; ``-o folds=2`` or
-``-o max_train=100`` for a quicker look.
+``C`` and ``sigma`` are chosen per outer fold and per learner on an inner split
+of that fold's training proteins that keeps families together (a quarter held
+out; sigma at the middle C, then C at that sigma), from grids wide enough that
+the choices are interior (:data:`C_GRID`, :data:`SIGMAS`; pass ``C`` or
+``sigma`` to fix them).  With the baseline in the run, the table ends with a
+paired bootstrap (over proteins, and over families) of structured minus pairs
+precision, per K and over all bonds.
+
+Run it with ``structlp run problems/disulfide_connectivity.py`` (add
+``-o learner=both``, ``-o kernel=rbf``...); ``-o folds=2`` or ``-o max_train=100``
+for a quicker look.  Runtimes of the default runs are in the README.
 """
 
 from __future__ import annotations
