@@ -96,7 +96,7 @@ def test_rbf_and_pair_baseline_run_small():
     out = _problem().run(kernel="rbf", learner="both", folds=2, max_train=40, max_rank=20,
                          sigmas=(0.5, 1.0), C=1.0, n_boot=200)
     assert "two_sided" in out["report"] and "peak memory" in out["report"]
-    assert "over proteins | over families" in out["report"]
+    assert "resamples of proteins / of families" in out["report"]
     for r in out["results"]:
         for key in ("two_sided_precision", "pairs_precision", "two_sided_accuracy",
                     "pairs_accuracy"):
