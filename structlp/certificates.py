@@ -541,14 +541,14 @@ class Certificate:
     name = "certificate"
     slacks = SLACKS
 
-    def __init__(self, model, needs_polytopes=False, slack="two_sided"):
+    def __init__(self, model, needs_polytopes=False, slack="two_sided", owner=None):
         self.model = model
         self.needs_polytopes = needs_polytopes
-        self.slack = check_slack(slack)
+        self.slack = check_slack(slack, owner)
 
-    def with_slack(self, slack):
-        """The same formulation with another ``slack``."""
-        return Certificate(self.model, self.needs_polytopes, slack)
+    def with_slack(self, slack, owner=None):
+        """The same formulation with another ``slack`` (``owner`` names the caller in errors)."""
+        return Certificate(self.model, self.needs_polytopes, slack, owner)
 
     def rows(self, data: TrainingData):
         """Per-example ``(Gs_i, Gnu_i)`` lists."""
