@@ -268,3 +268,19 @@ def test_rooted_flow_polytope_vertices_are_the_spanning_trees():
                       bounds=list(zip(P.lb, np.where(np.isfinite(P.ub), P.ub, None))),
                       method="highs")
         np.testing.assert_allclose(-res.fun, (trees @ s).max(), atol=1e-9)
+
+
+def test_inference_lp_over_an_extended_polytope():
+    """Without a fast path, prediction solves the inference LP over the extended polytope
+    (auxiliary columns of score 0) and finds the maximum spanning tree."""
+
+    class LPTree(SpanningTree):
+        def inference(self, x, scores):
+            return None
+
+    X, Y = noisy(SpanningTree(), np.random.default_rng(3), 6, 5, 4, flip=0.0)
+    est = MaxMarginLearner(LPTree(), C=1.0, formulation="minmax").fit(X, Y)
+    ref = MaxMarginLearner(SpanningTree(), C=1.0, formulation="minmax").fit(X, Y)
+    np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-8)
+    for p, q in zip(est.predict(X), ref.predict(X)):
+        np.testing.assert_array_equal(p, q)
