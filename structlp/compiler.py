@@ -27,9 +27,10 @@ import scipy.sparse as sp
 from ._validation import check_sequence_of_examples
 from .exceptions import DeclarationError, InvalidInputError
 from .formulations import LinearBlocks, TrainingData
+from .part_features import MatrixFeatures
 
 
-def prepare(model, X, Y, need_polytopes=True):
+def prepare(model, X, Y, need_polytopes=True, operators=False):
     """Validate ``X``, ``Y`` against ``model`` and return their part form.
 
     Parameters
@@ -39,6 +40,12 @@ def prepare(model, X, Y, need_polytopes=True):
     Y : list of m outputs
     need_polytopes : bool
         Build (and check every y against) the output polytopes.
+    operators : bool
+        ``TrainingData.Phi`` holds each example's
+        :meth:`~structlp.model.StructuredModel.feature_operator` (a
+        :class:`~structlp.part_features.PartFeatures`, possibly factored, checked against
+        the explicit features on the first example) instead of the explicit
+        matrices: what the first-order learners use.
 
     Returns
     -------
@@ -54,7 +61,8 @@ def prepare(model, X, Y, need_polytopes=True):
     n_features = None
     for i, (x, y) in enumerate(zip(X, Y)):
         x = model.check_x(x)
-        Phi = model.checked_features(x, name=f"features of X[{i}]")
+        Phi = (model.checked_feature_operator(x, name=f"features of X[{i}]", verify=i == 0)
+               if operators else model.checked_features(x, name=f"features of X[{i}]"))
         if n_features is None:
             n_features = Phi.shape[1]
         elif Phi.shape[1] != n_features:
@@ -162,8 +170,11 @@ def matvec(A, x):
 
 def transposes(Phis):
     """``Phi_i^T`` of every example, made once (a sparse ``.T`` is a new matrix object at
-    every call; CSR keeps the products with it fast)."""
-    return [P.T.tocsr() if sp.issparse(P) else P.T for P in Phis]
+    every call; CSR keeps the products with it fast).  For a
+    :class:`~structlp.part_features.PartFeatures` it is its adjoint (``.dot(mu)`` is
+    the joint feature ``Phi_i^T mu``), the stored transpose of a wrapped matrix."""
+    return [P.matrix_T if isinstance(P, MatrixFeatures)
+            else P.T.tocsr() if sp.issparse(P) else P.T for P in Phis]
 
 
 def stacked_scores(Phis, w):
