@@ -11,7 +11,7 @@ import numpy as np
 from ._validation import check_bool, check_choice, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from ._progress import Progress, check_callback, check_verbose
-from .compiler import prepare, stacked_scores
+from .compiler import prepare
 from .cutting_plane import _needs_polytopes
 from .exceptions import ConvergenceWarning
 from .exceptions import InvalidInputError, InvalidParameterError
@@ -81,14 +81,20 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
                           backend=self.backend, timeout=timeout, owner=type(self).__name__)
 
     @staticmethod
-    def _exact_pass(pool, data, w):
-        """Loss-augmented maximizers, exact hinge losses and augmented scores at ``w``."""
-        s = stacked_scores(data.Phi, w)
-        aug = [si + ci for si, ci in zip(s, data.c)]
-        mus = pool.argmax(range(data.n_examples), aug)
-        hinge = np.array([a @ mu + dd - si @ mt for a, mu, dd, si, mt
-                          in zip(aug, mus, data.d, s, data.mu_true)])
-        return mus, hinge, aug
+    def _exact_pass(pool, data, w, visit=None):
+        """Exact hinge losses (m,) at ``w`` by loss-augmented inference, chunk by chunk
+        (the part vectors of a chunk only are held); ``visit(i, a_i, mu_i)`` is called
+        with each example's augmented scores and maximizer."""
+        hinge = np.empty(data.n_examples)
+        for k in range(0, data.n_examples, _PASS_CHUNK):
+            idx = range(k, min(k + _PASS_CHUNK, data.n_examples))
+            s = [data.Phi[i].scores(w) for i in idx]
+            aug = [si + data.c[i] for si, i in zip(s, idx)]
+            for i, si, a, mu in zip(idx, s, aug, pool.argmax(idx, aug)):
+                hinge[i] = a.dot(mu) + data.d[i] - si.dot(data.mu_true[i])
+                if visit is not None:
+                    visit(i, a, mu)
+        return hinge
 
     def hinge_losses(self, X, Y):
         """Structured hinge loss of each example under ``coef_`` (exact inference).
@@ -104,7 +110,7 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
                 f"X has {data.n_features} features per part; the learner was fitted with "
                 f"{self.n_features_in_}.")
         pool = OraclePool(self.model, data.X, polys, self.solver_, self.solver_opts)
-        return self._exact_pass(pool, data, self.coef_)[1]
+        return self._exact_pass(pool, data, self.coef_)
 
 
 class FrankWolfeLearner(_FirstOrderLearner):
@@ -369,7 +375,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
             dual_now = ell - 0.5 * float(w.dot(w))
             gain, dual_before = dual_now - dual_before, dual_now
             for _ in range(max_cache_passes):
-                for i in range(m):
+                for i in [i for i, b in enumerate(blocks) if b.n > 1]:
                     dl = blocks[i].inner_step(w, ops[i], c[i], C)
                     if dl is not None:
                         ell += C * dl
@@ -435,10 +441,13 @@ class FrankWolfeLearner(_FirstOrderLearner):
         tc = time.perf_counter()
         w, ell = _primal_from_blocks(blocks, data.Phi, psi_true, data.d, C, data.n_features)
         ti = time.perf_counter()
-        mus, hinge, aug = self._exact_pass(pool, data, w)
+        g_est = np.empty(data.n_examples)
+
+        def block_gap(i, a, mu):      # the exact block gaps
+            g_est[i] = max(C * (a.dot(mu) - blocks[i].value(a)), 0.0)
+
+        hinge = self._exact_pass(pool, data, w, block_gap)
         t_inf = time.perf_counter() - ti
-        g_est = np.array([max(C * (a.dot(mu) - blk.value(a)), 0.0)
-                          for a, mu, blk in zip(aug, mus, blocks)])
         obj = 0.5 * float(w @ w) + C * float(hinge.sum())
         dual = ell - 0.5 * float(w @ w)
         return (w, ell, hinge, g_est, obj, dual, max(obj - dual, 0.0), t_inf,
@@ -476,6 +485,7 @@ def _primal_from_blocks(blocks, ops, psi_true, dd, C, d):
     return w, ell
 
 
+_PASS_CHUNK = 64       # examples per chunk of an exact pass
 _UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling
 _CACHE_SHARE = 0.05     # a pass without oracle must gain this share of the epoch's gain
 
@@ -486,9 +496,9 @@ _PSI_MAX_D = 256       # up to this many features, active outputs also keep thei
 def _vertex(mu, c, op, psi_mode):
     """An oracle output in compact form: ``(idx, vals, key, loss c . mu, psi or None)``
     with ``mu[idx] = vals`` its nonzeros and ``psi = Phi^T mu`` in psi mode."""
-    idx = np.flatnonzero(mu)
+    idx = mu.nonzero()[0]
     vals = mu[idx]
-    return (idx, vals, idx.tobytes() + vals.tobytes(), float(c[idx].dot(vals)),
+    return (idx, vals, idx.tobytes() + vals.tobytes(), float(c.dot(mu)),
             op.joint(mu) if psi_mode else None)
 
 

@@ -145,8 +145,12 @@ class SubgradientLearner(_FirstOrderLearner):
             pool, data, C, tol, max_iter, batch_size, patience, rng, t0))
 
     def _evaluate(self, pool, data, w, C):
-        mus, hinge, _ = self._exact_pass(pool, data, w)
-        g = w + C * sum(op.joint(mu - mt) for op, mu, mt in zip(data.Phi, mus, data.mu_true))
+        g = w.copy()
+
+        def subgradient(i, a, mu):
+            g[:] += C * data.Phi[i].joint(mu - data.mu_true[i])
+
+        hinge = self._exact_pass(pool, data, w, subgradient)
         obj = 0.5 * float(w @ w) + C * float(hinge.sum())
         return obj, hinge, 0.5 * float(g @ g)
 

@@ -1,6 +1,7 @@
 """FrankWolfeLearner: the objective of MaxMarginLearner, certified by the duality gap."""
 
 import itertools
+import logging
 import tracemalloc
 import warnings
 
@@ -514,3 +515,71 @@ def test_inconsistent_feature_operator_is_a_declaration_error(rng):
                          (WrongNumbers(), "feature_operator\\(x\\).scores\\(w\\) differs")):
         with pytest.raises(DeclarationError, match=match):
             FrankWolfeLearner(model, max_iter=1).fit(X, Y)
+
+
+# ---------------------------------------------------------------- progress and warm start
+def test_verbose_logs_one_line_per_epoch(rng, caplog):
+    X, Y = assignments(rng, 6)
+    with caplog.at_level(logging.INFO, logger="structlp.frank_wolfe"):
+        fw = fit_quiet(FrankWolfeLearner(BipartiteMatching(), tol=1e-12, max_iter=4,
+                                         check_every=2, verbose=1, random_state=0), X, Y)
+    lines = [r.getMessage() for r in caplog.records if r.name == "structlp.frank_wolfe"]
+    assert len(lines) == fw.n_iter_ == 4
+    assert all(line.startswith("FrankWolfeLearner: iteration ") for line in lines)
+    assert "duality_gap" in lines[1] and "objective" in lines[1] and "time" in lines[0]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="structlp.frank_wolfe"):
+        fit_quiet(FrankWolfeLearner(BipartiteMatching(), max_iter=2, random_state=0), X, Y)
+    assert not [r for r in caplog.records if r.name == "structlp.frank_wolfe"]
+
+
+def test_callback_stops_early_with_a_certified_gap(rng):
+    X, Y = assignments(rng, 8)
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    seen = []
+
+    def stop_at_3(info):
+        seen.append(dict(info))
+        return info["iteration"] == 3
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)     # a stop asked for: no warning
+        fw = FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-12, max_iter=50,
+                               callback=stop_at_3, random_state=0).fit(X, Y)
+    assert fw.n_iter_ == 3 and not fw.converged_ and len(fw.history_) == 3
+    assert [s["iteration"] for s in seen] == [1, 2, 3]
+    assert all({"time", "gap_estimate"} <= set(s) for s in seen)
+    check_certified(fw, qp.objective_)          # the w returned is certified by its gap
+    assert "duality_gap" in fw.history_[-1]
+    with pytest.raises(InvalidParameterError, match="'callback' parameter"):
+        FrankWolfeLearner(BipartiteMatching(), callback=3).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'verbose' parameter"):
+        FrankWolfeLearner(BipartiteMatching(), verbose=-1).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'warm_start' parameter"):
+        FrankWolfeLearner(BipartiteMatching(), warm_start="yes").fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'cache_passes' parameter"):
+        FrankWolfeLearner(BipartiteMatching(), cache_passes=-1).fit(X, Y)
+
+
+def test_warm_start_continues_the_dual_state(rng):
+    X, Y = assignments(rng, 10)
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    fw = fit_quiet(FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-12, max_iter=3,
+                                     warm_start=True, random_state=0), X, Y)
+    gap3 = fw.duality_gap_
+    fw.set_params(max_iter=200, tol=1e-6)
+    fw.fit(X, Y)                                # continues: far fewer epochs than cold
+    cold = FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-6, max_iter=200,
+                             random_state=0).fit(X, Y)
+    assert fw.converged_ and fw.n_iter_ < cold.n_iter_
+    check_certified(fw, qp.objective_)
+    assert fw.duality_gap_ < gap3
+    # other data (another number of examples): a cold start, as without warm_start
+    again = fit_quiet(fw.set_params(max_iter=1, tol=1e-12), X[:8], Y[:8])
+    ref = fit_quiet(FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-12, max_iter=1,
+                                      random_state=0), X[:8], Y[:8])
+    np.testing.assert_array_equal(again.coef_, ref.coef_)
+    # warm_start=False (the default) always starts cold
+    a = fit_quiet(FrankWolfeLearner(BipartiteMatching(), max_iter=2, random_state=0), X, Y)
+    coef = a.coef_.copy()
+    np.testing.assert_array_equal(fit_quiet(a, X, Y).coef_, coef)
