@@ -18,6 +18,7 @@ constraint per block of the formulation, never one per part or example).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cvxpy as cp
@@ -96,7 +97,38 @@ def prepare(model, X, Y, need_polytopes=True, operators=False):
         ds.append(float(d))
         mus.append(mu)
         Xs.append(x)
+    if operators:     # loss coefficients and true outputs by their nonzeros
+        cs, mus = SparseVectors(cs), SparseVectors(mus)
     return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs, Y, int(n_features))
+
+
+class SparseVectors(Sequence):
+    """A list of 1-D float vectors kept by their nonzeros; item ``i`` is the dense
+    vector, made afresh (so that m dense part vectors are never held at once:
+    ``prepare(..., operators=True)`` stores ``c`` and ``mu_true`` so)."""
+
+    def __init__(self, vectors):
+        self._idx, self._val, self._len = [], [], []
+        for v in vectors:
+            v = np.asarray(v, dtype=float)
+            idx = np.flatnonzero(v)
+            self._idx.append(idx.astype(np.int32) if v.size < 2 ** 31 else idx)
+            self._val.append(v[idx])
+            self._len.append(v.size)
+
+    def __len__(self):
+        return len(self._len)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        v = np.zeros(self._len[i])
+        v[self._idx[i]] = self._val[i]
+        return v
+
+    def nonzeros(self, i):
+        """``(idx, vals)`` of vector ``i``."""
+        return self._idx[i], self._val[i]
 
 
 @functools.lru_cache(maxsize=64)

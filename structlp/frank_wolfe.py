@@ -314,6 +314,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
              pairwise, inner_steps, gap_sampling, max_cache_passes):
         m, d = data.n_examples, data.n_features
         ops, c, dd, mt = data.Phi, data.c, data.d, data.mu_true
+        if int(data.n_parts.sum()) <= _DENSE_C_MAX:
+            c = list(c)         # the dense loss vectors, when small (else made per step)
         # an active output is kept as its nonzeros, and also as its joint feature psi (d,)
         # when d is small beside its support (then inner steps need no part scores)
         width = max(int(np.count_nonzero(t)) for t in mt)
@@ -376,7 +378,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
             gain, dual_before = dual_now - dual_before, dual_now
             for _ in range(max_cache_passes):
                 for i in [i for i, b in enumerate(blocks) if b.n > 1]:
-                    dl = blocks[i].inner_step(w, ops[i], c[i], C)
+                    dl = blocks[i].inner_step(w, ops[i], None if psi_mode else c[i], C)
                     if dl is not None:
                         ell += C * dl
                 dual_now = ell - 0.5 * float(w.dot(w))
@@ -486,6 +488,7 @@ def _primal_from_blocks(blocks, ops, psi_true, dd, C, d):
 
 
 _PASS_CHUNK = 64       # examples per chunk of an exact pass
+_DENSE_C_MAX = 2 ** 22  # up to this many parts in all, Frank-Wolfe holds c dense
 _UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling
 _CACHE_SHARE = 0.05     # a pass without oracle must gain this share of the epoch's gain
 
