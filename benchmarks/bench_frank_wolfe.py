@@ -26,13 +26,25 @@ noise), ``C = 0.01`` (``--C``), Hamming loss:
    oracle, so every batch of examples is one inference LP; serial against
    ``n_jobs=2`` processes (same iterates, checked).
 
+5. **Before / after** (``--before PATH``, a checkout of an earlier structlp):
+   FrankWolfeLearner of that code and of this one on the same data, each fit in
+   its own process (``PYTHONPATH`` first), interleaved with each other and with
+   the joint QP (this code, every other round), at ``C = 0.01`` and ``C = 0.1``;
+   CPU (``time.process_time``) and wall seconds to ``F <= (1 + rel) F*`` and of
+   a certified fit, fastest and median of ``repeats``.
+
     python benchmarks/bench_frank_wolfe.py            # a few minutes
     python benchmarks/bench_frank_wolfe.py --quick    # m = 200, epochs up to 2,000
+    python benchmarks/bench_frank_wolfe.py --before ../old-structlp --only-before-after
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -79,15 +91,18 @@ class MonitoredFrankWolfe(FrankWolfeLearner):
     the objective evaluations is left out of the seconds."""
 
     def _after_epoch(self, epoch, w):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         hinge = loss_augmented(self.model, self.data_, w)[1]
         obj = 0.5 * float(w @ w) + self.C * float(hinge.sum())
         self.spent_ += time.perf_counter() - t0
+        self.cpu_spent_ += time.process_time() - c0
         self.trace_.append((time.perf_counter() - self.start_ - self.spent_, obj))
+        self.cpu_trace_.append((time.process_time() - self.cpu_start_ - self.cpu_spent_, obj))
 
     def fit(self, X, Y):
         self.data_ = prepare(self.model, X, Y, need_polytopes=False)
-        self.trace_, self.spent_, self.start_ = [], 0.0, time.perf_counter()
+        self.trace_, self.cpu_trace_, self.spent_, self.cpu_spent_ = [], [], 0.0, 0.0
+        self.start_, self.cpu_start_ = time.perf_counter(), time.process_time()
         return super().fit(X, Y)
 
 
@@ -196,6 +211,70 @@ def time_to_objective(m, n, d, noise, C, rel, seed, plot, repeats):
         print(f"\ncurves saved to {path}")
 
 
+def fw_worker(m, n, d, noise, C, rel, seed):
+    """One certified Frank-Wolfe fit and one monitored fit (same iterates) of whatever
+    structlp comes first on the path: a JSON line with CPU and wall seconds."""
+    rng = np.random.default_rng(seed)
+    X, Y = planted(rng, m, n, d, noise)
+    model = BipartiteMatching()
+    kw = dict(C=C, tol=rel, max_iter=10_000, random_state=0)
+    t0, c0 = time.perf_counter(), time.process_time()
+    fw = FrankWolfeLearner(model, **kw).fit(X, Y)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    mon = MonitoredFrankWolfe(model, **kw).fit(X, Y)
+    assert np.array_equal(mon.coef_, fw.coef_), "monitoring changed the iterates"
+    print(json.dumps(dict(wall=wall, cpu=cpu, epochs=fw.n_iter_, objective=fw.objective_,
+                          trace=mon.trace_, cpu_trace=mon.cpu_trace_)))
+
+
+def _run_worker(root, m, n, d, noise, C, rel, seed):
+    env = dict(os.environ, PYTHONPATH=str(root))
+    out = subprocess.run([sys.executable, __file__, "--worker", "--m", str(m), "--n", str(n),
+                          "--d", str(d), "--noise", str(noise), "--C", str(C), "--rel",
+                          str(rel), "--seed", str(seed)], env=env, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def before_after(before, m, n, d, noise, Cs, rel, seed, repeats):
+    """FrankWolfeLearner of an earlier checkout against this one (see the docstring)."""
+    here = Path(__file__).resolve().parent.parent
+    rng = np.random.default_rng(seed)
+    X, Y = planted(rng, m, n, d, noise)
+    print(f"\n## Before / after: FrankWolfeLearner of {Path(before).name} and of this "
+          f"checkout, bipartite m = {m}, {n}x{n}, d = {d}, noise {noise}, rel {rel:g}; "
+          f"{repeats} interleaved runs each; seconds as median (fastest)\n")
+    print("| C | code | epochs | CPU s to F | wall s to F | CPU s certified | "
+          "wall s certified | QP CPU s | QP wall s | speed-up to F, CPU (median / fastest) |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for C in Cs:
+        qp_wall, qp_cpu, runs = [], [], {"before": [], "after": []}
+        for r in range(repeats):
+            if r % 2 == 0:
+                t0, c0 = time.perf_counter(), time.process_time()
+                qp = MaxMarginLearner(BipartiteMatching(), C=C).fit(X, Y)
+                qp_wall.append(time.perf_counter() - t0)
+                qp_cpu.append(time.process_time() - c0)
+                target = qp.objective_ * (1 + rel)
+            order = [("before", before), ("after", here)]
+            for label, root in (order if r % 2 == 0 else order[::-1]):
+                res = _run_worker(root, m, n, d, noise, C, rel, seed)
+                res["to_F"] = first_below(res["trace"], target)
+                res["cpu_to_F"] = first_below(res["cpu_trace"], target)
+                runs[label].append(res)
+
+        def med(xs):
+            return f"{np.median(xs):.2f} ({min(xs):.2f})"
+        for label in ("before", "after"):
+            rs = runs[label]
+            cpu_F = [x["cpu_to_F"] for x in rs]
+            print(f"| {C:g} | {label} | {rs[0]['epochs']} | {med(cpu_F)} | "
+                  f"{med([x['to_F'] for x in rs])} | {med([x['cpu'] for x in rs])} | "
+                  f"{med([x['wall'] for x in rs])} | {med(qp_cpu)} | {med(qp_wall)} | "
+                  f"{np.median(qp_cpu) / np.median(cpu_F):.1f}x / "
+                  f"{min(qp_cpu) / min(cpu_F):.1f}x |")
+
+
 def epoch_times(ms, n, d, noise, seed):
     print(f"\n## Time per BCFW epoch against m (bipartite {n}x{n}, d = {d})\n")
     print("| m | s per epoch | us per example | prepare s |")
@@ -262,11 +341,23 @@ def main():
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--repeats", type=int, default=None,
                     help="Frank-Wolfe runs timed (the QP: every other one); default 5, 1 with --quick")
+    ap.add_argument("--before", default=None,
+                    help="a checkout of an earlier structlp: compare its FrankWolfeLearner")
+    ap.add_argument("--only-before-after", action="store_true")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        return fw_worker(args.m, args.n, args.d, args.noise, args.C, args.rel, args.seed)
     m = 200 if args.quick else args.m
     if args.repeats is None:
         args.repeats = 1 if args.quick else 5
     ms = [250, 500, 1000, 2000] if args.quick else [1000, 2000, 5000, 10_000, 20_000]
+    if args.before:
+        before_after(args.before, m, args.n, args.d, args.noise, (0.01, 0.1), args.rel, 0,
+                     args.repeats)
+        if args.only_before_after:
+            return
     time_to_objective(m, args.n, args.d, args.noise, args.C, args.rel, 0, not args.no_plot,
                       args.repeats)
     epoch_times(ms, args.n, args.d, args.noise, 1)

@@ -18,6 +18,7 @@ constraint per block of the formulation, never one per part or example).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cvxpy as cp
@@ -27,9 +28,10 @@ import scipy.sparse as sp
 from ._validation import check_sequence_of_examples
 from .exceptions import DeclarationError, InvalidInputError
 from .formulations import LinearBlocks, TrainingData
+from .part_features import MatrixFeatures
 
 
-def prepare(model, X, Y, need_polytopes=True):
+def prepare(model, X, Y, need_polytopes=True, operators=False):
     """Validate ``X``, ``Y`` against ``model`` and return their part form.
 
     Parameters
@@ -39,6 +41,12 @@ def prepare(model, X, Y, need_polytopes=True):
     Y : list of m outputs
     need_polytopes : bool
         Build (and check every y against) the output polytopes.
+    operators : bool
+        ``TrainingData.Phi`` holds each example's
+        :meth:`~structlp.model.StructuredModel.feature_operator` (a
+        :class:`~structlp.part_features.PartFeatures`, possibly factored, checked against
+        the explicit features on the first example) instead of the explicit
+        matrices: what the first-order learners use.
 
     Returns
     -------
@@ -54,7 +62,8 @@ def prepare(model, X, Y, need_polytopes=True):
     n_features = None
     for i, (x, y) in enumerate(zip(X, Y)):
         x = model.check_x(x)
-        Phi = model.checked_features(x, name=f"features of X[{i}]")
+        Phi = (model.checked_feature_operator(x, name=f"features of X[{i}]", verify=i == 0)
+               if operators else model.checked_features(x, name=f"features of X[{i}]"))
         if n_features is None:
             n_features = Phi.shape[1]
         elif Phi.shape[1] != n_features:
@@ -88,7 +97,38 @@ def prepare(model, X, Y, need_polytopes=True):
         ds.append(float(d))
         mus.append(mu)
         Xs.append(x)
+    if operators:     # loss coefficients and true outputs by their nonzeros
+        cs, mus = SparseVectors(cs), SparseVectors(mus)
     return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs, Y, int(n_features))
+
+
+class SparseVectors(Sequence):
+    """A list of 1-D float vectors kept by their nonzeros; item ``i`` is the dense
+    vector, made afresh (so that m dense part vectors are never held at once:
+    ``prepare(..., operators=True)`` stores ``c`` and ``mu_true`` so)."""
+
+    def __init__(self, vectors):
+        self._idx, self._val, self._len = [], [], []
+        for v in vectors:
+            v = np.asarray(v, dtype=float)
+            idx = np.flatnonzero(v)
+            self._idx.append(idx.astype(np.int32) if v.size < 2 ** 31 else idx)
+            self._val.append(v[idx])
+            self._len.append(v.size)
+
+    def __len__(self):
+        return len(self._len)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        v = np.zeros(self._len[i])
+        v[self._idx[i]] = self._val[i]
+        return v
+
+    def nonzeros(self, i):
+        """``(idx, vals)`` of vector ``i``."""
+        return self._idx[i], self._val[i]
 
 
 @functools.lru_cache(maxsize=64)
@@ -162,8 +202,11 @@ def matvec(A, x):
 
 def transposes(Phis):
     """``Phi_i^T`` of every example, made once (a sparse ``.T`` is a new matrix object at
-    every call; CSR keeps the products with it fast)."""
-    return [P.T.tocsr() if sp.issparse(P) else P.T for P in Phis]
+    every call; CSR keeps the products with it fast).  For a
+    :class:`~structlp.part_features.PartFeatures` it is its adjoint (``.dot(mu)`` is
+    the joint feature ``Phi_i^T mu``), the stored transpose of a wrapped matrix."""
+    return [P.matrix_T if isinstance(P, MatrixFeatures)
+            else P.T.tocsr() if sp.issparse(P) else P.T for P in Phis]
 
 
 def stacked_scores(Phis, w):

@@ -145,7 +145,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         """
         C, tol, max_iter, solver, opts = self._check_params()
         t0 = time.perf_counter()
-        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model))
+        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
+                       operators=True)   # data.Phi: PartFeatures (factored where offered)
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         m, d = data.n_examples, data.n_features
         Phi_T = transposes(data.Phi)
@@ -153,7 +154,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         one = bool(self.one_slack)
         # working set, stored as rows  D w + xi_ex >= rhs  with D = f(y_i) - f(y); sparse
         # features give sparse rows (outputs differ in a few parts), stacked sparse
-        sparse_rows = any(sp.issparse(P) for P in data.Phi) and not one
+        sparse_rows = any(sp.issparse(getattr(P, "matrix", None)) for P in data.Phi) and not one
         n_slack = 1 if one else m
         rhs = [float(dd + c @ mt) for dd, c, mt in zip(data.d, data.c, data.mu_true)]
         if one:   # the truth of every example: D = 0, rhs = mean loss of the truths

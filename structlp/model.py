@@ -16,8 +16,11 @@ and define
 * optionally :meth:`~StructuredModel.loss` (an affine cvxpy expression; the
   default is the Hamming loss: the number of true parts missing from ``y``),
   :meth:`~StructuredModel.encode`/:meth:`~StructuredModel.decode` (default: the
-  output *is* the 0/1 vector) and a combinatorial fast path
-  :meth:`~StructuredModel.inference`.
+  output *is* the 0/1 vector), a combinatorial fast path
+  :meth:`~StructuredModel.inference`, and the part features in factored form,
+  :meth:`~StructuredModel.feature_operator` (a
+  :class:`~structlp.part_features.PartFeatures`: the first-order learners only
+  need ``Phi w`` and ``Phi^T mu``).
 
 Nothing else is needed for min-max training (:class:`~structlp.MaxMarginLearner`)
 and LP prediction.
@@ -31,6 +34,7 @@ import scipy.sparse as sp
 
 from ._validation import check_finite_array
 from .exceptions import DeclarationError, InvalidOutputError
+from .part_features import MatrixFeatures, PartFeatures
 from .polytope import Polytope
 
 
@@ -156,6 +160,21 @@ class StructuredModel:
         y = self.inference(x, scores)
         return None if y is None else np.asarray(self.encode(x, y), dtype=float)
 
+    def feature_operator(self, x):
+        """The part features of ``x`` as an operator (the first-order learners use it).
+
+        Default: :meth:`features` wrapped as
+        :class:`~structlp.part_features.MatrixFeatures`.  Override it to compute the
+        part scores ``Phi w`` (n_parts,) and the joint features ``Phi^T mu``
+        (n_features,) without the matrix; the numbers must be those of
+        :meth:`features` (the learners check it on the first example).
+
+        Returns
+        -------
+        PartFeatures of shape (n_parts, n_features)
+        """
+        return MatrixFeatures(self.checked_features(x))
+
     def check_x(self, x):
         """Validate one example; return it (possibly converted)."""
         return x
@@ -176,6 +195,53 @@ class StructuredModel:
                 f"{type(self).__name__}.features(x) must have one row per part "
                 f"({L}); got shape {Phi.shape}.")
         return Phi
+
+    def checked_feature_operator(self, x, name="features(x)", verify=False):
+        """:meth:`feature_operator` validated: a PartFeatures of shape (n_parts, d).
+
+        With ``verify`` (and an overridden :meth:`feature_operator`), its shape, scores
+        and joint features are also compared with the explicit :meth:`features` of
+        this example (random ``w`` and ``mu``, relative 1e-8).
+
+        Raises
+        ------
+        DeclarationError
+            Naming ``feature_operator`` and what disagrees.
+        """
+        cls = type(self).__name__
+        if type(self).feature_operator is StructuredModel.feature_operator:
+            return MatrixFeatures(self.checked_features(x, name=name))
+        op = self.feature_operator(x)
+        if not isinstance(op, PartFeatures):
+            raise DeclarationError(
+                f"{cls}.feature_operator(x) must return a structlp.part_features.PartFeatures; "
+                f"got {type(op).__name__}.")
+        L = self.n_parts(x)
+        shape = tuple(op.shape)
+        if len(shape) != 2 or shape[0] != L:
+            raise DeclarationError(
+                f"{cls}.feature_operator(x) must have shape (n_parts, n_features) with "
+                f"n_parts = {L}; got shape {shape}.")
+        if verify:
+            Phi = self.checked_features(x, name=name)
+            if Phi.shape != shape:
+                raise DeclarationError(
+                    f"{cls}.feature_operator(x) has shape {shape} but {cls}.features(x) has "
+                    f"shape {Phi.shape}; they must describe the same matrix.")
+            rng = np.random.default_rng(0)
+            w, mu = rng.normal(size=shape[1]), rng.normal(size=L)
+            for what, got, want in (("scores(w)", op.scores(w), Phi @ w),
+                                    ("joint(mu)", op.joint(mu), Phi.T @ mu)):
+                got = np.asarray(got, dtype=float)
+                want = np.asarray(want, dtype=float).ravel()
+                if got.shape != want.shape or not np.allclose(
+                        got, want, rtol=1e-8, atol=1e-8 * max(1.0, np.abs(want).max(
+                            initial=0.0))):
+                    raise DeclarationError(
+                        f"{cls}.feature_operator(x).{what} differs from the product with "
+                        f"{cls}.features(x) (shape {got.shape}, expected {want.shape}); the "
+                        "factored features must be the explicit ones.")
+        return op
 
     def checked_output(self, x, y, polytope, name="y"):
         """Encode ``y`` and check it is a vertex of ``polytope``; return the encoding."""

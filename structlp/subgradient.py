@@ -8,9 +8,9 @@ import warnings
 
 import numpy as np
 
+from ._progress import Progress
 from ._validation import check_bool, check_scalar
 from .exceptions import ConvergenceWarning
-from .compiler import matvec
 from .frank_wolfe import _FirstOrderLearner
 
 
@@ -70,6 +70,18 @@ class SubgradientLearner(_FirstOrderLearner):
     n_iter_no_change : int >= 1, default=5
     solver, solver_opts : LP solver for models without a combinatorial oracle.
     scheduler_timeout : float > 0, default=10.0
+    verbose : int >= 0 or bool, default=0
+        1: one log line per epoch (logger ``structlp.subgradient``, INFO) with the
+        objective, the suboptimality bound and the time; 2: also a progress bar.
+    callback : callable or None, default=None
+        Called after every epoch as ``callback(info)`` (``iteration``, ``time``,
+        ``objective``, ``suboptimality_bound``); returning True stops the fit (the
+        best iterate so far is returned, ``converged_ = False``, no warning).
+    warm_start : bool, default=False
+        A refit continues the previous fit of this estimator in this process (its
+        last iterate, average and step counter: Pegasos' steps ``1/t`` go on
+        shrinking) when the number of examples and of features match; otherwise
+        (or after unpickling) it starts from ``w = 0``.
 
     Attributes
     ----------
@@ -85,14 +97,16 @@ class SubgradientLearner(_FirstOrderLearner):
     n_oracle_calls_ : int
     converged_ : bool
     history_ : list of dict
-        Per epoch: ``epoch``, ``time``, ``objective``, ``suboptimality_bound``.
+        Per epoch: ``epoch``, ``time``, ``objective``, ``suboptimality_bound``
+        (epoch 0: the start point).
     n_features_in_ : int
     fit_time_ : dict
     """
 
     def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, n_jobs=None, backend=None,
                  random_state=None, batch_size=1, averaging=True, n_iter_no_change=5,
-                 solver=None, solver_opts=None, scheduler_timeout=10.0):
+                 solver=None, solver_opts=None, scheduler_timeout=10.0, verbose=0,
+                 callback=None, warm_start=False):
         self.model = model
         self.C = C
         self.tol = tol
@@ -106,6 +120,9 @@ class SubgradientLearner(_FirstOrderLearner):
         self.solver = solver
         self.solver_opts = solver_opts
         self.scheduler_timeout = scheduler_timeout
+        self.verbose = verbose
+        self.callback = callback
+        self.warm_start = warm_start
 
     def fit(self, X, Y):
         """Run stochastic subgradient descent on ``(X, Y)``.
@@ -128,37 +145,42 @@ class SubgradientLearner(_FirstOrderLearner):
             pool, data, C, tol, max_iter, batch_size, patience, rng, t0))
 
     def _evaluate(self, pool, data, w, C):
-        mus, hinge, _ = self._exact_pass(pool, data, w)
-        g = w + C * sum(matvec(P.T, mu - mt) for P, mu, mt in zip(data.Phi, mus, data.mu_true))
+        g = w.copy()
+
+        def subgradient(i, a, mu):
+            g[:] += C * data.Phi[i].joint(mu - data.mu_true[i])
+
+        hinge = self._exact_pass(pool, data, w, subgradient)
         obj = 0.5 * float(w @ w) + C * float(hinge.sum())
         return obj, hinge, 0.5 * float(g @ g)
 
     def _run(self, pool, data, C, tol, max_iter, batch_size, patience, rng, t0):
         m, d = data.n_examples, data.n_features
-        Phi, c, mt = data.Phi, data.c, data.mu_true
-        w = np.zeros(d)
+        ops, c, mt = data.Phi, data.c, data.mu_true
+        w, w_avg, wsum, t = self._start(m, d)
         t_inf = time.perf_counter()
-        obj0, hinge0, bound0 = self._evaluate(pool, data, w, C)
+        obj0, hinge0, bound0 = self._evaluate(pool, data, w_avg if self.averaging else w, C)
         t_inf = time.perf_counter() - t_inf
+        # |w*|^2 / 2 <= F(w*) <= F(start): the optimum is in the ball of this radius
         radius = np.sqrt(2.0 * max(obj0, 0.0))
-        best = (obj0, w.copy(), hinge0, bound0)
-        w_avg, wsum = w.copy(), 0.0
+        best = (obj0, (w_avg if self.averaging else w).copy(), hinge0, bound0)
         history = [dict(epoch=0, time=time.perf_counter() - t0, objective=obj0,
                         suboptimality_bound=bound0)]
-        n_calls, t, stall, converged, epoch = m, 0, 0, False, 0
+        n_calls, stall, converged, stopped, epoch = m, 0, False, False, 0
+        progress = Progress(self, self.verbose, self.callback, total=max_iter)
         for epoch in range(1, max_iter + 1):
             perm = rng.permutation(m)
             for k in range(0, m, batch_size):
                 batch = perm[k:k + batch_size]
                 ti = time.perf_counter()
-                mus = pool.argmax(batch, [matvec(Phi[i], w) + c[i] for i in batch])
+                mus = pool.argmax(batch, [ops[i].scores(w) + c[i] for i in batch])
                 t_inf += time.perf_counter() - ti
                 n_calls += len(batch)
                 t += 1
                 grad = w.copy()
                 scale = C * m / len(batch)
                 for i, mu in zip(batch, mus):
-                    grad += scale * matvec(Phi[i].T, mu - mt[i])
+                    grad += scale * ops[i].joint(mu - mt[i])
                 w = w - grad / t
                 nrm = float(np.linalg.norm(w))
                 if nrm > radius:
@@ -180,8 +202,13 @@ class SubgradientLearner(_FirstOrderLearner):
                 best = (obj, point.copy(), hinge, bound)
             if best[3] <= tol * best[0] or stall >= patience:
                 converged = True
+            stopped = progress.update(iteration=epoch, objective=obj, suboptimality_bound=bound,
+                                      time=history[-1]["time"]) and not converged
+            if converged or stopped:
                 break
-        if not converged:
+        progress.close()
+        self._state = (m, d, w, w_avg, wsum, t)
+        if not converged and not stopped:
             warnings.warn(
                 f"{type(self).__name__} stopped after max_iter={max_iter} epochs while the "
                 f"objective was still decreasing by more than tol={tol:g}; raise max_iter.",
@@ -193,3 +220,10 @@ class SubgradientLearner(_FirstOrderLearner):
         self.converged_ = converged
         self.history_ = history
         self.fit_time_ = {"inference": t_inf}
+
+    def _start(self, m, d):
+        """``(w, w_avg, weight sum, step counter)`` to start from (see ``warm_start``)."""
+        state = getattr(self, "_state", None) if self.warm_start else None
+        if state is not None and state[:2] == (m, d):
+            return state[2].copy(), state[3].copy(), state[4], state[5]
+        return np.zeros(d), np.zeros(d), 0.0, 0

@@ -1,6 +1,7 @@
 """FrankWolfeLearner: the objective of MaxMarginLearner, certified by the duality gap."""
 
 import itertools
+import logging
 import tracemalloc
 import warnings
 
@@ -14,6 +15,8 @@ from structlp import (DeclarationError, InvalidInputError, InvalidParameterError
 from structlp.agm.trees import chain
 from structlp.cutting_plane import ConvergenceWarning, CuttingPlaneLearner
 from structlp.frank_wolfe import FrankWolfeLearner
+from structlp.model import StructuredModel
+from structlp.part_features import PartFeatures
 from structlp.structures import BipartiteMatching, SpanningTree, TreeLabeling
 
 
@@ -167,31 +170,49 @@ def test_duality_gap_bounds_suboptimality_early(rng, max_iter):
                                          random_state=3), X, Y)
         assert not fw.converged_
         check_certified(fw, qp.objective_)
-        assert fw.objective_ - qp.objective_ > 0  # really suboptimal, the bound is not void
+        if max_iter <= 5:     # really suboptimal, the bound is not void (20 epochs reach
+            assert fw.objective_ - qp.objective_ > 0     # the QP's accuracy, 1e-10)
 
 
+@pytest.mark.parametrize("psi_mode", [True, False])
 @pytest.mark.parametrize("pairwise, inner_steps", [(True, 0), (True, 3), (False, 0)])
-def test_block_step_bookkeeping(rng, pairwise, inner_steps):
+def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
     """_Block.step moves w by C Phi^T (m_before - m_after), returns the exact change of
-    c . m, keeps the weights on the simplex, and never lowers the dual objective."""
-    from structlp.frank_wolfe import _Block
+    c . m, keeps the weights on the simplex, and never lowers the dual objective; the
+    active outputs are stored compactly (nonzeros, and psi = Phi^T v in psi mode)."""
+    from structlp.frank_wolfe import _Block, _vertex
+    from structlp.part_features import MatrixFeatures
     n, d, C = 4, 3, 0.7
-    P = rng.normal(size=(n * n, d))
-    c = rng.normal(size=n * n)
+    L = n * n
+    P = rng.normal(size=(L, d))
+    op = MatrixFeatures(P)
+    c = rng.normal(size=L)
     perms = [np.eye(n)[list(p)].ravel() for p in itertools.permutations(range(n))]
-    blk = _Block(perms[0], c)
+    blk = _Block(_vertex(perms[0], c, op, psi_mode), psi_mode)
     w = rng.normal(size=d)
     for _ in range(30):
-        m_before, loss_before, w_before = blk.marginal(), blk.loss(), w.copy()
+        m_before, loss_before, w_before = blk.marginal(L), blk.loss(), w.copy()
         a = P @ w + c
         mu = max(perms, key=lambda v: a @ v)                    # the exact oracle
-        g, dl = blk.step(mu, a, w, P, P.T, c, C, pairwise, inner_steps)
+        g, dl = blk.step(_vertex(mu, c, op, psi_mode), a, w, op, c, C, pairwise, inner_steps)
         assert g == pytest.approx(C * a @ (mu - m_before), abs=1e-12)
-        np.testing.assert_allclose(w - w_before, C * P.T @ (m_before - blk.marginal()),
-                                   atol=1e-12)
+        m_after = blk.marginal(L)
+        np.testing.assert_allclose(w - w_before, C * P.T @ (m_before - m_after), atol=1e-12)
         assert dl == pytest.approx(blk.loss() - loss_before, abs=1e-12)
+        assert blk.loss() == pytest.approx(c @ m_after, abs=1e-12)
+        np.testing.assert_allclose(blk.joint(op), P.T @ m_after, atol=1e-12)
+        assert blk.value(a) == pytest.approx(a @ m_after, abs=1e-12)
         alpha = blk.alpha[:blk.n]
         assert np.all(alpha > 0) and alpha.sum() == pytest.approx(1.0)
+        # compact storage: n nonzeros per output, no (L,) rows
+        assert blk.idx.shape[1] == n and blk.val.shape[1] == n
+        if psi_mode:
+            for j in range(blk.n):
+                v = np.zeros(L)
+                v[blk.idx[j]] = blk.val[j]
+                np.testing.assert_allclose(blk.psi[j], P.T @ v, atol=1e-12)
+        else:
+            assert blk.psi is None
         # the dual restricted to this block, C c.m - |w|^2 / 2, does not decrease
         assert C * dl - 0.5 * (w @ w - w_before @ w_before) >= -1e-12
         w += rng.normal(scale=0.3, size=d)          # the other blocks move w meanwhile
@@ -358,3 +379,207 @@ def test_bad_model_and_data():
         FrankWolfeLearner("chain").fit([np.zeros((2, 2, 1))], [np.eye(2)])
     with pytest.raises(InvalidInputError, match="same number of examples"):
         FrankWolfeLearner(BipartiteMatching()).fit([np.zeros((2, 2, 1))], [np.eye(2)] * 2)
+
+
+# ---------------------------------------------------------------- factored part features
+class ExplicitTreeLabeling(TreeLabeling):
+    """TreeLabeling through its explicit sparse part-feature matrix (the default operator)."""
+
+    feature_operator = StructuredModel.feature_operator
+
+
+def random_tree_example(rng, n, d_v, d_e, sparse=False, chain_=False):
+    parents = np.arange(-1, n - 1) if chain_ else np.array(
+        [-1] + [int(rng.integers(0, j)) for j in range(1, n)])
+    V = rng.normal(size=(n, d_v))
+    V[rng.random(size=V.shape) < 0.5] = 0.0
+    return {"node_features": sp.csr_array(V) if sparse else V,
+            "edge_features": rng.normal(size=(n - 1, d_e)), "parents": parents}
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("chain_", [True, False])
+def test_tree_features_operator_equals_explicit_matrix(rng, sparse, chain_):
+    """TreeFeatures: the scores Phi w and joint features Phi^T mu of the explicit matrix."""
+    model = TreeLabeling(3)
+    for n in (1, 2, 6):
+        ex = model.check_x(random_tree_example(rng, n, 4, 2, sparse, chain_))
+        op = model.checked_feature_operator(ex, verify=True)
+        Phi = model.features(ex).toarray()
+        assert op.shape == Phi.shape == (model.n_parts(ex), 3 * 4 + 9 * 2)
+        w, mu = rng.normal(size=Phi.shape[1]), rng.normal(size=Phi.shape[0])
+        np.testing.assert_allclose(op.scores(w), Phi @ w, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(op.joint(mu), Phi.T @ mu, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(op.toarray(), Phi, rtol=0, atol=0)
+        y = rng.integers(0, 3, size=n)
+        v = model.encode(ex, y)
+        idx = np.flatnonzero(v)
+        np.testing.assert_allclose(op.joint_sparse(idx, v[idx]), Phi.T @ v, atol=1e-12)
+
+
+class FactoredBipartite(BipartiteMatching):
+    """BipartiteMatching with its edge features as a hand-written operator (einsum)."""
+
+    def feature_operator(self, x):
+        return _EinsumFeatures(x)
+
+
+class _EinsumFeatures(PartFeatures):
+    def __init__(self, x):
+        self.x = x
+        self.shape = (x.shape[0] * x.shape[1], x.shape[2])
+
+    def scores(self, w):
+        return np.einsum("jkf,f->jk", self.x, w).ravel()
+
+    def joint(self, mu):
+        return np.einsum("jkf,jk->f", self.x, np.reshape(mu, self.x.shape[:2]))
+
+
+def _same_fit(make, factored, explicit, X, Y, **kw):
+    a = fit_quiet(make(factored, **kw), X, Y)
+    b = fit_quiet(make(explicit, **kw), X, Y)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=0, atol=1e-10)
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-10, abs=1e-10)
+    return a, b
+
+
+@pytest.mark.parametrize("learner", ["fw", "fw_classical", "subgradient", "cutting_plane"])
+def test_factored_and_explicit_features_give_the_same_fit(rng, learner):
+    """Chains, trees (dense and sparse node features) and bipartite models: the same
+    coefficients and objective (1e-10) through the operator as through the matrix."""
+    from structlp.subgradient import SubgradientLearner
+    make = {"fw": lambda mdl, **kw: FrankWolfeLearner(mdl, C=1.0, max_iter=4,
+                                                      random_state=0, **kw),
+            "fw_classical": lambda mdl, **kw: FrankWolfeLearner(
+                mdl, C=1.0, max_iter=4, pairwise=False, random_state=0, **kw),
+            "subgradient": lambda mdl, **kw: SubgradientLearner(mdl, C=1.0, max_iter=4,
+                                                                random_state=0, **kw),
+            "cutting_plane": lambda mdl, **kw: CuttingPlaneLearner(mdl, C=1.0, max_iter=4,
+                                                                   **kw)}[learner]
+    cases = []
+    for sparse, chain_ in ((False, True), (True, True), (False, False), (True, False)):
+        exs = [random_tree_example(rng, int(rng.integers(2, 6)), 3, 2, sparse, chain_)
+               for _ in range(6)]
+        model = TreeLabeling(3)
+        theta = rng.normal(size=3 * 3 + 9 * 2)
+        Y = [model.inference(model.check_x(x), model.features(model.check_x(x)) @ theta
+                             + rng.normal(size=model.n_parts(model.check_x(x))))
+             for x in exs]
+        cases.append((TreeLabeling(3), ExplicitTreeLabeling(3), exs, Y))
+    X, Y = assignments(rng, 8)
+    cases.append((FactoredBipartite(), BipartiteMatching(), X, Y))
+    for factored, explicit, X, Y in cases:
+        _same_fit(make, factored, explicit, X, Y)
+
+
+def test_sparse_and_dense_node_features_same_fit(rng):
+    exs = [random_tree_example(rng, 5, 4, 1, sparse=False, chain_=True) for _ in range(6)]
+    Y = [rng.integers(0, 3, size=5) for _ in exs]
+    sparse = [dict(x, node_features=sp.csr_array(x["node_features"])) for x in exs]
+    a = fit_quiet(FrankWolfeLearner(TreeLabeling(3), max_iter=5, random_state=0), exs, Y)
+    b = fit_quiet(FrankWolfeLearner(TreeLabeling(3), max_iter=5, random_state=0), sparse, Y)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=0, atol=1e-10)
+    qp = MaxMarginLearner(TreeLabeling(3)).fit(sparse, Y)
+    assert qp.objective_ == pytest.approx(MaxMarginLearner(TreeLabeling(3)).fit(
+        exs, Y).objective_, rel=1e-6)
+    assert all(np.array_equal(p, q) for p, q in zip(b.predict(sparse), a.predict(exs)))
+
+
+def test_inconsistent_feature_operator_is_a_declaration_error(rng):
+    X, Y = assignments(rng, 3)
+
+    class NotAnOperator(BipartiteMatching):
+        def feature_operator(self, x):
+            return x.reshape(-1, x.shape[2])
+
+    class WrongRows(FactoredBipartite):
+        def feature_operator(self, x):
+            op = _EinsumFeatures(x)
+            op.shape = (op.shape[0] + 1, op.shape[1])
+            return op
+
+    class WrongCols(FactoredBipartite):
+        def feature_operator(self, x):
+            op = _EinsumFeatures(x)
+            op.shape = (op.shape[0], op.shape[1] + 1)
+            return op
+
+    class WrongNumbers(FactoredBipartite):
+        def feature_operator(self, x):
+            return _EinsumFeatures(2.0 * x)
+
+    for model, match in ((NotAnOperator(), "feature_operator\\(x\\) must return"),
+                         (WrongRows(), "feature_operator\\(x\\) must have shape"),
+                         (WrongCols(), "feature_operator\\(x\\) has shape"),
+                         (WrongNumbers(), "feature_operator\\(x\\).scores\\(w\\) differs")):
+        with pytest.raises(DeclarationError, match=match):
+            FrankWolfeLearner(model, max_iter=1).fit(X, Y)
+
+
+# ---------------------------------------------------------------- progress and warm start
+def test_verbose_logs_one_line_per_epoch(rng, caplog):
+    X, Y = assignments(rng, 6)
+    with caplog.at_level(logging.INFO, logger="structlp.frank_wolfe"):
+        fw = fit_quiet(FrankWolfeLearner(BipartiteMatching(), tol=1e-12, max_iter=4,
+                                         check_every=2, verbose=1, random_state=0), X, Y)
+    lines = [r.getMessage() for r in caplog.records if r.name == "structlp.frank_wolfe"]
+    assert len(lines) == fw.n_iter_ == 4
+    assert all(line.startswith("FrankWolfeLearner: iteration ") for line in lines)
+    assert "duality_gap" in lines[1] and "objective" in lines[1] and "time" in lines[0]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="structlp.frank_wolfe"):
+        fit_quiet(FrankWolfeLearner(BipartiteMatching(), max_iter=2, random_state=0), X, Y)
+    assert not [r for r in caplog.records if r.name == "structlp.frank_wolfe"]
+
+
+def test_callback_stops_early_with_a_certified_gap(rng):
+    X, Y = assignments(rng, 8)
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    seen = []
+
+    def stop_at_3(info):
+        seen.append(dict(info))
+        return info["iteration"] == 3
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)     # a stop asked for: no warning
+        fw = FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-12, max_iter=50,
+                               callback=stop_at_3, random_state=0).fit(X, Y)
+    assert fw.n_iter_ == 3 and not fw.converged_ and len(fw.history_) == 3
+    assert [s["iteration"] for s in seen] == [1, 2, 3]
+    assert all({"time", "gap_estimate"} <= set(s) for s in seen)
+    check_certified(fw, qp.objective_)          # the w returned is certified by its gap
+    assert "duality_gap" in fw.history_[-1]
+    with pytest.raises(InvalidParameterError, match="'callback' parameter"):
+        FrankWolfeLearner(BipartiteMatching(), callback=3).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'verbose' parameter"):
+        FrankWolfeLearner(BipartiteMatching(), verbose=-1).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'warm_start' parameter"):
+        FrankWolfeLearner(BipartiteMatching(), warm_start="yes").fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'cache_passes' parameter"):
+        FrankWolfeLearner(BipartiteMatching(), cache_passes=-1).fit(X, Y)
+
+
+def test_warm_start_continues_the_dual_state(rng):
+    X, Y = assignments(rng, 10)
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    fw = fit_quiet(FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-12, max_iter=3,
+                                     warm_start=True, random_state=0), X, Y)
+    gap3 = fw.duality_gap_
+    fw.set_params(max_iter=200, tol=1e-6)
+    fw.fit(X, Y)                                # continues: far fewer epochs than cold
+    cold = FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-6, max_iter=200,
+                             random_state=0).fit(X, Y)
+    assert fw.converged_ and fw.n_iter_ < cold.n_iter_
+    check_certified(fw, qp.objective_)
+    assert fw.duality_gap_ < gap3
+    # other data (another number of examples): a cold start, as without warm_start
+    again = fit_quiet(fw.set_params(max_iter=1, tol=1e-12), X[:8], Y[:8])
+    ref = fit_quiet(FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-12, max_iter=1,
+                                      random_state=0), X[:8], Y[:8])
+    np.testing.assert_array_equal(again.coef_, ref.coef_)
+    # warm_start=False (the default) always starts cold
+    a = fit_quiet(FrankWolfeLearner(BipartiteMatching(), max_iter=2, random_state=0), X, Y)
+    coef = a.coef_.copy()
+    np.testing.assert_array_equal(fit_quiet(a, X, Y).coef_, coef)

@@ -84,3 +84,33 @@ def test_bad_parameters(param, value, match, rng):
     X, Y = assignments(rng, 2)
     with pytest.raises(InvalidParameterError, match=match):
         SubgradientLearner(BipartiteMatching(), **{param: value}).fit(X, Y)
+
+
+def test_verbose_callback_and_warm_start(rng, caplog):
+    import logging
+    X, Y = assignments(rng, 8)
+    seen = []
+    with caplog.at_level(logging.INFO, logger="structlp.subgradient"):
+        sg = fit_quiet(SubgradientLearner(BipartiteMatching(), tol=1e-12, max_iter=20,
+                                          verbose=True, random_state=0,
+                                          callback=lambda info: seen.append(info) or
+                                          info["iteration"] == 4), X, Y)
+    lines = [r.getMessage() for r in caplog.records if r.name == "structlp.subgradient"]
+    assert len(lines) == 4 and all("objective" in line for line in lines)
+    assert sg.n_iter_ == 4 and not sg.converged_
+    assert [s["iteration"] for s in seen] == [1, 2, 3, 4]
+    assert seen[-1]["objective"] == pytest.approx(sg.history_[-1]["objective"])
+    # warm start: the refit starts where the first fit ended (its averaged iterate)
+    warm = fit_quiet(SubgradientLearner(BipartiteMatching(), tol=1e-12, max_iter=4,
+                                        n_iter_no_change=100, warm_start=True,
+                                        random_state=0), X, Y)
+    last = warm.history_[-1]["objective"]
+    warm.set_params(random_state=1)
+    fit_quiet(warm, X, Y)
+    assert warm.history_[0]["objective"] == pytest.approx(last, rel=1e-12)
+    assert warm.history_[0]["objective"] < sg.history_[0]["objective"]     # not w = 0
+    cold = fit_quiet(SubgradientLearner(BipartiteMatching(), tol=1e-12, max_iter=4,
+                                        n_iter_no_change=100, random_state=1), X, Y)
+    assert warm.objective_ < cold.objective_
+    with pytest.raises(InvalidParameterError, match="'callback' parameter"):
+        SubgradientLearner(BipartiteMatching(), callback="no").fit(X, Y)

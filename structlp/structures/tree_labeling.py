@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
-from .._validation import check_scalar
+from .._validation import check_finite_array, check_scalar
 from ..agm.game import check_loss
 from ..agm.trees import (check_labels, check_tree_example, encode, local_polytope, max_sum,
                          node_weights_of, part_features, score)
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidInputError, InvalidParameterError
 from ..model import StructuredModel
+from ..part_features import PartFeatures
 
 
 class TreeLabeling(StructuredModel):
     """Labellings ``y`` (n,) in ``0..k-1`` of the nodes of a tree, scored by node and edge parts.
 
-    An example is a tree dict (``node_features`` (n, d_v), ``edge_features``
-    (n-1, d_e), ``parents`` (n,); see :mod:`structlp.agm.trees`).  Parts are the
+    An example is a tree dict (``node_features`` (n, d_v), dense or scipy.sparse,
+    ``edge_features`` (n-1, d_e), ``parents`` (n,); see :mod:`structlp.agm.trees`).  Parts are the
     node indicators ``mu[i, a]`` (n k) followed by the edge indicators
     ``mu[e, a, b]`` ((n-1) k^2, parent label ``a``, child label ``b``); the edge
     indicator of a labelling is the product of its node indicators.  The output
@@ -32,6 +35,12 @@ class TreeLabeling(StructuredModel):
     which is integral on trees.  The loss is additive over nodes:
     ``loss(y_true, y) = sum_i w_i L[y_i, y_true_i]`` (only node parts carry
     loss coefficients).  Inference is max-sum on the tree.
+
+    The part features are offered in factored form (:meth:`feature_operator`,
+    :class:`TreeFeatures`): the first-order learners compute part scores and joint
+    features from the node and edge features directly, never the
+    ``(n k + (n-1) k^2) x (k d_v + k^2 d_e)`` matrix that :meth:`features` builds
+    for the joint QP.
 
     Parameters
     ----------
@@ -63,6 +72,15 @@ class TreeLabeling(StructuredModel):
             raise InvalidParameterError(
                 "The 'node_weights' parameter of TreeLabeling must be None, 'position' or a "
                 f"callable; got {self.node_weights!r}.")
+        if isinstance(x, dict) and sp.issparse(x.get("node_features")):
+            V = check_finite_array(x["node_features"], "x['node_features']", ndim=2,
+                                   allow_sparse=True)
+            if V.shape[0] != len(np.asarray(x.get("parents", ()))):
+                raise InvalidInputError(
+                    "x['node_features'] must have one row per node "
+                    f"({len(np.asarray(x.get('parents', ())))}); got shape {V.shape}.")
+            ex = check_tree_example(dict(x, node_features=np.zeros((V.shape[0], 0))))
+            return dataclasses.replace(ex, node_features=V)
         return check_tree_example(x)
 
     def n_parts(self, x):
@@ -70,7 +88,12 @@ class TreeLabeling(StructuredModel):
         return x.n_nodes * k + (x.n_nodes - 1) * k * k
 
     def features(self, x):
+        if sp.issparse(x.node_features):    # one example's node features, densified here
+            x = dataclasses.replace(x, node_features=x.node_features.toarray())
         return part_features(x, self._k())
+
+    def feature_operator(self, x):
+        return TreeFeatures(x, self._k())
 
     def polytope(self, x):
         return local_polytope(x, self._k())
@@ -111,3 +134,44 @@ def _potentials(x, scores, k):
     n = x.n_nodes
     s = np.asarray(scores, dtype=float)
     return s[:n * k].reshape(n, k), s[n * k:].reshape(n - 1, k, k)
+
+
+class TreeFeatures(PartFeatures):
+    """The part features of a tree example in factored form (no ``L x d`` matrix).
+
+    With ``w = (theta_v (k, d_v), theta_e (k, k, d_e))`` (the order of
+    :func:`~structlp.agm.trees.split_theta`), the part scores are the node
+    scores ``V theta_v^T`` (n, k) and the edge scores ``E_f theta_e^T``
+    (n-1, k, k); the joint feature of ``mu = (mu_v (n, k), mu_e (n-1, k, k))`` is
+    ``(mu_v^T V, mu_e^T E_f)``, shapes (k, d_v) and (k, k, d_e).  ``V`` (the node
+    features) may be dense or scipy.sparse.
+
+    Parameters
+    ----------
+    ex : TreeExample
+    k : int, the number of labels
+    """
+
+    __slots__ = ("V", "Ef", "n", "k", "nk", "kdv", "shape")
+
+    def __init__(self, ex, k):
+        self.V, self.Ef = ex.node_features, ex.edge_features
+        self.n, self.k = ex.n_nodes, int(k)
+        self.nk = self.n * self.k
+        self.kdv = self.k * self.V.shape[1]
+        self.shape = (self.nk + (self.n - 1) * self.k * self.k,
+                      self.kdv + self.k * self.k * self.Ef.shape[1])
+
+    def scores(self, w):
+        k, kdv = self.k, self.kdv
+        node = self.V.dot(w[:kdv].reshape(k, -1).T)                       # (n, k)
+        edge = self.Ef.dot(w[kdv:].reshape(k * k, -1).T)                  # (n-1, k^2)
+        return np.concatenate((np.asarray(node).ravel(), edge.ravel()))
+
+    def joint(self, mu):
+        k, nk = self.k, self.nk
+        mu = np.asarray(mu, dtype=float)
+        mv = mu[:nk].reshape(self.n, k)
+        me = mu[nk:].reshape(self.n - 1, k * k)
+        gv = self.V.T.dot(mv).T if sp.issparse(self.V) else mv.T.dot(self.V)  # (k, d_v)
+        return np.concatenate((np.asarray(gv).ravel(), me.T.dot(self.Ef).ravel()))

@@ -1,0 +1,125 @@
+"""Part features as an operator: what the learners need of ``Phi_i``, without the matrix.
+
+A learner touches the part features ``Phi_i`` (L_i, d) of example ``i`` only
+through two products:
+
+* the **part scores** ``Phi_i w`` (L_i,) of a weight vector ``w`` (d,);
+* the **joint feature** ``Phi_i^T mu`` (d,) of a part vector ``mu`` (L_i,); for
+  an output (a 0/1 vertex) that is its feature vector ``psi(x_i, y)``.
+
+:class:`PartFeatures` is that pair of products.  A model supplies one per
+example through :meth:`~structlp.model.StructuredModel.feature_operator`; the
+default wraps the explicit matrix of :meth:`~structlp.model.StructuredModel.features`
+(:class:`MatrixFeatures`), and a model with structure can compute the same
+numbers in factored form (e.g.
+:class:`~structlp.structures.tree_labeling.TreeFeatures`: a node-score and an
+edge-score tensor, never the ``L_i x d`` matrix).  The joint QP always compiles the
+explicit matrix; the first-order learners (Frank–Wolfe, subgradient, cutting
+plane) use the operator.
+
+For code written against matrices, an operator also answers ``P.dot(w)``
+(the scores), ``P.T.dot(mu)`` (the joint feature) and ``P.shape``, so
+:func:`structlp.compiler.matvec` and :func:`structlp.compiler.transposes` accept
+it unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+class PartFeatures:
+    """The part features ``Phi`` (L, d) of one example, as a linear operator.
+
+    Subclasses set ``shape = (L, d)`` and implement :meth:`scores` and
+    :meth:`joint`; :meth:`joint_sparse` may be overridden for speed.
+    """
+
+    shape = (0, 0)
+
+    def scores(self, w):
+        """Part scores ``Phi w``.
+
+        Parameters
+        ----------
+        w : ndarray, shape (d,)
+
+        Returns
+        -------
+        ndarray, shape (L,)
+        """
+        raise NotImplementedError(f"{type(self).__name__} must define scores(w).")
+
+    def joint(self, mu):
+        """Joint feature ``Phi^T mu``.
+
+        Parameters
+        ----------
+        mu : ndarray, shape (L,)
+
+        Returns
+        -------
+        ndarray, shape (d,)
+        """
+        raise NotImplementedError(f"{type(self).__name__} must define joint(mu).")
+
+    def joint_sparse(self, idx, vals):
+        """``Phi^T mu`` for ``mu`` given by its nonzeros ``mu[idx] = vals`` (repeated
+        indices add up)."""
+        return self.joint(np.bincount(idx, vals, minlength=self.shape[0]))
+
+    # matrix-like spelling, for code written against Phi and Phi^T
+    def dot(self, w):
+        return self.scores(w)
+
+    @property
+    def T(self):
+        return _Adjoint(self)
+
+    def toarray(self):
+        """The explicit matrix (L, d), dense: ``Phi^T`` of the unit vectors (for tests)."""
+        return np.stack([self.joint(e) for e in np.eye(self.shape[0])]) if self.shape[0] \
+            else np.zeros(self.shape)
+
+
+class _Adjoint:
+    """``Phi^T`` of a :class:`PartFeatures`: ``.dot(mu)`` is the joint feature."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op):
+        self.op = op
+
+    @property
+    def shape(self):
+        return self.op.shape[::-1]
+
+    def dot(self, mu):
+        return self.op.joint(mu)
+
+
+class MatrixFeatures(PartFeatures):
+    """The explicit part features: a dense array or a sparse matrix ``Phi`` (L, d).
+
+    ``Phi^T`` is made once (CSR when sparse), so that both products are one
+    ``ndarray.dot`` / sparse product each.
+    """
+
+    __slots__ = ("matrix", "matrix_T", "shape")
+
+    def __init__(self, Phi):
+        self.matrix = Phi
+        self.matrix_T = Phi.T.tocsr() if sp.issparse(Phi) else Phi.T
+        self.shape = tuple(int(s) for s in Phi.shape)
+
+    def scores(self, w):
+        v = self.matrix.dot(w)
+        return v if type(v) is np.ndarray and v.ndim == 1 else np.asarray(v, float).ravel()
+
+    def joint(self, mu):
+        v = self.matrix_T.dot(mu)
+        return v if type(v) is np.ndarray and v.ndim == 1 else np.asarray(v, float).ravel()
+
+    def toarray(self):
+        return self.matrix.toarray() if sp.issparse(self.matrix) else np.asarray(self.matrix)
