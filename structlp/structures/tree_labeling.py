@@ -8,9 +8,10 @@ import numpy as np
 
 from .._validation import check_scalar
 from ..agm.game import check_loss
-from ..agm.trees import (check_labels, check_tree_example, encode, local_polytope, max_sum,
+from ..agm.trees import (check_labels, check_tree_example, encode, local_polytope,
                          node_weights_of, part_features, score)
 from ..exceptions import InvalidParameterError
+from ..maxsum import max_sum
 from ..model import StructuredModel
 
 
