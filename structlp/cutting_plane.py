@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 import time
 import warnings
@@ -10,18 +11,223 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from ._progress import Progress, check_callback, check_verbose
 from ._validation import check_bool, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
-from .compiler import matvec, prepare, transposes
-from .inference import loss_augmented
-from .solvers import solve
+from .compiler import prepare
 from .exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
+from .inference import argmax_parts, check_oracle_solver
+from .solvers import solve
+
+#: Largest n-slack working set whose master QP is solved by the built-in dual method
+#: (dense KKT systems over the free rows and the examples); larger ones use cvxpy
+#: (CLARABEL).  The one-slack working set (one row per round) always uses it.
+MAX_DUAL_ROWS = 400
+#: Relative ridge added to the master dual's Gram matrix (see :func:`solve_master_dual`).
+RIDGE = 1e-12
+#: One-slack rows without dual weight for this many consecutive rounds leave the master QP.
+INACTIVE_ROUNDS = 50
 
 
 def _needs_polytopes(model):
     # models that offer the min-max formulation can build their polytopes (and
     # validate y against them); certificate-only models validate y in encode
     return "minmax" in tuple(getattr(model, "formulations", ("minmax",)))
+
+
+class _Parts:
+    """Part scores ``Phi_i w`` and joint features ``Phi_i^T mu_i`` of a training set.
+
+    The one place where the cutting plane touches the part features (the
+    explicit ``Phi_i``, stacked into one sparse matrix; a factored operator
+    gives the same numbers)."""
+
+    def __init__(self, data):
+        self.Phi = sp.vstack([sp.csr_array(P) for P in data.Phi], format="csr")
+        self.sizes = np.array([P.shape[0] for P in data.Phi])
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)])
+
+    def scores(self, w):
+        """``[Phi_i w]``: list of (L_i,) arrays."""
+        return np.split(self.Phi @ w, self.offsets[1:-1])
+
+    def joint(self, mus, idx=None):
+        """``Phi_i^T mu_i`` of the examples ``idx`` (default: all): sparse (len(mus), d)."""
+        m = len(mus)
+        offsets = self.offsets[:-1] if idx is None else self.offsets[np.asarray(idx)]
+        nz = [np.flatnonzero(mu) for mu in mus]
+        cols = np.concatenate([z + o for z, o in zip(nz, offsets)]) if m else []
+        vals = np.concatenate([mu[z] for mu, z in zip(mus, nz)]) if m else []
+        rows = np.repeat(np.arange(m), [len(z) for z in nz])
+        S = sp.csr_array((vals, (rows, cols)), shape=(m, self.Phi.shape[0]))
+        return S @ self.Phi
+
+
+def solve_master_dual(G, b, group, cap, alpha=None, tol=1e-10, max_iter=None):
+    r"""The dual of a cutting-plane master QP, by a primal active-set method.
+
+    Solves
+
+    .. math::
+
+        \max_{\alpha \ge 0}\; b\cdot\alpha - \tfrac12 \alpha^T G \alpha
+        \quad\text{s.t.}\quad \sum_{t:\,\mathrm{group}_t = g} \alpha_t = \mathrm{cap}_g
+        \;\; \text{for every group } g,
+
+    the dual of ``min_w 1/2 |w|^2 + sum_g cap_g xi_g`` s.t.
+    ``g_t . w + xi_{group_t} >= b_t`` (``G = [g_s . g_t]``, ``w = sum_t alpha_t g_t``).
+    The free rows (``alpha_t > 0``) are optimized exactly by their KKT system
+    (with a ridge of :data:`RIDGE` times ``max diag G``: ``G`` is singular), blocking steps fix rows at 0, and a
+    fixed row whose gradient ``b_t - (G alpha)_t`` exceeds its group's level by
+    more than ``tol`` is freed, until none does (Nocedal & Wright, Algorithm
+    16.3).  Warm-started from the previous round's weights it takes a few steps.
+    Then ``xi_g = max_{t in g} grad_t`` with ``w`` is feasible for the primal,
+    and its value exceeds the dual value by at most ``tol * sum(cap)``.
+
+    Parameters
+    ----------
+    G : ndarray (T, T), positive semidefinite
+    b : ndarray (T,)
+    group : int ndarray (T,), values in 0..n_groups-1 (every group non-empty)
+    cap : ndarray (n_groups,), > 0
+    alpha : ndarray (T,), optional
+        A feasible start; default: each group's weight on its first row.
+    tol : float
+    max_iter : int, optional
+        Default ``10 T + 100`` active-set changes.
+
+    Returns
+    -------
+    alpha : ndarray (T,)
+    grad : ndarray (T,)
+        ``b - G alpha``.
+    dual_value : float
+    violation : float
+        The largest ``grad_t - xi_{group_t}`` left (<= tol unless max_iter was reached).
+    """
+    G = np.asarray(G, dtype=float)
+    b = np.asarray(b, dtype=float)
+    group = np.asarray(group, dtype=np.int64)
+    cap = np.asarray(cap, dtype=float)
+    T, n_groups = len(b), len(cap)
+    if alpha is None:
+        alpha = np.zeros(T)
+        first = np.full(n_groups, -1)
+        first[group[::-1]] = np.arange(T)[::-1]
+        alpha[first] = cap
+    a = np.array(alpha, dtype=float)
+    free = a > 0.0
+    steps = 10 * T + 100 if max_iter is None else int(max_iter)
+    # a tiny ridge makes the QP strictly concave (G is singular: rows outnumber features,
+    # the truths' rows are 0), so that every KKT system below is regular
+    rho = RIDGE * max(1.0, float(np.diag(G).max(initial=0.0)))
+    grad = b - G @ a - rho * a
+    viol = np.inf
+    for it in range(steps):
+        F = np.flatnonzero(free)
+        gF = group[F]
+        nF = len(F)
+        # KKT of the free rows: (G_FF + rho) p + E_F^T nu = grad_F,  E_F p = 0
+        K = np.zeros((nF + n_groups, nF + n_groups))
+        K[:nF, :nF] = G[np.ix_(F, F)]
+        K[np.arange(nF), np.arange(nF)] += rho
+        K[np.arange(nF), nF + gF] = 1.0
+        K[nF + gF, np.arange(nF)] = 1.0
+        rhs = np.concatenate([grad[F], np.zeros(n_groups)])
+        try:
+            p = np.linalg.solve(K, rhs)[:nF]
+        except np.linalg.LinAlgError:   # pragma: no cover - numerically singular
+            p = np.linalg.lstsq(K, rhs, rcond=None)[0][:nF]
+        if np.abs(p).max(initial=0.0) <= 1e-13 * cap.max():
+            # optimal on the free rows: their level xi_g = grad there; free a violating row
+            if it % 20 == 19:
+                grad = b - G @ a - rho * a             # no drift from the updates
+            level = np.full(n_groups, -np.inf)
+            np.maximum.at(level, gF, grad[F])
+            out = np.flatnonzero(~free)
+            excess = grad[out] - level[group[out]]
+            viol = float(excess.max(initial=0.0))
+            if viol <= tol:
+                break
+            free[out[int(excess.argmax())]] = True
+            continue
+        neg = p < 0.0
+        t, blocking = 1.0, None
+        if neg.any():
+            ratios = -a[F[neg]] / p[neg]
+            k = int(ratios.argmin())
+            if ratios[k] < 1.0:
+                t, blocking = float(ratios[k]), F[neg][k]
+        step = t * p
+        a[F] += step
+        grad -= G[:, F] @ step
+        grad[F] -= rho * step
+        if blocking is not None:
+            a[blocking] = 0.0
+            free[blocking] = False
+    a = np.maximum(a, 0.0)
+    grad = b - G @ a
+    return a, grad, float(0.5 * a @ (b + grad)), float(viol)
+
+
+class _Cache:
+    """Per-example inference cache (Joachims, Finley & Yu 2009): outputs already found,
+    stored compactly as their joint-feature rows ``f_i(y_i) - f_i(y)`` (sparse, (d,))
+    and losses; at most ``size`` per example, the least recently used dropped first."""
+
+    def __init__(self, m, d, size):
+        self.m, self.d, self.size = m, d, size
+        self.rows = sp.csr_array((0, d))
+        self.ex = np.zeros(0, dtype=np.int64)
+        self.loss = np.zeros(0)
+        self.used = np.zeros(0)
+        self.keys = [set() for _ in range(m)]
+        self.rowkeys = []
+
+    def add(self, ex, keys, rows, losses, now):
+        """Add new outputs (``rows`` sparse (n, d)) and drop the excess."""
+        new = [k for k, (i, key) in enumerate(zip(ex, keys)) if key not in self.keys[i]]
+        if not new:
+            return
+        for k in new:
+            self.keys[ex[k]].add(keys[k])
+        block = sp.csr_array(rows)[new]
+        self.rows = sp.vstack([self.rows, block], format="csr")
+        self.ex = np.concatenate([self.ex, np.asarray(ex)[new]])
+        self.loss = np.concatenate([self.loss, np.asarray(losses)[new]])
+        self.used = np.concatenate([self.used, np.full(len(new), float(now))])
+        self.rowkeys += [keys[k] for k in new]
+        counts = np.bincount(self.ex, minlength=self.m)
+        if counts.max() > self.size:               # least recently used out
+            order = np.lexsort((-self.used, self.ex))
+            rank = np.arange(len(order)) - np.searchsorted(self.ex[order], self.ex[order])
+            keep = np.sort(order[rank < self.size])
+            for t in np.setdiff1d(np.arange(len(self.ex)), keep):
+                self.keys[self.ex[t]].discard(self.rowkeys[t])
+            self.rows = self.rows[keep]
+            self.ex, self.loss, self.used = self.ex[keep], self.loss[keep], self.used[keep]
+            self.rowkeys = [self.rowkeys[t] for t in keep]
+
+    def best(self, w, base_loss, now):
+        """The most violating cached output of every example (the truth if none is):
+        the joint cut ``(mean_i row_i, mean_i loss_i)`` and the mean cached hinge."""
+        m = self.m
+        h = self.loss - self.rows @ w if len(self.ex) else np.zeros(0)
+        best = np.asarray(base_loss, dtype=float).copy()    # the truth: row 0
+        pick = np.full(m, -1)
+        if len(h):
+            order = np.lexsort((-h, self.ex))
+            first = order[np.r_[True, self.ex[order][1:] != self.ex[order][:-1]]]
+            better = h[first] > best[self.ex[first]]
+            first = first[better]
+            best[self.ex[first]] = h[first]
+            pick[self.ex[first]] = first
+        chosen = pick[pick >= 0]
+        self.used[chosen] = now
+        g = np.asarray(self.rows[chosen].sum(axis=0)).ravel() / m if len(chosen) \
+            else np.zeros(self.d)
+        lsum = float(base_loss[pick < 0].sum() + self.loss[chosen].sum()) / m
+        return np.asarray(g, dtype=float).ravel(), lsum, float(best.mean())
 
 
 class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
@@ -43,9 +249,9 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
        (``y_i`` itself is in ``W_i``, so ``xi_i >= loss_i(y_i)``);
     2. exact loss-augmented inference of every example with the model's
        combinatorial oracle (:meth:`StructuredModel.inference`: Hungarian
-       algorithm, blossom algorithm, maximum spanning tree, ...; the inference
-       LP where the model has none), adding the maximizer to ``W_i`` when its
-       hinge exceeds ``xi_i + tol``,
+       algorithm, blossom algorithm, maximum spanning tree, max-sum, ...; the
+       inference LP where the model has none), adding the maximizer to ``W_i``
+       when its hinge exceeds ``xi_i + tol``,
 
     until no example is violated by more than ``tol`` (Tsochantaridis et al.
     2005).  At that point the objective is within ``C * m * tol`` of the
@@ -59,9 +265,22 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     slack ``xi``: ``min 1/2|w|^2 + C m xi`` s.t.
     ``w . mean_i(f_i(y_i) - f_i(ybar_i)) + xi >= mean_i loss_i(ybar_i)`` for
     every stored ``ybar``.  The master QP then has one row per round instead
-    of up to one per example and round (but usually needs more rounds); it
-    stops when the mean hinge exceeds ``xi`` by at most ``tol``, with the same
-    bound ``C * m * tol``.
+    of up to one per example and round (but needs more rounds); it stops when
+    the mean hinge exceeds ``xi`` by at most ``tol``, with the same bound
+    ``C * m * tol``.  The **inference cache** (``inference_cache`` outputs per
+    example, as in Joachims et al.) makes most rounds cheap: each example's
+    outputs already found are kept as joint-feature rows (sparse, (d,)) with
+    their losses, and a round first builds its cut from the most violating
+    cached output of every example; only when that cut is violated by less than
+    ``max(tol, gap / 4)`` (``gap``: the last exact violation) is the real oracle
+    called.  The stopping test and ``objective_`` always come from the real
+    oracle, so the certificate is unchanged.
+
+    The master QP is solved in its dual (one weight per row of the working set,
+    a small dense QP in the number of rows) by pairwise steps warm-started
+    from the previous round (:func:`solve_master_dual`), never rebuilt as a
+    cvxpy problem; with ``solver`` named, it is the cvxpy primal instead (the
+    reference).
 
     Parameters
     ----------
@@ -72,13 +291,30 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         Stop when every hinge loss exceeds its master-QP slack by at most ``tol``
         (in loss units).
     max_iter : int >= 1, default=200
-        Maximum number of (master QP, inference sweep) rounds.
+        Maximum number of rounds (master QP + cut: from the cache or an
+        inference sweep).
     one_slack : bool, default=False
         The one-slack formulation (one joint constraint per round).
+    inference_cache : int >= 0, default=10
+        Outputs kept per example for the one-slack cache (0: no cache; the
+        n-slack method does not use it).
     solver : str or None, default=None
-        cvxpy solver for the master QPs (None: CLARABEL).
+        None: the built-in dual method for the master QPs (n-slack working sets
+        larger than :data:`MAX_DUAL_ROWS` rows: CLARABEL); a cvxpy solver name:
+        the master QP as a cvxpy problem solved by it.  The inference LPs of
+        models without a combinatorial oracle are solved by HiGHS.
     solver_opts : dict or None
         Passed untouched to ``cvxpy.Problem.solve``.
+    verbose : int >= 0 or bool, default=0
+        1: one log line per round (``structlp.cutting_plane`` logger).
+    callback : callable or None
+        ``callback(info)`` after every round (``iteration``, ``time``,
+        ``master_objective``, ``n_constraints``, ``oracle``, and at oracle
+        rounds ``objective`` and ``max_violation``); returning True stops.
+    warm_start : bool, default=False
+        Start from the previous fit's working set (and cache) when fitted again
+        on the same training set (e.g. with another ``C``); on other data the
+        fit starts afresh.
 
     Attributes
     ----------
@@ -89,32 +325,43 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     slack_ : ndarray, shape (n_examples,)
         The exact structured hinge losses ``xi_i(coef_)``.
     master_objective_ : float
-        Optimal value of the last master QP (a lower bound on the optimum).
+        Dual value of the last master QP (a lower bound on the optimum).
     n_iter_ : int
+        Rounds run.
+    n_oracle_calls_ : int
+        Inference sweeps over the training set.
     n_constraints_ : int
         Size of the final working set (all examples; joint rows with ``one_slack``).
     converged_ : bool
     history_ : list of dict
-        Per iteration: ``master_objective``, ``n_constraints``, and at the oracle
-        pass that follows the master QP, the exact ``objective`` of its ``w``, the
+        Per round: ``master_objective``, ``n_constraints``, ``oracle`` (whether
+        the next cut came from the real oracle), and at the oracle pass that
+        follows the master QP, the exact ``objective`` of its ``w``, the
         ``max_violation`` and ``time`` (seconds since fit began).
     solver_ : str
-    problem_ : cvxpy.Problem
-        The last master QP.
+        "dual" (built-in) or the cvxpy solver of the master QPs.
+    problem_ : cvxpy.Problem or None
+        The last master QP when solved by cvxpy.
     n_features_in_ : int
     fit_time_ : dict
-        Seconds in the master QPs ("solve"), in inference ("inference"), total.
+        Seconds in the master QPs ("solve"), in inference ("inference"), in the
+        cache ("cache"), total.
     """
 
-    def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, one_slack=False, solver=None,
-                 solver_opts=None):
+    def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, one_slack=False,
+                 inference_cache=10, solver=None, solver_opts=None, verbose=0, callback=None,
+                 warm_start=False):
         self.model = model
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
         self.one_slack = one_slack
+        self.inference_cache = inference_cache
         self.solver = solver
         self.solver_opts = solver_opts
+        self.verbose = verbose
+        self.callback = callback
+        self.warm_start = warm_start
 
     def _check_params(self):
         name = type(self).__name__
@@ -124,11 +371,20 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         max_iter = check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1,
                                 owner=name)
         check_bool(self.one_slack, "one_slack", owner=name)
-        return C, tol, max_iter, solver, opts
+        cache = check_scalar(self.inference_cache, "inference_cache", kind=numbers.Integral,
+                             low=0, owner=name)
+        check_verbose(self.verbose, owner=name)
+        check_callback(self.callback, owner=name)
+        check_bool(self.warm_start, "warm_start", owner=name)
+        return C, tol, max_iter, (None if self.solver is None else solver), opts, int(cache)
 
-    def _oracle(self, data, w, polys):
+    def _oracle(self, data, parts, w, polys):
         """Loss-augmented maximizers (as 0/1 vectors) and exact hinge losses at ``w``."""
-        _, hinge, mus = loss_augmented(self.model, data, w, polytopes=polys, return_mus=True)
+        s = parts.scores(w)
+        aug = [si + ci for si, ci in zip(s, data.c)]
+        mus = argmax_parts(self.model, data.X, aug, polys)
+        hinge = np.array([a @ mu + dd - si @ mt for a, mu, dd, si, mt
+                          in zip(aug, mus, data.d, s, data.mu_true)])
         return mus, hinge
 
     def fit(self, X, Y):
@@ -143,120 +399,109 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         -------
         self
         """
-        C, tol, max_iter, solver, opts = self._check_params()
+        C, tol, max_iter, solver, opts, cache_size = self._check_params()
         t0 = time.perf_counter()
-        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
-                       operators=True)   # data.Phi: PartFeatures (factored where offered)
+        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model))
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
+        check_oracle_solver(self.model, data, polys, owner=type(self).__name__)
         m, d = data.n_examples, data.n_features
-        Phi_T = transposes(data.Phi)
-        ftrue = [matvec(PT, mt) for PT, mt in zip(Phi_T, data.mu_true)]
+        parts = _Parts(data)
         one = bool(self.one_slack)
-        # working set, stored as rows  D w + xi_ex >= rhs  with D = f(y_i) - f(y); sparse
-        # features give sparse rows (outputs differ in a few parts), stacked sparse
-        sparse_rows = any(sp.issparse(getattr(P, "matrix", None)) for P in data.Phi) and not one
-        n_slack = 1 if one else m
-        rhs = [float(dd + c @ mt) for dd, c, mt in zip(data.d, data.c, data.mu_true)]
-        if one:   # the truth of every example: D = 0, rhs = mean loss of the truths
-            rhs, ex = [float(np.mean(rhs))], [0]
-        else:
-            ex = list(range(m))
-        D_rows = [sp.csr_array((1, d)) if sparse_rows else np.zeros(d) for _ in ex]
-        seen = [set() for _ in range(n_slack)]
-        for i, mt in enumerate(data.mu_true[:n_slack]):
-            seen[i].add(b"truth" if one else mt.astype(np.int8).tobytes())
-        w = np.zeros(d)
-        xi_master = np.array(rhs)
-
-        def violation(hinge):   # hinge losses beyond the master slacks
-            return np.array([hinge.mean()]) - xi_master if one else hinge - xi_master
-
-        def cut(i, mu):         # the row of output mu of example i: (f_i(y_i) - f_i(y), loss)
-            return (ftrue[i] - matvec(Phi_T[i], mu),
-                    float(data.d[i] + data.c[i] @ mu))
-
-        def record(obj, viol):  # the exact objective of the last master QP's w
-            if history:
+        ws = _WorkingSet(data, parts, one, C, cache_size if one else 0)
+        previous = getattr(self, "_warm", None)
+        if self.warm_start:
+            ws.fingerprint = _fingerprint(data)
+            if previous is not None and previous.fingerprint == ws.fingerprint \
+                    and previous.one == one:
+                ws = previous.reattach(data, parts, C)
+        progress = Progress(self, verbose=self.verbose, callback=self.callback, total=max_iter)
+        history = []
+        t_solve = t_inf = t_cache = 0.0
+        converged = stopped = False
+        problem = None
+        n_oracle = 0
+        w = ws.w.copy()
+        use_oracle = True
+        last_gap = np.inf
+        obj = hinge = viol = None
+        it = 0
+        for it in range(1, max_iter + 2):
+            if use_oracle or it == max_iter + 1:
+                ti = time.perf_counter()
+                mus, hinge = self._oracle(data, parts, w, polys)
+                t_inf += time.perf_counter() - ti
+                n_oracle += 1
+                viol = ws.violation(hinge)
+                obj = 0.5 * w @ w + C * hinge.sum()
+                last_gap = float(viol.max())
+                if history:
+                    history[-1].update(objective=float(obj), max_violation=last_gap,
+                                       time=time.perf_counter() - t0)
+                if history and progress.update(
+                        iteration=it - 1, objective=float(obj), max_violation=last_gap,
+                        master_objective=history[-1]["master_objective"],
+                        n_constraints=history[-1]["n_constraints"], oracle=True):
+                    stopped = True
+                if viol.max() <= tol:
+                    converged = True
+                    break
+                if it == max_iter + 1 or stopped:
+                    break
+                ti = time.perf_counter()
+                added = ws.add_oracle_cuts(mus, viol, tol, it)
+                t_cache += time.perf_counter() - ti
+                if not added:       # violations only from master-QP inaccuracy
+                    converged = True
+                    break
+            ti = time.perf_counter()
+            problem = ws.solve_master(solver, opts, tol)
+            t_solve += time.perf_counter() - ti
+            w = ws.w
+            history.append(dict(iteration=it, master_objective=ws.master_value,
+                                n_constraints=ws.n_rows))
+            use_oracle = True
+            if one and cache_size:   # the next cut from the cache, if violated enough
+                ti = time.perf_counter()
+                use_oracle = not ws.add_cache_cut(max(tol, last_gap / 4.0), it)
+                t_cache += time.perf_counter() - ti
+            history[-1]["oracle"] = use_oracle
+            if not use_oracle and progress.update(
+                    iteration=it, master_objective=ws.master_value, n_constraints=ws.n_rows,
+                    oracle=False):
+                stopped = True
+                ti = time.perf_counter()
+                mus, hinge = self._oracle(data, parts, w, polys)
+                t_inf += time.perf_counter() - ti
+                n_oracle += 1
+                viol = ws.violation(hinge)
+                obj = 0.5 * w @ w + C * hinge.sum()
                 history[-1].update(objective=float(obj), max_violation=float(viol.max()),
                                    time=time.perf_counter() - t0)
-
-        history = []
-        t_solve = t_inf = 0.0
-        converged = False
-        problem = None
-        it = 0
-        for it in range(1, max_iter + 1):
-            ti = time.perf_counter()
-            mus, hinge = self._oracle(data, w, polys)
-            t_inf += time.perf_counter() - ti
-            viol = violation(hinge)
-            obj = 0.5 * w @ w + C * hinge.sum()
-            record(obj, viol)
-            if viol.max() <= tol:
-                converged = True
                 break
-            added = 0
-            if one:
-                key = b"".join(mu.astype(np.int8).tobytes() for mu in mus)
-                if key not in seen[0]:
-                    seen[0].add(key)
-                    rows, losses = zip(*(cut(i, mu) for i, mu in enumerate(mus)))
-                    D_rows.append(np.mean(rows, axis=0))
-                    rhs.append(float(np.mean(losses)))
-                    ex.append(0)
-                    added = 1
-            for i in ([] if one else np.flatnonzero(viol > tol)):
-                key = mus[i].astype(np.int8).tobytes()
-                if key in seen[i]:
-                    continue
-                seen[i].add(key)
-                row, loss = cut(i, mus[i])
-                D_rows.append(sp.csr_array(row[None, :]) if sparse_rows else row)
-                rhs.append(loss)
-                ex.append(int(i))
-                added += 1
-            if not added:  # violations only from master-QP inaccuracy
-                converged = True
-                break
-            wv = cp.Variable(d, name="w")
-            xiv = cp.Variable(n_slack, name="xi")
-            Dm = sp.vstack(D_rows, format="csr") if sparse_rows else np.vstack(D_rows)
-            S = sp.csr_array((np.ones(len(ex)), (np.arange(len(ex)), ex)),
-                             shape=(len(ex), n_slack))
-            problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(wv)
-                                             + C * (m / n_slack) * cp.sum(xiv)),
-                                 [Dm @ wv + S @ xiv >= np.array(rhs)])
-            t_solve += solve(problem, solver, opts, what="the cutting-plane master QP")
-            w = np.asarray(wv.value, dtype=float)
-            xi_master = np.asarray(xiv.value, dtype=float)
-            history.append(dict(iteration=it, master_objective=float(problem.value),
-                                n_constraints=len(ex)))
-        else:
-            mus, hinge = self._oracle(data, w, polys)
-            obj = 0.5 * w @ w + C * hinge.sum()
-            viol = violation(hinge)
-            record(obj, viol)
-            converged = bool(viol.max() <= tol)
-        if not converged:
+        progress.close()
+        if not converged and not stopped:
             warnings.warn(
                 f"CuttingPlaneLearner stopped after max_iter={max_iter} rounds with a "
                 f"violation of {float(viol.max()):.3g} > tol={tol:g}; raise "
                 "max_iter or tol.", ConvergenceWarning, stacklevel=2)
-        self.coef_ = w
+        ws.detach()
+        self._warm = ws if self.warm_start else None   # plain arrays: rows, weights, cache
+        self.coef_ = np.array(w)
         self.slack_ = hinge
         self.objective_ = float(obj)
-        self.master_objective_ = float(problem.value) if problem is not None else float(
-            C * (m / n_slack) * xi_master.sum())
-        self.n_iter_ = it
-        self.n_constraints_ = len(ex)
+        self.master_objective_ = float(ws.master_value)
+        self.n_iter_ = min(it, max_iter)
+        self.n_oracle_calls_ = n_oracle
+        self.n_constraints_ = ws.n_rows
         self.converged_ = converged
         self.history_ = history
-        self.solver_ = solver
+        self.solver_ = "dual" if problem is None else (solver or "CLARABEL")
         self.problem_ = problem
         self.n_features_in_ = d
-        self.fit_time_ = {"solve": t_solve, "inference": t_inf,
+        self.fit_time_ = {"solve": t_solve, "inference": t_inf, "cache": t_cache,
                           "total": time.perf_counter() - t0}
         return self
+
 
     def hinge_losses(self, X, Y):
         """Structured hinge loss of each example under ``coef_`` (exact inference).
@@ -268,5 +513,214 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         self._check_fitted()
         data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model))
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
-        return self._oracle(data, self.coef_, polys)[1]
+        return self._oracle(data, _Parts(data), self.coef_, polys)[1]
 
+
+def _fingerprint(data):
+    """A digest of a training set in part form (equal digests: the same cuts are valid)."""
+    h = hashlib.sha1()
+    h.update(np.array([data.n_examples, data.n_features]).tobytes())
+    for P, c, mt, dd in zip(data.Phi, data.c, data.mu_true, data.d):
+        if sp.issparse(P):
+            P = sp.csr_array(P)
+            h.update(P.indptr.tobytes()), h.update(P.indices.tobytes())
+            h.update(P.data.tobytes())
+        else:
+            h.update(np.ascontiguousarray(P).tobytes())
+        h.update(c.tobytes()), h.update(mt.tobytes()), h.update(np.float64(dd).tobytes())
+    return h.hexdigest()
+
+
+def _key(mu):
+    """Hashable identity of an integral output (its active parts)."""
+    return np.flatnonzero(mu > 0.5).tobytes()
+
+
+class _WorkingSet:
+    """The rows ``g_t . w + xi_{group_t} >= b_t`` of the master QP, their dual weights,
+    Gram matrix and (one-slack) the inference cache.
+
+    One-slack: one group, rows dense (d,) (averages over the examples), weights
+    summing to ``C m``.  n-slack: one group per example, rows sparse, weights
+    of each example summing to ``C``.  Row 0 of each group is its truth
+    (``g = 0``, ``b`` = loss of the truth).  One-slack rows without weight for
+    :data:`INACTIVE_ROUNDS` rounds are dropped (Joachims et al. 2009)."""
+
+    def __init__(self, data, parts, one, C, cache_size):
+        m, d = data.n_examples, data.n_features
+        self.m, self.d, self.one, self.C = m, d, one, C
+        self.fingerprint = None
+        self.loss_true = np.array([float(dd + c @ mt) for dd, c, mt
+                                   in zip(data.d, data.c, data.mu_true)])
+        self.n_groups = 1 if one else m
+        self.cap = np.full(self.n_groups, C * m if one else C)
+        if one:
+            self.R = np.zeros((16, d))
+            self.b = [float(self.loss_true.mean())]
+            self.group = [0]
+        else:
+            self.R = sp.csr_array((m, d))
+            self.b = list(self.loss_true)
+            self.group = list(range(m))
+        self.n_rows = len(self.b)
+        self.alpha = self.cap.copy()
+        self.idle = np.zeros(self.n_rows, dtype=np.int64)    # rounds without weight
+        self.Gbuf = np.zeros((max(16, self.n_rows), max(16, self.n_rows)))
+        self.n_gram = self.n_rows                            # rows of Gbuf filled (all 0)
+        self.w = np.zeros(d)
+        self.xi = np.array(self.b[:self.n_groups])
+        self.master_value = float(self.cap @ self.xi)
+        self.seen = [{_key(mt)} for mt in data.mu_true] if not one else [set()]
+        self.truth_keys = [_key(mt) for mt in data.mu_true]
+        self.cache = _Cache(m, d, cache_size) if cache_size else None
+        self.reattach(data, parts, C)
+
+    # ------------------------------------------------------------ data
+    def reattach(self, data, parts, C):
+        """Use the data of a new fit (the same training set), with weight ``C``."""
+        self.data, self.parts = data, parts
+        self.ftrue = parts.joint(data.mu_true)
+        if C != self.C:                                  # the same rows, scaled weights
+            self.alpha = self.alpha * (C / self.C)
+            self.cap = self.cap * (C / self.C)
+            self.C = C
+            self.w = np.asarray(self._rows().T @ self.alpha, dtype=float).ravel()
+        return self
+
+    def detach(self):
+        self.data = self.parts = self.ftrue = None
+
+    def _rows(self):
+        return self.R[:self.n_rows] if self.one else self.R
+
+    def _cuts(self, idx, mus):
+        """Rows ``f_i(y_i) - f_i(y)`` (sparse (k, d)) and losses of outputs ``mus`` of the
+        examples ``idx``."""
+        rows = self.ftrue[idx] - self.parts.joint(mus, idx) if len(idx) else \
+            sp.csr_array((0, self.d))
+        losses = np.array([float(self.data.d[i] + self.data.c[i] @ mu)
+                           for i, mu in zip(idx, mus)])
+        return sp.csr_array(rows), losses
+
+    # ------------------------------------------------------------ rows
+    def _append(self, rows, b, group):
+        """Append rows (dense (k, d) for one-slack, sparse for n-slack)."""
+        k = len(b)
+        if self.one:
+            if self.n_rows + k > len(self.R):
+                self.R = np.vstack([self.R, np.zeros((max(k, len(self.R)), self.d))])
+            self.R[self.n_rows:self.n_rows + k] = rows
+        else:
+            self.R = sp.vstack([self.R, rows], format="csr")
+        self.b += list(b)
+        self.group += list(group)
+        self.alpha = np.concatenate([self.alpha, np.zeros(k)])
+        self.idle = np.concatenate([self.idle, np.zeros(k, dtype=np.int64)])
+        self.n_rows += k
+
+    def violation(self, hinge):
+        """Hinge losses beyond the master slacks: (1,) one-slack, (m,) n-slack."""
+        return np.array([hinge.mean()]) - self.xi if self.one else hinge - self.xi
+
+    def add_oracle_cuts(self, mus, viol, tol, now):
+        """Add the oracle's outputs (and feed the cache); returns the number of rows added."""
+        m = self.m
+        if self.one:
+            keys = [_key(mu) for mu in mus]
+            rows, losses = self._cuts(np.arange(m), mus)
+            if self.cache is not None:
+                new = [i for i in range(m) if keys[i] != self.truth_keys[i]]
+                self.cache.add(new, [keys[i] for i in new], rows[new], losses[new], now)
+            joint = hashlib.sha1(b"".join(keys)).digest()
+            if joint in self.seen[0]:
+                return 0
+            self.seen[0].add(joint)
+            g = np.asarray(rows.sum(axis=0)).ravel() / m
+            self._append(g[None, :], [float(losses.mean())], [0])
+            return 1
+        todo = []
+        for i in np.flatnonzero(viol > tol):
+            key = _key(mus[i])
+            if key not in self.seen[i]:
+                self.seen[i].add(key)
+                todo.append(int(i))
+        if todo:
+            rows, losses = self._cuts(np.array(todo), [mus[i] for i in todo])
+            self._append(rows, list(losses), todo)
+        return len(todo)
+
+    def add_cache_cut(self, threshold, now):
+        """One-slack: add the cut of the most violating cached outputs when it is violated
+        by more than ``threshold``; returns whether it was added."""
+        g, b, mean_hinge = self.cache.best(self.w, self.loss_true, now)
+        if mean_hinge - self.xi[0] <= threshold:
+            return False
+        self._append(g[None, :], [b], [0])
+        return True
+
+    # ------------------------------------------------------------ master QP
+    def _gram(self):
+        """The Gram matrix of the rows (T, T), grown in place."""
+        T, k = self.n_rows, self.n_gram
+        if T > len(self.Gbuf):
+            size = max(T, 2 * len(self.Gbuf))
+            G = np.zeros((size, size))
+            G[:k, :k] = self.Gbuf[:k, :k]
+            self.Gbuf = G
+        if k < T:
+            R = self._rows()
+            cross = R @ R[k:T].T
+            cross = cross.toarray() if sp.issparse(cross) else np.asarray(cross)
+            self.Gbuf[:T, k:T] = cross
+            self.Gbuf[k:T, :T] = cross.T
+            self.n_gram = T
+        return self.Gbuf[:T, :T]
+
+    def _prune(self):
+        """One-slack: drop the rows idle for INACTIVE_ROUNDS rounds (never row 0)."""
+        drop = self.idle >= INACTIVE_ROUNDS
+        drop[0] = False
+        if not drop.any():
+            return
+        keep = np.flatnonzero(~drop)
+        T = len(keep)
+        G = self.Gbuf[:self.n_rows, :self.n_rows][np.ix_(keep, keep)]
+        self.Gbuf[:T, :T] = G
+        self.n_gram = T
+        self.R[:T] = self.R[keep]
+        self.b = [self.b[t] for t in keep]
+        self.group = [self.group[t] for t in keep]
+        self.alpha, self.idle = self.alpha[keep], self.idle[keep]
+        self.n_rows = T
+
+    def solve_master(self, solver, opts, tol):
+        """Solve the master QP; sets ``w``, ``xi``, ``master_value``; returns the cvxpy
+        problem when cvxpy solved it (else None)."""
+        if solver is None and (self.one or self.n_rows <= MAX_DUAL_ROWS):
+            if self.one:
+                self._prune()
+            G = self._gram()
+            group = np.array(self.group)
+            self.alpha, grad, self.master_value, _ = solve_master_dual(
+                G, np.array(self.b), group, self.cap, alpha=self.alpha, tol=1e-3 * tol)
+            self.idle = np.where(self.alpha > 0.0, 0, self.idle + 1)
+            self.w = np.asarray(self._rows().T @ self.alpha, dtype=float).ravel()
+            xi = np.full(self.n_groups, -np.inf)
+            np.maximum.at(xi, group, grad)
+            self.xi = xi
+            return None
+        return self._solve_cvxpy(solver or "CLARABEL", opts)
+
+    def _solve_cvxpy(self, solver, opts):
+        T, d = self.n_rows, self.d
+        wv = cp.Variable(d, name="w")
+        xiv = cp.Variable(self.n_groups, name="xi")
+        S = sp.csr_array((np.ones(T), (np.arange(T), self.group)), shape=(T, self.n_groups))
+        cons = self._rows() @ wv + S @ xiv >= np.array(self.b)
+        problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(wv) + self.cap @ xiv), [cons])
+        solve(problem, solver, opts, what="the cutting-plane master QP")
+        self.w = np.asarray(wv.value, dtype=float)
+        self.xi = np.asarray(xiv.value, dtype=float)
+        self.alpha = np.maximum(np.asarray(cons.dual_value, dtype=float), 0.0)
+        self.master_value = float(problem.value)
+        return problem

@@ -75,6 +75,40 @@ def solve_stacked_lp(polytopes, scores, solver=None, solver_opts=None):
                                                                sizes))]
 
 
+def _check_integral(model, i, sol):
+    """``sol`` rounded to 0/1, or FractionalSolutionError."""
+    r = np.rint(sol)
+    gap = float(np.max(np.abs(sol - r))) if len(sol) else 0.0
+    if gap > INTEGRALITY_TOL:
+        raise FractionalSolutionError(
+            f"The inference LP of example {i} has a fractional solution (an entry "
+            f"{gap:.3g} away from 0/1): the output polytope of "
+            f"{type(model).__name__} is not integral for these scores. Define "
+            "inference(x, scores) for an exact combinatorial decoder.")
+    return r
+
+
+def argmax_parts(model, X, scores, polytopes=None, solver=None, solver_opts=None):
+    """The best output of every example as its 0/1 part vector.
+
+    As :func:`maximize` without decoding: each example's fast path
+    (:meth:`~structlp.model.StructuredModel.inference_parts`), one LP for the others.
+
+    Returns
+    -------
+    list of m 0/1 arrays, shape (L_i,)
+    """
+    mus = [model.inference_parts(x, s) for x, s in zip(X, scores)]
+    pending = [i for i, mu in enumerate(mus) if mu is None]
+    if pending:
+        polys = [polytopes[i] if polytopes is not None else model.polytope(X[i])
+                 for i in pending]
+        sols = solve_stacked_lp(polys, [scores[i] for i in pending], solver, solver_opts)
+        for i, sol in zip(pending, sols):
+            mus[i] = _check_integral(model, i, sol)
+    return mus
+
+
 def maximize(model, X, scores, polytopes=None, solver=None, solver_opts=None):
     """The best output of every example for the given part scores.
 
@@ -105,14 +139,7 @@ def maximize(model, X, scores, polytopes=None, solver=None, solver_opts=None):
                  for i in pending]
         sols = solve_stacked_lp(polys, [scores[i] for i in pending], solver, solver_opts)
         for i, sol in zip(pending, sols):
-            r = np.rint(sol)
-            gap = float(np.max(np.abs(sol - r))) if len(sol) else 0.0
-            if gap > INTEGRALITY_TOL:
-                raise FractionalSolutionError(
-                    f"The inference LP of example {i} has a fractional solution (an entry "
-                    f"{gap:.3g} away from 0/1): the output polytope of "
-                    f"{type(model).__name__} is not integral for these scores. Define "
-                    "inference(x, scores) for an exact combinatorial decoder.")
+            r = _check_integral(model, i, sol)
             outputs[i] = model.decode(X[i], r)
             mus[i] = r
     return outputs, mus
@@ -153,3 +180,8 @@ def loss_augmented(model, data, w=None, solver=None, solver_opts=None, scores=No
     hinge = np.array([a @ mu + d - s @ mt for a, mu, d, s, mt
                       in zip(aug, mus, data.d, base, data.mu_true)])
     return (outputs, hinge, mus) if return_mus else (outputs, hinge)
+
+
+def check_oracle_solver(model, data, polytopes=None, solver=None, owner=None):
+    """Placeholder: filled in with the LP-oracle checks."""
+    return None

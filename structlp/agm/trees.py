@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from .._validation import check_finite_array
 from ..exceptions import InvalidInputError, InvalidOutputError
+from ..maxsum import max_sum as _max_sum
 from ..polytope import Polytope
 
 
@@ -298,20 +299,7 @@ def max_sum(ex, b, B):
     -------
     y : ndarray (n,) of ints; score : float
     """
-    n, k = b.shape
-    msg_in = b.copy()          # node score plus messages from children
-    back = np.zeros((n, k), dtype=np.int64)
-    for j in ex.order[::-1][:-1]:           # leaves first, root excluded
-        e = ex.edge_of[j]
-        M = B[e] + msg_in[j][None, :]        # (parent label, child label)
-        back[j] = np.argmax(M, axis=1)
-        msg_in[ex.parents[j]] += M[np.arange(k), back[j]]
-    y = np.empty(n, dtype=np.int64)
-    root = ex.order[0]
-    y[root] = int(np.argmax(msg_in[root]))
-    for j in ex.order[1:]:
-        y[j] = back[j, y[ex.parents[j]]]
-    return y, float(msg_in[root, y[root]])
+    return _max_sum(ex, b, B)   # structlp.maxsum: compiled with numba when installed
 
 
 def score(ex, b, B, y):

@@ -10,9 +10,10 @@ import scipy.sparse as sp
 
 from .._validation import check_finite_array, check_scalar
 from ..agm.game import check_loss
-from ..agm.trees import (check_labels, check_tree_example, encode, local_polytope, max_sum,
+from ..agm.trees import (check_labels, check_tree_example, encode, local_polytope,
                          node_weights_of, part_features, score)
 from ..exceptions import InvalidInputError, InvalidParameterError
+from ..maxsum import max_sum
 from ..model import StructuredModel
 from ..part_features import PartFeatures
 

@@ -1,0 +1,166 @@
+"""Exact max-sum (Viterbi) on trees and chains: a numba kernel with an identical numpy path.
+
+For node scores ``b`` (n, k) and edge scores ``B`` (n - 1, k, k) (parent label,
+child label) of a tree given by its parent array,
+
+.. math::
+
+    \\max_{y \\in \\{0..k-1\\}^n}\\; \\sum_i b[i, y_i]
+        + \\sum_{e} B[e, y_{\\mathrm{parent}(e)}, y_{\\mathrm{child}(e)}] ,
+
+solved by dynamic programming from the leaves to the root (messages) and back
+(backtracking), in O(n k^2).  This is the loss-augmented oracle of
+:class:`~structlp.structures.TreeLabeling` and of the adversarial tree models.
+
+Two implementations give bit-identical labellings and values:
+
+* a kernel compiled with numba (the optional ``fast`` extra:
+  ``pip install 'structlp[fast]'``), used when numba imports;
+* a numpy path (one vectorized step per node), used otherwise.
+
+Both visit the nodes in the same order, add the same terms in the same order
+and break ties the same way (the smallest label, as :func:`numpy.argmax`), so
+that the learners' iterates do not depend on whether numba is installed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .exceptions import InvalidInputError
+
+try:  # optional: the compiled kernel
+    import numba as _numba
+except ImportError:  # pragma: no cover - exercised by forcing the fallback in the tests
+    _numba = None
+
+#: Implementations available here ("numba" only when numba imports).
+BACKENDS = ("numba", "numpy") if _numba is not None else ("numpy",)
+
+
+def _max_sum_numpy(order, parents, edge_of, b, B):
+    if not (np.isfinite(b).all() and np.isfinite(B).all()):
+        return None, np.nan, False
+    n, k = b.shape
+    msg = b.copy()                       # node score plus the messages of its children
+    back = np.zeros((n, k), dtype=np.int64)
+    for t in range(n - 1, 0, -1):        # reverse BFS order: leaves first, root excluded
+        j = order[t]
+        M = B[edge_of[j]] + msg[j][None, :]          # (parent label, child label)
+        arg = M.argmax(axis=1)
+        back[j] = arg
+        msg[parents[j]] += M[np.arange(k), arg]
+    y = np.empty(n, dtype=np.int64)
+    root = order[0]
+    y[root] = int(msg[root].argmax())
+    for t in range(1, n):
+        j = order[t]
+        y[j] = back[j, y[parents[j]]]
+    return y, float(msg[root, y[root]]), True
+
+
+def _max_sum_kernel(order, parents, edge_of, b, B):  # compiled by numba when available
+    n, k = b.shape
+    msg = b.copy()
+    back = np.zeros((n, k), dtype=np.int64)
+    nan = 0.0                            # stays 0 unless a score is NaN or infinite
+    for t in range(n - 1, 0, -1):
+        j = order[t]
+        e = edge_of[j]
+        p = parents[j]
+        for a in range(k):
+            best = B[e, a, 0] + msg[j, 0]
+            arg = 0
+            for c in range(1, k):
+                v = B[e, a, c] + msg[j, c]
+                nan += v * 0.0
+                if v > best:             # strict: the first maximum, as numpy.argmax
+                    best = v
+                    arg = c
+            back[j, a] = arg
+            msg[p, a] += best
+    y = np.empty(n, dtype=np.int64)
+    root = order[0]
+    r = 0
+    for a in range(k):
+        nan += msg[root, a] * 0.0
+        if msg[root, a] > msg[root, r]:
+            r = a
+    y[root] = r
+    for t in range(1, n):
+        j = order[t]
+        y[j] = back[j, y[parents[j]]]
+    return y, msg[root, r], nan == 0.0
+
+
+_compiled = None
+
+
+def _numba_kernel():
+    """The compiled kernel (compiled on first use, cached on disk by numba), or None."""
+    global _compiled
+    if _compiled is None and _numba is not None:
+        _compiled = _numba.njit(cache=True, nogil=True)(_max_sum_kernel)
+    return _compiled
+
+
+def tree_max_sum(order, parents, edge_of, b, B, backend="auto"):
+    """Highest-scoring labelling of a tree (max-sum / Viterbi).
+
+    Solves ``max_y sum_i b[i, y_i] + sum_j B[edge_of[j], y_parents[j], y_j]``
+    (the sum over the non-root nodes ``j``).
+
+    Parameters
+    ----------
+    order : int array (n,)
+        The nodes in breadth-first order from the root (``order[0]`` is the root).
+    parents : int array (n,)
+        Parent of each node (-1 at the root).
+    edge_of : int array (n,)
+        Index in ``B`` of the edge joining each node to its parent (-1 at the root).
+    b : float array (n, k)
+        Node scores.
+    B : float array (n - 1, k, k)
+        Edge scores, ``B[e, parent label, child label]``.
+    backend : {"auto", "numba", "numpy"}
+        "auto": numba when installed, else numpy (the same results).
+
+    Returns
+    -------
+    y : int array (n,)
+        The maximizer; ties go to the smallest label (``numpy.argmax``'s rule)
+        at the root and at every backtracking step.
+    value : float
+        Its score.
+    """
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    B = np.ascontiguousarray(B, dtype=np.float64)
+    if b.ndim != 2 or B.shape != (b.shape[0] - 1, b.shape[1], b.shape[1]):
+        raise InvalidInputError(
+            f"max-sum needs node scores b (n, k) and edge scores B (n - 1, k, k); got "
+            f"b {b.shape} and B {B.shape}.")
+    if backend == "auto":
+        kernel = _numba_kernel() or _max_sum_numpy
+    elif backend == "numba":
+        kernel = _numba_kernel()
+        if kernel is None:
+            raise InvalidInputError("backend='numba' needs numba: pip install 'structlp[fast]'.")
+    elif backend == "numpy":
+        kernel = _max_sum_numpy
+    else:
+        raise InvalidInputError(
+            f"backend must be 'auto', 'numba' or 'numpy'; got {backend!r}.")
+    y, value, finite = kernel(order, parents, edge_of, b, B)
+    if not finite:
+        raise InvalidInputError("max-sum scores must be finite; got NaN or infinite values.")
+    return y, float(value)
+
+
+def max_sum(ex, b, B, backend="auto"):
+    """:func:`tree_max_sum` of a :class:`~structlp.agm.trees.TreeExample`.
+
+    Returns
+    -------
+    y : int array (n,); value : float
+    """
+    return tree_max_sum(ex.order, ex.parents, ex.edge_of, b, B, backend=backend)
