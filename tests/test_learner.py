@@ -75,7 +75,7 @@ def test_fitted_attributes_and_problem(rng):
     assert learner.problem_.status == "optimal"
     assert np.isclose(learner.problem_.value, learner.objective_)
     assert learner.n_features_in_ == 3
-    assert set(learner.fit_time_) == {"prepare", "build", "solve", "total"}
+    assert set(learner.fit_time_) == {"prepare", "build", "solve", "verify", "total"}
 
 
 def test_weighted_hamming_changes_the_program(rng):
@@ -93,7 +93,8 @@ def test_estimator_contract():
     assert learner.get_params() == {"C": 3.0, "formulation": "minmax", "model": model,
                                     "solver": "ECOS", "solver_opts": None, "dual": False,
                                     "kernel": "linear", "gamma": None, "degree": 3,
-                                    "coef0": 1.0, "kernel_tol": 1e-8, "max_rank": None}
+                                    "coef0": 1.0, "kernel_tol": 1e-8, "max_rank": None,
+                                    "verbose": 0}
     assert learner.set_params(C=0.5) is learner and learner.C == 0.5
     assert not hasattr(learner, "coef_")
     with pytest.raises(NotFittedError, match="not fitted"):
