@@ -31,20 +31,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-
-
-def make_data(m, n=10, d=20, seed=0):
-    from scipy.optimize import linear_sum_assignment
-    rng = np.random.default_rng(seed)
-    w0 = rng.normal(size=d)
-    X = [rng.normal(size=(n, n, d)) for _ in range(m)]
-    Y = []
-    for x in X:
-        r, c = linear_sum_assignment(x @ w0 + 0.5 * rng.normal(size=(n, n)), maximize=True)
-        y = np.zeros((n, n))
-        y[r, c] = 1
-        Y.append(y)
-    return X, Y
+sys.path.insert(0, str(HERE))
+from bench_joint_qp import make_data  # noqa: E402  (the same data as the joint-QP benchmark)
 
 
 def _timed(f):
