@@ -118,11 +118,14 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
     solver_ : str
         The solver used.
     problem_ : cvxpy.Problem
-        The compiled QP.
+        The compiled QP (``C`` is its Parameter).  Not pickled, deep-copied or saved
+        (:func:`structlp.save`): it holds solver objects and the whole training set.
     n_features_in_ : int
     fit_time_ : dict
         Seconds spent preparing the data, building, solving and verifying the QP
-        (preparing and building are 0 when the compiled QP was reused).
+        (preparing and building are 0 when the compiled QP was reused); ``"solve"``
+        is split into cvxpy's ``"canonicalize"`` (small on a reuse) and the solver's
+        own ``"solver"`` time as they report them.
     reused_compiled_ : bool
         Whether this fit re-solved the QP compiled by the previous fit (a re-fit with
         only ``C`` or the solver changed, on the same data).
@@ -291,8 +294,11 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         self.solver_ = solver
         self.n_features_in_ = data.n_features
         self.n_training_parts_ = Phi.shape[0]
+        stats = c.problem.solver_stats
         self.fit_time_ = {"prepare": 0.0 if reused else c.times["prepare"],
                           "build": 0.0 if reused else c.times["build"], "solve": solve_s,
+                          "canonicalize": float(c.problem.compilation_time or 0.0),
+                          "solver": float(getattr(stats, "solve_time", None) or 0.0),
                           "verify": state["verification_"]["seconds"],
                           "total": time.perf_counter() - t0}
         self.reused_compiled_ = reused

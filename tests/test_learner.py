@@ -75,7 +75,8 @@ def test_fitted_attributes_and_problem(rng):
     assert learner.problem_.status == "optimal"
     assert np.isclose(learner.problem_.value, learner.objective_)
     assert learner.n_features_in_ == 3
-    assert set(learner.fit_time_) == {"prepare", "build", "solve", "verify", "total"}
+    assert set(learner.fit_time_) == {"prepare", "build", "solve", "canonicalize", "solver",
+                                      "verify", "total"}
 
 
 def test_weighted_hamming_changes_the_program(rng):
