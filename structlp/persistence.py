@@ -529,9 +529,9 @@ def load(path, classes=None, allowed=None):
                 "was modified or corrupted).")
         try:
             meta = json.loads(text.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise PersistenceError(f"Refusing {path!r}: its metadata is not JSON ({exc}).") \
-                from None
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise PersistenceError(f"Refusing {path!r}: its metadata is not JSON that structlp "
+                                   f"reads ({type(exc).__name__}).") from None
         if not isinstance(meta, dict) or meta.get("format") != "structlp":
             raise PersistenceError(f"{path!r} is not a structlp file.")
         version = meta.get("format_version")

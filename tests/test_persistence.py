@@ -478,3 +478,16 @@ def test_failed_fit_puts_back_arrays_changed_in_place():
         est.fit(X, Y)
     assert est.coef_ is coef and not hasattr(est, "extra_")
     np.testing.assert_array_equal(est.coef_, saved)
+
+
+def test_refuses_metadata_nested_too_deeply_or_not_json(saved):
+    n = 2 * sys.getrecursionlimit()
+    deep = '{"type": "list", "items": [' * n + "1" + "]}" * n
+    for text in (('{"format": "structlp", "format_version": 1, "arrays": {}, "root": {"type": '
+                  '"object", "class": "structlp.learner.MaxMarginLearner", "params": {}, '
+                  '"attributes": {"deep_": ' + deep + "}}}"), "{not json"):
+        with zipfile.ZipFile(saved, "w") as z:
+            z.writestr("structlp.json", text)
+            z.writestr("SHA256", hashlib.sha256(text.encode()).hexdigest())
+        with pytest.raises(PersistenceError, match="nested too deeply|not JSON"):
+            structlp.load(saved)
