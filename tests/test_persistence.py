@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import linear_sum_assignment
 
 import structlp
 from structlp import (CuttingPlaneLearner, FrankWolfeLearner, InvalidOutputError,
@@ -34,6 +33,7 @@ from structlp.structures import (BipartiteMatching, Matching, PerfectMatching, S
 
 sys.path.insert(0, str(Path(__file__).parent))
 from agm_oracles import random_tree_data  # noqa: E402
+from test_kernels import assignments as noisy_assignments  # noqa: E402
 
 
 class ScaledAssignment(BipartiteMatching):
@@ -49,15 +49,7 @@ class ScaledAssignment(BipartiteMatching):
 
 def assignments(rng, m=10, n=4, d=3):
     w0 = rng.normal(size=d)
-    X, Y = [], []
-    for _ in range(m):
-        x = rng.normal(size=(n, n, d))
-        r, c = linear_sum_assignment(x @ w0 + rng.normal(size=(n, n)), maximize=True)
-        y = np.zeros((n, n), dtype=int)
-        y[r, c] = 1
-        X.append(x)
-        Y.append(y)
-    return X, Y
+    return noisy_assignments(rng, m, n, d, lambda x: x @ w0, noise=1.0)
 
 
 def sequences(rng, m=6, l=5, k=3):
