@@ -8,12 +8,13 @@ into one convex QP, solves it with any installed cvxpy solver, and predicts.
 from . import structures
 from .exceptions import (ConvergenceWarning, DeclarationError, FractionalSolutionError,
                          InvalidInputError, InvalidOutputError, InvalidParameterError, NotFittedError,
-                         SolverError, StructlpError)
+                         PersistenceError, SolverError, StructlpError)
 from .cutting_plane import CuttingPlaneLearner
 from .frank_wolfe import FrankWolfeLearner
 from .learner import MaxMarginLearner
 from .model import StructuredModel
 from .parallel import BackendError
+from .persistence import clone, load, save
 from .polytope import Polytope
 from .solvers import installed_solvers
 from .subgradient import SubgradientLearner
@@ -25,5 +26,5 @@ __all__ = [
     "StructuredModel", "BackendError", "Polytope", "structures", "installed_solvers",
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
     "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
-    "ConvergenceWarning",
+    "ConvergenceWarning", "PersistenceError", "save", "load", "clone",
 ]

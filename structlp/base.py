@@ -6,6 +6,7 @@ write them by name; ``fit`` returns ``self``; learned attributes end in ``_``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 
@@ -16,8 +17,60 @@ from .compiler import stacked_scores
 from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 
 
+def _fitted_names(obj):
+    """Names of the learned state of ``obj``: attributes ending in ``_`` and private
+    (``_``-prefixed) ones that are not constructor parameters."""
+    params = set(obj._param_names())
+    return [k for k in vars(obj) if k not in params and (k.endswith("_") or k.startswith("_"))]
+
+
+def _atomic_fit(fit):
+    """Wrap ``fit`` so that a fit that raises leaves the estimator exactly as before: the
+    same attribute objects, with the same content (arrays changed in place are put back)."""
+    @functools.wraps(fit)
+    def fit_or_restore(self, *args, **kwargs):
+        before = {k: getattr(self, k) for k in _fitted_names(self)}
+        contents = {k: v.copy() for k, v in before.items() if isinstance(v, np.ndarray)}
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            for k in _fitted_names(self):
+                if k not in before:
+                    delattr(self, k)
+            self.__dict__.update(before)
+            for k, v in contents.items():
+                if not np.array_equal(before[k], v, equal_nan=v.dtype.kind in "fc"):
+                    before[k][...] = v
+            raise
+    fit_or_restore._structlp_atomic = True
+    return fit_or_restore
+
+
 class BaseEstimator:
-    """Parameter handling shared by structlp's learners."""
+    """Parameter handling shared by structlp's learners.
+
+    Fitted state is plain data (see :mod:`structlp.persistence`): ``fit`` of every
+    subclass is atomic (a fit that raises restores the attributes ending in ``_``
+    as they were), and pickling or deep-copying drops the compiled cvxpy problem
+    ``problem_`` and private (``_``-prefixed) caches, which hold solver objects.
+    """
+
+    #: Attributes never pickled, deep-copied or saved (solver objects).
+    _transient = ("problem_",)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        fit = cls.__dict__.get("fit")
+        if fit is not None and not getattr(fit, "_structlp_atomic", False):
+            cls.fit = _atomic_fit(fit)
+
+    def __getstate__(self):
+        params = set(self._param_names())
+        return {k: v for k, v in self.__dict__.items()
+                if k not in self._transient and (k in params or not k.startswith("_"))}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
     @classmethod
     def _param_names(cls):

@@ -42,3 +42,9 @@ class FractionalSolutionError(SolverError):
 class ConvergenceWarning(UserWarning):
     """An iterative learner or solver stopped (``max_iter``, a time limit, loose solver
     tolerances) before reaching the requested accuracy; the message names the remedy."""
+
+
+class PersistenceError(StructlpError, ValueError):
+    """A model file cannot be saved or loaded safely: a value that is not plain data, a
+    file that is not structlp's, of a newer format, tampered with (checksum mismatch, a
+    pickle inside), or naming a class that is not allowed."""

@@ -20,6 +20,10 @@ from ._validation import check_scalar
 from .exceptions import InvalidInputError, InvalidParameterError
 
 KERNELS = ("linear", "rbf", "poly", "precomputed")
+#: A callable kernel on at most this many training parts is evaluated in full and
+#: checked (symmetric, positive semidefinite) like a precomputed matrix; on more, only
+#: the diagonals met by the incomplete Cholesky factor are checked.
+CALLABLE_FULL_CHECK = 2000
 
 
 def _dense(A):
@@ -70,6 +74,12 @@ class Kernel:
     def _gamma(self, n_features):
         return 1.0 / max(n_features, 1) if self.gamma is None else float(self.gamma)
 
+    def frozen(self, n_features):
+        """The parameters as a plain dict, ``gamma`` resolved for ``n_features``
+        (``Kernel(**kernel.frozen(d))`` evaluates the same kernel)."""
+        return {"kernel": self.kernel, "gamma": self._gamma(n_features),
+                "degree": int(self.degree), "coef0": float(self.coef0)}
+
     def __call__(self, A, B):
         """The kernel matrix between the rows of A (n_a, d) and of B (n_b, d)."""
         if callable(self.kernel):
@@ -103,7 +113,7 @@ class Kernel:
         return (self._gamma(A.shape[1]) * sq + self.coef0) ** self.degree
 
 
-def incomplete_cholesky(diag, column, tol=1e-8, max_rank=None):
+def incomplete_cholesky(diag, column, tol=1e-8, max_rank=None, psd_tol=1e-8):
     """Pivoted incomplete Cholesky factor ``G`` with ``K ≈ G G^T``.
 
     Greedy: at each step the part with the largest residual diagonal is the
@@ -121,6 +131,9 @@ def incomplete_cholesky(diag, column, tol=1e-8, max_rank=None):
     tol : float >= 0
         Relative tolerance; 0 means exact (up to round-off).
     max_rank : int or None
+    psd_tol : float
+        A diagonal of K, or a residual diagonal of ``K - G G^T``, below
+        ``-psd_tol * max(diag)`` proves that K is not positive semidefinite.
 
     Returns
     -------
@@ -128,10 +141,24 @@ def incomplete_cholesky(diag, column, tol=1e-8, max_rank=None):
     pivots : ndarray of int, shape (rank,)
     residual : float
         Largest residual diagonal when it stopped.
+
+    Raises
+    ------
+    InvalidInputError
+        When the diagonal or a column is not finite, or K is provably not
+        positive semidefinite (the message says which).
     """
     n = len(diag)
     d = np.array(diag, dtype=float)
-    scale = max(float(d.max()), 1e-300) if n else 1.0
+    if not np.all(np.isfinite(d)):
+        raise InvalidInputError(
+            "The kernel matrix has non-finite diagonal entries (an overflow: for 'poly' or "
+            "'rbf' lower gamma, or rescale the features to about unit size).")
+    scale = max(float(np.abs(d).max()), 1e-300) if n else 1.0
+    if n and d.min() < -psd_tol * scale:
+        raise InvalidInputError(
+            f"The kernel is not positive semidefinite: k(phi, phi) = {d.min():.3g} < 0 for "
+            f"training part {int(d.argmin())}.")
     max_rank = n if max_rank is None else min(int(max_rank), n)
     stop = max(tol * scale, 1e-12 * scale)
     pivots = []
@@ -143,15 +170,36 @@ def incomplete_cholesky(diag, column, tol=1e-8, max_rank=None):
             break
         if r == Gt.shape[0]:  # grow by doubling: O(n * rank) memory overall
             Gt = np.vstack([Gt, np.zeros((min(Gt.shape[0], max_rank - r), n))])
-        g = np.asarray(column(j), dtype=float).ravel() - Gt[:r].T @ Gt[:r, j]
+        col = np.asarray(column(j), dtype=float).ravel()
+        if not np.all(np.isfinite(col)):
+            raise InvalidInputError(
+                f"Column {j} of the kernel matrix is not finite (an overflow: lower gamma, "
+                "or rescale the features to about unit size).")
+        g = col - Gt[:r].T @ Gt[:r, j]
         g /= np.sqrt(d[j])
         Gt[r] = g
         pivots.append(j)
         r += 1
         d -= g * g
         d[j] = 0.0
+        if d.min() < -psd_tol * scale * max(n, 1):
+            raise InvalidInputError(
+                "The kernel is not positive semidefinite: after pivoting on "
+                f"{r} parts a residual diagonal of K - G G^T is {d.min():.3g} < 0 "
+                f"(max |k(phi, phi)| = {scale:.3g}).")
     G = Gt[:r].T
     return G, np.array(pivots, dtype=int), float(max(d.max(), 0.0) if n else 0.0)
+
+
+def _nonzero_rank(G, info, what):
+    """Refuse a factor of rank 0: the dual QP would have no kernel term at all."""
+    if G.shape[1] == 0:
+        raise InvalidInputError(
+            f"The kernel factor of {what} has rank 0: every k(phi_p, phi_p) is at most "
+            "kernel_tol times the largest one (or all are 0). Lower kernel_tol (it must be "
+            "< 1), check that the kernel is not identically zero on the training parts, or "
+            "rescale the features.")
+    return G, info
 
 
 def factor_kernel(kernel, Phi, tol=1e-8, max_rank=None):
@@ -164,6 +212,10 @@ def factor_kernel(kernel, Phi, tol=1e-8, max_rank=None):
     """
     if kernel.kernel == "linear":
         return Phi, {"rank": Phi.shape[1], "residual": 0.0, "pivots": None}
+    if callable(kernel.kernel) and Phi.shape[0] <= CALLABLE_FULL_CHECK:
+        # a user's kernel: evaluate it once in full and check it as a precomputed matrix
+        return factor_precomputed(kernel(Phi, Phi), tol, max_rank,
+                                  what="the kernel callable's matrix of the training parts")
     if sp.issparse(Phi) and Phi.nnz > 0.1 * Phi.shape[0] * Phi.shape[1]:
         Phi = Phi.toarray()  # dense enough: BLAS matrix-vector products are faster
     Phi_rows = sp.csr_array(Phi) if sp.issparse(Phi) else np.asarray(Phi, dtype=float)
@@ -173,40 +225,46 @@ def factor_kernel(kernel, Phi, tol=1e-8, max_rank=None):
     def column(j):
         if callable(kernel.kernel):
             return kernel(Phi_rows, Phi_rows[j:j + 1]).ravel()
-        g = np.asarray(Phi_rows @ (Phi_rows[j:j + 1].T if sp.issparse(Phi_rows)
-                                   else Phi_rows[j]), dtype=float).ravel()
+        g = _dense(Phi_rows @ (Phi_rows[j:j + 1].T if sp.issparse(Phi_rows)
+                               else Phi_rows[j])).ravel()
         if kernel.kernel == "rbf":
             return np.exp(-gamma * np.maximum(sq + sq[j] - 2 * g, 0.0))
         return (gamma * g + kernel.coef0) ** kernel.degree
 
-    G, piv, res = incomplete_cholesky(kernel.diagonal(Phi_rows), column, tol, max_rank)
-    return G, {"rank": G.shape[1], "residual": res, "pivots": piv}
+    with np.errstate(over="ignore", invalid="ignore"):  # overflows are reported below
+        G, piv, res = incomplete_cholesky(kernel.diagonal(Phi_rows), column, tol, max_rank)
+    return _nonzero_rank(G, {"rank": G.shape[1], "residual": res, "pivots": piv},
+                         f"the {kernel.kernel!r} kernel" if not callable(kernel.kernel)
+                         else "the kernel callable")
 
 
-def factor_precomputed(K, tol=1e-8, max_rank=None, psd_tol=1e-8):
+def factor_precomputed(K, tol=1e-8, max_rank=None, psd_tol=1e-8, what="kernel_matrix"):
     """Check a precomputed kernel matrix (symmetric PSD) and factor it.
+
+    ``what`` names the matrix in error messages.
 
     Raises
     ------
     InvalidInputError
-        When K is not square, not symmetric or not positive semidefinite
-        (an eigenvalue below ``-psd_tol * max|K|``).
+        When K is not square, not finite, not symmetric or not positive
+        semidefinite (an eigenvalue below ``-psd_tol * max|K|``), or the factor
+        has rank 0.
     """
     K = np.asarray(K, dtype=float)
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
-        raise InvalidInputError(f"kernel_matrix must be a square 2-D array; got shape {K.shape}.")
+        raise InvalidInputError(f"{what} must be a square 2-D array; got shape {K.shape}.")
     if not np.all(np.isfinite(K)):
-        raise InvalidInputError("kernel_matrix contains NaN or infinite values.")
+        raise InvalidInputError(f"{what} contains NaN or infinite values.")
     scale = max(np.abs(K).max(), 1e-300) if K.size else 1.0
     asym = np.abs(K - K.T).max() if K.size else 0.0
     if asym > 1e-10 * scale:
         raise InvalidInputError(
-            f"kernel_matrix must be symmetric; max |K - K^T| = {asym:.3g}.")
+            f"{what} must be symmetric; max |K - K^T| = {asym:.3g}.")
     if K.size:
         low = float(np.linalg.eigvalsh((K + K.T) / 2).min())
         if low < -psd_tol * scale:
             raise InvalidInputError(
-                f"kernel_matrix must be positive semidefinite; its smallest eigenvalue is "
+                f"{what} must be positive semidefinite; its smallest eigenvalue is "
                 f"{low:.3g} (tolerance {psd_tol * scale:.3g}).")
     G, piv, res = incomplete_cholesky(np.diag(K).copy(), lambda j: K[:, j], tol, max_rank)
-    return G, {"rank": G.shape[1], "residual": res, "pivots": piv}
+    return _nonzero_rank(G, {"rank": G.shape[1], "residual": res, "pivots": piv}, what)

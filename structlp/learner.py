@@ -4,21 +4,54 @@ from __future__ import annotations
 
 import numbers
 import time
+from dataclasses import dataclass, field
 
 import cvxpy as cp
 import numpy as np
 
 import scipy.sparse as sp
 
+from ._progress import Progress, check_verbose
 from ._validation import check_bool, check_finite_array, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import compile_primal, prepare, stacked_scores
 from .dual import compile_dual
 from .kernels import Kernel, factor_kernel, factor_precomputed
-from .exceptions import InvalidInputError, InvalidParameterError
+from .exceptions import InvalidInputError, InvalidParameterError, StructlpError
 from .formulations import get_formulation
 from .inference import loss_augmented
-from .solvers import solve
+from .model import StructuredModel
+from .persistence import fingerprint
+from .solvers import scaling_note, solve, verify_solution
+
+#: The attributes a fit sets from the QP's solution (all dropped before a new one is read).
+_SOLUTION_ATTRS = ("coef_", "slack_", "objective_", "dual_coef_", "support_",
+                   "support_features_", "kernel_rank_", "kernel_residual_", "kernel_params_",
+                   "verification_")
+
+
+def _has_fast_path(model):
+    """Whether ``model`` declares a combinatorial ``inference`` (then the exact hinge of a
+    solution costs one oracle call per example)."""
+    return type(model).inference is not StructuredModel.inference
+
+
+@dataclass
+class _Compiled:
+    """A prepared training set and its compiled QP, kept (privately, never pickled or
+    saved) so that a re-fit with a new ``C`` re-solves it."""
+
+    data: object
+    Phi: object
+    C: cp.Parameter
+    formulation: str = ""
+    key: object = None
+    qp: object = None
+    problem: object = None
+    G: object = None
+    kernel_info: dict = field(default_factory=dict)
+    kernel_params: dict = field(default_factory=dict)
+    times: dict = field(default_factory=dict)
 
 
 class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
@@ -76,6 +109,9 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         ``"part"`` bound the structured hinge from above; ``"shared"`` (one
         slack per example, Taskar et al.'s relaxation) collapses to ``w = 0``
         under label noise.  Other formulations take no slack (an error).
+    verbose : int >= 0 or bool, default=0
+        1: log (logger ``structlp.learner``) the compile and solve times and the
+        objective; 2: also the solver's own output (cvxpy's ``verbose=True``).
 
     Attributes
     ----------
@@ -91,10 +127,22 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
     solver_ : str
         The solver used.
     problem_ : cvxpy.Problem
-        The compiled QP.
+        The compiled QP (``C`` is its Parameter).  Not pickled, deep-copied or saved
+        (:func:`structlp.save`): it holds solver objects and the whole training set.
     n_features_in_ : int
     fit_time_ : dict
-        Seconds spent preparing the data, building and solving the QP.
+        Seconds spent preparing the data, building, solving and verifying the QP
+        (preparing and building are 0 when the compiled QP was reused); ``"solve"``
+        is split into cvxpy's ``"canonicalize"`` (small on a reuse) and the solver's
+        own ``"solver"`` time as they report them.
+    reused_compiled_ : bool
+        Whether this fit re-solved the QP compiled by the previous fit (a re-fit with
+        only ``C`` or the solver changed, on the same data).
+    verification_ : dict
+        The check of the solver's answer (:func:`structlp.solvers.verify_solution`):
+        constraint ``violation``, ``reported`` and ``recomputed`` objectives (the latter
+        from the solution with the exact hinge, for models with a fast path),
+        ``relative_gap``, ``ok``.
     dual_coef_ : ndarray, shape (n_training_parts,)
         With ``dual=True``: the coefficient ``u_p`` of every training part
         (stacked in example order); ``coef_`` exists only for the linear kernel.
@@ -106,11 +154,15 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         Rank of the kernel factor used by the dual.
     kernel_residual_ : float
         Largest diagonal entry of ``K - G G^T`` (0 when exact).
+    kernel_params_ : dict
+        With ``dual=True``: the kernel as fitted (``kernel``, ``gamma`` resolved to a
+        number, ``degree``, ``coef0``); prediction uses it, so ``set_params`` changes
+        nothing until the next fit.
     """
 
     def __init__(self, model, C=1.0, formulation="minmax", solver=None, solver_opts=None,
                  dual=False, kernel="linear", gamma=None, degree=3, coef0=1.0,
-                 kernel_tol=1e-8, max_rank=None, slack=None):
+                 kernel_tol=1e-8, max_rank=None, slack=None, verbose=0):
         self.model = model
         self.C = C
         self.formulation = formulation
@@ -124,6 +176,7 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         self.kernel_tol = kernel_tol
         self.max_rank = max_rank
         self.slack = slack
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -133,18 +186,69 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         check_bool(self.dual, "dual", owner=name)
         if self.dual:
             Kernel(self.kernel, self.gamma, self.degree, self.coef0).check(owner=name)
-            check_scalar(self.kernel_tol, "kernel_tol", low=0, owner=name)
+            check_scalar(self.kernel_tol, "kernel_tol", low=0, high=1, high_inclusive=False,
+                         owner=name)
             if self.max_rank is not None:
                 check_scalar(self.max_rank, "max_rank", kind=numbers.Integral, low=1, owner=name)
         elif self.kernel != "linear":
             raise InvalidParameterError(
                 f"The 'kernel' parameter of {name} needs dual=True; got kernel="
                 f"{self.kernel!r} with dual=False.")
+        check_verbose(self.verbose, owner=name)
         return C, formulation, solver, opts
+
+    def _compile_key(self, X, Y, kernel_matrix):
+        """What the compiled QP depends on (everything but C and the solver), or None
+        when some input cannot be fingerprinted (then nothing is reused)."""
+        return fingerprint((type(self.model), vars(self.model), self.formulation, self.slack,
+                            self.dual,
+                            self.kernel, self.gamma, self.degree, self.coef0, self.kernel_tol,
+                            self.max_rank, X, Y, kernel_matrix))
+
+    def _compile(self, X, Y, kernel_matrix, formulation, precomputed):
+        """Prepare the training set and build the (primal or dual) QP with ``C`` a
+        :class:`cvxpy.Parameter`."""
+        t0 = time.perf_counter()
+        data = prepare(self.model, X, Y,
+                       need_polytopes=getattr(formulation, "needs_polytopes", True))
+        t1 = time.perf_counter()
+        blocks = formulation.blocks(data)
+        Phi = data.stacked_features()
+        C = cp.Parameter(nonneg=True, name="C")
+        c = _Compiled(data=data, Phi=Phi, C=C, formulation=getattr(formulation, "name", ""))
+        if not self.dual:
+            c.qp = compile_primal(blocks, data.n_features, data.n_examples, C, features=Phi)
+            c.problem = c.qp.problem
+        else:
+            c.kernel_params = Kernel(self.kernel, self.gamma, self.degree,
+                                     self.coef0).frozen(data.n_features)
+            if precomputed:
+                if np.shape(kernel_matrix) != (Phi.shape[0], Phi.shape[0]):
+                    raise InvalidInputError(
+                        f"kernel_matrix must have shape ({Phi.shape[0]}, {Phi.shape[0]}) "
+                        f"(training parts x training parts); got {np.shape(kernel_matrix)}.")
+                c.G, c.kernel_info = factor_precomputed(kernel_matrix, self.kernel_tol,
+                                                        self.max_rank)
+            else:
+                c.G, c.kernel_info = factor_kernel(Kernel(**c.kernel_params), Phi,
+                                                   self.kernel_tol, self.max_rank)
+            c.qp = compile_dual(blocks, Phi.shape[0], data.n_examples, C, c.G,
+                                formulation_name=getattr(formulation, "name", ""))
+            c.problem = c.qp.problem
+        c.times = {"prepare": t1 - t0, "build": time.perf_counter() - t1}
+        return c
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, Y, kernel_matrix=None):
         """Compile the training set into one QP, solve it, and store the weights.
+
+        ``C`` enters the QP as a :class:`cvxpy.Parameter`: a re-fit with another ``C``
+        on the same data (same content of ``X``, ``Y``, ``kernel_matrix`` and the same
+        other parameters) re-solves the compiled QP without preparing or compiling it
+        again.  The solver's answer is verified (constraint violation, and the objective
+        recomputed from the solution by exact loss-augmented inference when the model
+        has a fast path); a :class:`~structlp.exceptions.ConvergenceWarning` says when it
+        is off.
 
         Parameters
         ----------
@@ -158,69 +262,108 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         self
         """
         C, formulation, solver, opts = self._check_params()
+        verbose = check_verbose(self.verbose)
+        progress = Progress(self, verbose)
         precomputed = self.dual and self.kernel == "precomputed"
         if precomputed and kernel_matrix is None:
             raise InvalidParameterError("kernel='precomputed' needs fit(X, Y, kernel_matrix=K).")
         if not precomputed and kernel_matrix is not None:
             raise InvalidParameterError("kernel_matrix is only used with kernel='precomputed'.")
         t0 = time.perf_counter()
-        data = prepare(self.model, X, Y,
-                       need_polytopes=getattr(formulation, "needs_polytopes", True))
-        t1 = time.perf_counter()
-        blocks = formulation.blocks(data)
-        Phi = data.stacked_features()
-        hints = {cp.INFEASIBLE: " An output polytope is probably unbounded: give every "
-                                "part finite bounds.",
-                 cp.UNBOUNDED: " This should not happen for a QP with a positive definite "
-                               "objective."}
-        for attr in ("coef_", "dual_coef_", "support_", "support_features_",
-                     "kernel_rank_", "kernel_residual_"):
+        key = self._compile_key(X, Y, kernel_matrix)
+        c = getattr(self, "_compiled", None)
+        reused = c is not None and key is not None and c.key == key
+        if not reused:
+            self.__dict__.pop("_compiled", None)
+            c = self._compile(X, Y, kernel_matrix, formulation, precomputed)
+            c.key = key
+        data, Phi = c.data, c.Phi
+        progress.message(
+            f"{'reused the compiled QP' if reused else 'compiled the QP'} of "
+            f"{data.n_examples} examples, {Phi.shape[0]} parts, {data.n_features} features"
+            + ("" if reused else f" (prepare {c.times['prepare']:.3g} s, build "
+                                 f"{c.times['build']:.3g} s)"))
+        note = scaling_note(C, Phi)
+        hints = {} if note else {
+            cp.INFEASIBLE: " An output polytope is probably unbounded: give every part finite "
+                           "bounds.",
+            cp.UNBOUNDED: " This should not happen for a QP with a positive definite "
+                          "objective."}
+        if verbose >= 2:
+            opts.setdefault("verbose", True)
+        c.C.value = C
+        what = "the dual training QP" if self.dual else "the training QP"
+        solve_s = solve(c.problem, solver, opts, what=what, hints=hints, note=note)
+        progress.message(f"solved {what} with {solver} in {solve_s:.3g} s")
+        t2 = time.perf_counter()
+        state = self._read_solution(c, C, solver, what, note, precomputed)
+        state["verification_"]["seconds"] = time.perf_counter() - t2
+        for attr in _SOLUTION_ATTRS:
             self.__dict__.pop(attr, None)
-        if not self.dual:
-            qp = compile_primal(blocks, data.n_features, data.n_examples, C, features=Phi)
-            t2 = time.perf_counter()
-            solve_s = solve(qp.problem, solver, opts, what="the training QP", hints=hints)
-            self.coef_ = np.asarray(qp.w.value, dtype=float)
-            self.slack_ = np.asarray(qp.xi.value, dtype=float)
-            self.objective_ = float(qp.problem.value)
-            self.problem_ = qp.problem
-        else:
-            kern = Kernel(self.kernel, self.gamma, self.degree, self.coef0)
-            if precomputed:
-                if np.shape(kernel_matrix) != (Phi.shape[0], Phi.shape[0]):
-                    raise InvalidInputError(
-                        f"kernel_matrix must have shape ({Phi.shape[0]}, {Phi.shape[0]}) "
-                        f"(training parts x training parts); got {np.shape(kernel_matrix)}.")
-                G, info = factor_precomputed(kernel_matrix, self.kernel_tol, self.max_rank)
-            else:
-                G, info = factor_kernel(kern, Phi, self.kernel_tol, self.max_rank)
-            cd = compile_dual(blocks, Phi.shape[0], data.n_examples, C, G,
-                              formulation_name=getattr(formulation, "name", ""))
-            t2 = time.perf_counter()
-            solve_s = solve(cd.problem, solver, opts, what="the dual training QP", hints=hints)
-            u = np.asarray(cd.u.value, dtype=float).ravel()
-            self.dual_coef_ = u
-            scale = np.abs(u).max() if u.size else 0.0
-            self.support_ = np.flatnonzero(np.abs(u) > 1e-9 * max(scale, 1e-300))
-            self.support_features_ = Phi[self.support_] if not precomputed else None
-            self.kernel_rank_ = int(info["rank"])
-            self.kernel_residual_ = float(info["residual"])
-            self.objective_ = cd.objective
-            self.slack_ = np.abs(np.asarray(cd.xi_constraint.dual_value, dtype=float)).ravel()
-            self.problem_ = cd.problem
-            if self.kernel == "linear":
-                self.coef_ = np.asarray(Phi.T @ u, dtype=float).ravel()
+        self.__dict__.update(state)
+        self.problem_ = c.problem
         self.solver_ = solver
         self.n_features_in_ = data.n_features
         self.n_training_parts_ = Phi.shape[0]
-        self.fit_time_ = {"prepare": t1 - t0, "build": t2 - t1, "solve": solve_s,
+        stats = c.problem.solver_stats
+        self.fit_time_ = {"prepare": 0.0 if reused else c.times["prepare"],
+                          "build": 0.0 if reused else c.times["build"], "solve": solve_s,
+                          "canonicalize": float(c.problem.compilation_time or 0.0),
+                          "solver": float(getattr(stats, "solve_time", None) or 0.0),
+                          "verify": state["verification_"]["seconds"],
                           "total": time.perf_counter() - t0}
+        self.reused_compiled_ = reused
+        self._compiled = c
+        progress.message(f"objective {self.objective_:.8g}, total {self.fit_time_['total']:.3g} s")
         return self
+
+    def _read_solution(self, c, C, solver, what, note, precomputed):
+        """The fitted attributes from the solved QP, after verifying the solver's answer."""
+        data, Phi = c.data, c.Phi
+        # the min-max QP's slacks bound the exact hinge from above: its optimum cannot be
+        # below the exact objective of its own weights (other formulations' slacks may not)
+        exact = _has_fast_path(self.model) and c.formulation == "minmax"
+        if not self.dual:
+            w = np.asarray(c.qp.w.value, dtype=float)
+            state = {"coef_": w, "slack_": np.asarray(c.qp.xi.value, dtype=float),
+                     "objective_": float(c.problem.value)}
+            scores = (lambda: stacked_scores(data.Phi, w)) if exact else None
+            norm2 = float(w @ w)
+            scale = 1.0
+        else:
+            u = np.asarray(c.qp.u.value, dtype=float).ravel()
+            top = np.abs(u).max() if u.size else 0.0
+            support = np.flatnonzero(np.abs(u) > 1e-9 * max(top, 1e-300))
+            state = {"dual_coef_": u, "support_": support,
+                     "support_features_": Phi[support] if not precomputed else None,
+                     "kernel_rank_": int(c.kernel_info["rank"]),
+                     "kernel_residual_": float(c.kernel_info["residual"]),
+                     "kernel_params_": dict(c.kernel_params),
+                     "objective_": c.qp.objective,
+                     "slack_": np.abs(np.asarray(c.qp.xi_constraint.dual_value,
+                                                 dtype=float)).ravel()}
+            if self.kernel == "linear":
+                state["coef_"] = np.asarray(Phi.T @ u, dtype=float).ravel()
+            t = np.asarray(c.G.T @ u, dtype=float).ravel()  # the QP's own kernel, G G^T
+            scores = (lambda: np.split(np.asarray(c.G @ t, dtype=float).ravel(),
+                                       np.cumsum(data.n_parts)[:-1])) if exact else None
+            norm2 = float(t @ t)
+            scale = max(1.0, C)
+        recomputed = None
+        if scores is not None:
+            try:
+                _, hinge = loss_augmented(self.model, data, scores=scores())
+                recomputed = 0.5 * norm2 + C * float(np.sum(hinge))
+            except StructlpError:   # an inference that cannot decide: verify feasibility only
+                recomputed = None
+        state["verification_"] = verify_solution(c.problem, solver, what, state["objective_"],
+                                                 recomputed, scale=scale, note=note,
+                                                 stacklevel=5)
+        return state
 
     # ------------------------------------------------------------------ predict
     def _fitted_attr(self):
-        return "dual_coef_" if getattr(self, "dual", False) and hasattr(self, "dual_coef_") \
-            else "coef_"
+        return "dual_coef_" if hasattr(self, "dual_coef_") else "coef_"
 
     def _scores(self, Phis, kernel_matrix=None):
         """Part scores of already checked examples."""
@@ -230,7 +373,8 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
             return stacked_scores(Phis, self.coef_)
         sizes = [P.shape[0] for P in Phis]
         coef = self.dual_coef_[self.support_]
-        if self.kernel == "precomputed":
+        kernel = self.kernel_params_   # as fitted: set_params changes nothing until a refit
+        if kernel["kernel"] == "precomputed":
             want = (sum(sizes), self.n_training_parts_)
             if kernel_matrix is None:
                 raise InvalidParameterError(
@@ -244,7 +388,7 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         else:
             if kernel_matrix is not None:
                 raise InvalidParameterError("kernel_matrix is only used with kernel='precomputed'.")
-            kern = Kernel(self.kernel, self.gamma, self.degree, self.coef0)
+            kern = Kernel(**kernel)
             Phi = sp.vstack([sp.csr_array(P) for P in Phis], format="csr") \
                 if any(sp.issparse(P) for P in Phis) else np.vstack(Phis)
             flat = kern(Phi, self.support_features_) @ coef
@@ -273,6 +417,10 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         formulation = get_formulation(self.formulation, self.model)
         data = prepare(self.model, X, Y,
                        need_polytopes=getattr(formulation, "needs_polytopes", True))
+        if data.n_features != self.n_features_in_:
+            raise InvalidInputError(
+                f"X has {data.n_features} features per part; the learner was fitted with "
+                f"{self.n_features_in_}.")
         scores = self._scores(data.Phi, kernel_matrix)
         _, hinge = loss_augmented(self.model, data, scores=scores)
         return hinge

@@ -214,3 +214,90 @@ def test_linear_dual_equals_primal_for_certificates(structure, rng):
     assert abs(dual.objective_ - primal.objective_) <= 1e-4 * abs(primal.objective_)
     np.testing.assert_allclose(dual.coef_, primal.coef_, atol=1e-4 * np.abs(primal.coef_).max())
     assert np.abs(primal.coef_).max() > 0.05
+
+
+# ------------------------------------------------------------------ valid input that crashed
+def _sparse_assignments(rng, m=8, n=4, d=20, density=0.05):
+    X, Y = [], []
+    for _ in range(m):
+        x = rng.normal(size=(n, n, d)) * (rng.random((n, n, d)) < density)
+        r, c = linear_sum_assignment(rng.normal(size=(n, n)), maximize=True)
+        y = np.zeros((n, n), dtype=int)
+        y[r, c] = 1
+        X.append(x)
+        Y.append(y)
+    return X, Y
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+@pytest.mark.parametrize("density", [0.05, 0.0])
+def test_sparse_or_zero_part_features_factor_like_the_dense_kernel(kernel, density, rng):
+    """Part features with <= 10% nonzeros (or none) stay sparse in the factor, which
+    crashed; the result must equal the same kernel given as a dense precomputed matrix."""
+    X, Y = _sparse_assignments(rng, density=density)
+    fit = _fit(X, Y, kernel=kernel, gamma=0.5, degree=2)
+    Phi = prepare(BipartiteMatching(), X, Y).stacked_features()
+    assert Phi.nnz <= 0.1 * Phi.shape[0] * Phi.shape[1]
+    dense = Phi.toarray()
+    K = Kernel(kernel, gamma=0.5, degree=2)(dense, dense)
+    ref = _fit(X, Y, kernel="precomputed", kernel_matrix=K)
+    assert fit.objective_ == pytest.approx(ref.objective_, rel=1e-6, abs=1e-8)
+    Xn, _ = _sparse_assignments(rng, m=3, density=density)
+    Pn = np.vstack([x.reshape(-1, 20) for x in Xn])
+    kn = Kernel(kernel, gamma=0.5, degree=2)(Pn, dense)
+    for a, b in zip(fit.decision_scores(Xn), ref.decision_scores(Xn, kernel_matrix=kn)):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_rank_zero_factor_is_a_clear_error(noisy):
+    X, Y = noisy
+    with pytest.raises(InvalidParameterError, match="'kernel_tol'.*< 1"):
+        _fit(X, Y, kernel="rbf", kernel_tol=1.0)
+    with pytest.raises(InvalidInputError, match="rank 0.*kernel_tol"):
+        _fit(X, Y, kernel=lambda A, B: np.zeros((A.shape[0], B.shape[0])))
+    n = 25 * len(X)
+    with pytest.raises(InvalidInputError, match="kernel_matrix has rank 0"):
+        _fit(X, Y, kernel="precomputed", kernel_matrix=np.zeros((n, n)))
+    with pytest.raises(InvalidInputError, match="overflow.*gamma"):
+        _fit(X, Y, kernel="poly", gamma=1e300)
+
+
+def test_non_psd_callable_is_rejected_like_a_precomputed_matrix(noisy, monkeypatch):
+    X, Y = noisy
+    with pytest.raises(InvalidInputError, match="positive semidefinite"):
+        _fit(X, Y, kernel=lambda A, B: -(A @ B.T))
+    with pytest.raises(InvalidInputError, match="symmetric"):
+        _fit(X, Y, kernel=lambda A, B: A @ B.T + A[:, :1] * 0.5)
+    # beyond the size of the full check, the factor itself detects it
+    import structlp.kernels as kernels
+    monkeypatch.setattr(kernels, "CALLABLE_FULL_CHECK", 0)
+    with pytest.raises(InvalidInputError, match="not positive semidefinite"):
+        _fit(X, Y, kernel=lambda A, B: -(A @ B.T))
+
+
+def test_incomplete_cholesky_detects_an_indefinite_matrix(rng):
+    A = rng.normal(size=(30, 2))
+    K = A @ A.T - 0.5 * np.eye(30) + 0.5   # diagonal positive, smallest eigenvalue < 0
+    assert np.diag(K).min() > 0 and np.linalg.eigvalsh(K).min() < -0.1
+    with pytest.raises(InvalidInputError, match="not positive semidefinite"):
+        incomplete_cholesky(np.diag(K).copy(), lambda j: K[:, j], tol=0.0)
+
+
+def test_fitted_kernel_is_frozen(noisy, rng):
+    """set_params on a fitted kernel model changes nothing until the next fit."""
+    X, Y = noisy
+    fit = _fit(X, Y, kernel="rbf", gamma=0.5)
+    Xn, _ = assignments(rng, 4, 5, 4, lambda x: x[..., 0])
+    before = fit.decision_scores(Xn)
+    assert fit.kernel_params_ == {"kernel": "rbf", "gamma": 0.5, "degree": 3, "coef0": 1.0}
+    for change in ({"gamma": 5.0}, {"kernel": "poly"}, {"kernel": "linear", "dual": False},
+                   {"kernel": "precomputed"}, {"degree": 1, "coef0": -3.0}):
+        fit.set_params(**change)
+        for a, b in zip(fit.decision_scores(Xn), before):
+            np.testing.assert_array_equal(a, b)
+        fit.set_params(kernel="rbf", gamma=0.5, degree=3, coef0=1.0, dual=True)
+    fit.set_params(gamma=2.0).fit(X, Y)
+    assert fit.kernel_params_["gamma"] == 2.0
+    assert not np.allclose(fit.decision_scores(Xn)[0], before[0])
+    # gamma=None is resolved at fit time to 1 / n_features
+    assert _fit(X, Y, kernel="rbf").kernel_params_["gamma"] == 0.25

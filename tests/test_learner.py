@@ -75,7 +75,8 @@ def test_fitted_attributes_and_problem(rng):
     assert learner.problem_.status == "optimal"
     assert np.isclose(learner.problem_.value, learner.objective_)
     assert learner.n_features_in_ == 3
-    assert set(learner.fit_time_) == {"prepare", "build", "solve", "total"}
+    assert set(learner.fit_time_) == {"prepare", "build", "solve", "canonicalize", "solver",
+                                      "verify", "total"}
 
 
 def test_weighted_hamming_changes_the_program(rng):
@@ -94,7 +95,7 @@ def test_estimator_contract():
                                     "solver": "ECOS", "solver_opts": None, "dual": False,
                                     "kernel": "linear", "gamma": None, "degree": 3,
                                     "coef0": 1.0, "kernel_tol": 1e-8, "max_rank": None,
-                                    "slack": None}
+                                    "slack": None, "verbose": 0}
     assert learner.set_params(C=0.5) is learner and learner.C == 0.5
     assert not hasattr(learner, "coef_")
     with pytest.raises(NotFittedError, match="not fitted"):
@@ -114,3 +115,106 @@ def test_predict_on_new_shapes_and_general_degrees(rng):
         S = x @ learner.coef_
         best = outputs[int(np.argmax([np.sum(S * o) for o in outputs]))]
         np.testing.assert_array_equal(p, best)
+
+
+# ------------------------------------------------------------------ verified solves
+def noisy_assignments(rng, m=10, n=4, d=3):
+    X, Y, _ = planted_assignments(rng, m, n, n, d)
+    for i in range(0, m, 3):   # flip some outputs: slacks are non-zero
+        Y[i] = Y[i][rng.permutation(n)]
+    return X, Y
+
+
+@pytest.mark.parametrize("dual", [False, True])
+def test_verification_recomputes_the_objective_by_exact_inference(dual, rng):
+    """With a tight solver the objective recomputed from the solution with the exact hinge
+    (an independent oracle: the Hungarian algorithm) equals objective_."""
+    import warnings
+    from structlp import ConvergenceWarning
+    X, Y = noisy_assignments(rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fit = MaxMarginLearner(BipartiteMatching(), C=2.0, dual=dual).fit(X, Y)
+    v = fit.verification_
+    assert v["ok"] and v["violation"] < 1e-6
+    assert v["recomputed"] == pytest.approx(fit.objective_, rel=1e-6)
+    w = fit.coef_
+    assert v["recomputed"] == pytest.approx(0.5 * w @ w + 2.0 * fit.hinge_losses(X, Y).sum(),
+                                            rel=1e-6)
+
+
+@pytest.mark.parametrize("solver, opts", [("SCS", {"eps": 0.1}),
+                                          ("OSQP", {"eps_abs": 0.1, "eps_rel": 0.1})])
+@pytest.mark.parametrize("dual", [False, True])
+def test_loose_solver_tolerances_are_caught(solver, opts, dual, rng):
+    from structlp import ConvergenceWarning, installed_solvers
+    if solver not in installed_solvers():
+        pytest.skip(f"{solver} is not installed")
+    X, Y = noisy_assignments(rng, m=12)
+    with pytest.warns(ConvergenceWarning, match=rf"Solver {solver} reported 'optimal'.*"
+                                                r"Tighten them in solver_opts"):
+        fit = MaxMarginLearner(BipartiteMatching(), solver=solver, solver_opts=opts,
+                               dual=dual).fit(X, Y)
+    assert not fit.verification_["ok"]
+    exact = MaxMarginLearner(BipartiteMatching(), dual=dual).fit(X, Y).objective_
+    # the recomputed objective is a true upper bound of the optimum, the reported one is not
+    assert fit.verification_["recomputed"] >= exact * (1 - 1e-6)
+
+
+@pytest.mark.parametrize("C, scale", [(1e300, 1.0), (1.0, 1e300), (1e12, 1.0)])
+def test_badly_scaled_qp_says_so(C, scale, rng):
+    from structlp import SolverError
+    X, Y = noisy_assignments(rng)
+    with pytest.raises(SolverError, match=r"badly scaled \(C = .*largest \|feature\|.*rescale"):
+        MaxMarginLearner(BipartiteMatching(), C=C).fit([x * scale for x in X], Y)
+
+
+def test_hinge_losses_checks_the_feature_dimension(rng):
+    from structlp import InvalidInputError
+    X, Y = noisy_assignments(rng)
+    fit = MaxMarginLearner(BipartiteMatching()).fit(X, Y)
+    with pytest.raises(InvalidInputError, match="4 features per part.*fitted with 3"):
+        fit.hinge_losses([np.concatenate([x, x[..., :1]], axis=-1) for x in X], Y)
+
+
+# ------------------------------------------------------------------ C as a Parameter
+@pytest.mark.parametrize("dual", [False, True])
+def test_refit_with_new_C_reuses_the_compiled_qp(dual, rng):
+    import pickle
+    X, Y = noisy_assignments(rng)
+    fit = MaxMarginLearner(BipartiteMatching(), C=1.0, dual=dual).fit(X, Y)
+    assert not fit.reused_compiled_
+    problem = fit.problem_
+    for C in (0.3, 5.0):
+        fit.set_params(C=C).fit(X, Y)
+        assert fit.reused_compiled_ and fit.problem_ is problem
+        fresh = MaxMarginLearner(BipartiteMatching(), C=C, dual=dual).fit(X, Y)
+        assert fit.objective_ == pytest.approx(fresh.objective_, rel=1e-7)
+        np.testing.assert_allclose(fit.slack_, fresh.slack_, atol=1e-6)
+        if not dual:
+            np.testing.assert_allclose(fit.coef_, fresh.coef_, atol=1e-6)
+    # same content in new objects: reused; content changed in place: recompiled
+    fit.fit([x.copy() for x in X], [y.copy() for y in Y])
+    assert fit.reused_compiled_
+    X[0][0, 0, 0] += 1.0
+    fit.fit(X, Y)
+    assert not fit.reused_compiled_ and fit.problem_ is not problem
+    fit.set_params(formulation="certificate").fit(X, Y)
+    assert not fit.reused_compiled_
+    # the compiled problem never travels in a pickle
+    state = pickle.loads(pickle.dumps(fit)).__dict__
+    assert "_compiled" not in state and "problem_" not in state
+
+
+def test_verbose_logs_compile_and_solve(rng, caplog):
+    import logging
+    X, Y = noisy_assignments(rng)
+    with caplog.at_level(logging.INFO, logger="structlp"):
+        fit = MaxMarginLearner(BipartiteMatching(), verbose=1).fit(X, Y)
+        fit.set_params(C=2.0).fit(X, Y)
+    text = caplog.text
+    assert "MaxMarginLearner: compiled the QP of 10 examples" in text
+    assert "solved the training QP with CLARABEL" in text
+    assert "reused the compiled QP" in text
+    with pytest.raises(Exception, match="'verbose'"):
+        MaxMarginLearner(BipartiteMatching(), verbose=-1).fit(X, Y)

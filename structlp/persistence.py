@@ -1,0 +1,575 @@
+"""Safe persistence of estimators and models: plain data, never code.
+
+:func:`save` writes an estimator (fitted or not) or a model object to one file;
+:func:`load` reads it back without executing anything from the file: no pickle,
+only JSON and numpy arrays read with ``allow_pickle=False``, and only classes
+on an allow-list are instantiated.  :func:`clone` makes an unfitted copy with
+deep-copied parameters.
+
+Both work by introspection, for every class that follows the estimator
+convention (``__init__`` stores its arguments unchanged under their own names;
+learned attributes end in ``_``): an object is its class's import path, its
+constructor parameters (recursively) and its attributes ending in ``_``.  The
+compiled cvxpy problem (``problem_``) and private (``_``-prefixed) caches are
+not saved.
+
+File format (version :data:`FORMAT_VERSION`)
+--------------------------------------------
+A zip archive with exactly these members:
+
+``structlp.json``
+    UTF-8 JSON metadata::
+
+        {"format": "structlp", "format_version": 1, "structlp_version": "0.1.0",
+         "class": "<import path of the saved object's class>",
+         "fitted": {"<attribute>": "<type name>", ...},
+         "arrays": {"arrays/0.npy": {"sha256": "...", "dtype": "<f8", "shape": [3]}, ...},
+         "root": <node>}
+
+    A node is a JSON ``null``, ``true``/``false``, integer, string or finite number,
+    or an object with a ``"type"`` key:
+
+    - ``{"type": "float", "value": "nan" | "inf" | "-inf"}``;
+    - ``{"type": "list" | "tuple", "items": [<node>, ...]}``;
+    - ``{"type": "dict", "items": [[<key node>, <value node>], ...]}``;
+    - ``{"type": "ndarray" | "scalar", "file": "arrays/<n>.npy"}`` (a numpy array, or
+      a numpy scalar stored as a 0-d array);
+    - ``{"type": "sparse", "format": "csr" | "csc" | ..., "container": "array" |
+      "matrix", "shape": [r, c], "data": <node>, "indices": <node>, "indptr": <node>}``
+      (a scipy.sparse matrix by its CSR arrays);
+    - ``{"type": "object", "class": "<module>.<qualname>", "params": {<name>: <node>},
+      "attributes": {<name>: <node>}}`` (constructor parameters, attributes ending in
+      ``_``).
+
+``arrays/<n>.npy``
+    One numpy array each, in ``.npy`` format (``numpy.save(..., allow_pickle=False)``).
+
+``SHA256``
+    The hexadecimal SHA-256 of ``structlp.json``; every array's SHA-256 is in the
+    metadata.  A file whose checksums do not match, that has other members (a
+    pickle), an object array, an unknown node type, a class that is not allowed,
+    parameters the class does not take, or a newer ``format_version`` is refused
+    with :class:`~structlp.exceptions.PersistenceError`.
+
+Classes
+-------
+structlp's own estimators, models, polytopes, sequence losses and feature maps
+are allowed.  A user-declared class (e.g. a :class:`~structlp.StructuredModel`
+subclass) is saved by import path and its ``__init__`` parameters and is loaded
+only when passed, ``load(path, classes=[MyModel])``, or named,
+``load(path, allowed=["mypackage.models.MyModel"])`` (then imported).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib
+import inspect
+import io
+import json
+import math
+import numbers
+import os
+import re
+import zipfile
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import PersistenceError
+
+#: Version of the file format written by :func:`save`; :func:`load` reads this and older.
+FORMAT_VERSION = 1
+_META, _SUM = "structlp.json", "SHA256"
+_ATTR = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_$")
+_SPARSE_FORMATS = ("csr", "csc", "coo", "bsr", "dia", "dok", "lil")
+
+
+# ---------------------------------------------------------------- introspection
+def _path(cls):
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _init_names(cls):
+    sig = inspect.signature(cls.__init__)
+    return [p.name for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def init_params(obj):
+    """The constructor parameters of ``obj``, read back by name.
+
+    From ``get_params()`` when the object has it, else from the attribute of the same
+    name (or the ``_params`` dict some objects keep of their raw arguments).
+
+    Raises
+    ------
+    PersistenceError
+        When a parameter is not stored on the object (the class does not follow the
+        convention that ``__init__`` stores its arguments under their own names).
+    """
+    names = _init_names(type(obj))
+    if callable(getattr(obj, "get_params", None)):
+        got = obj.get_params()
+        if set(names) <= set(got):
+            return {n: got[n] for n in names}
+    raw = getattr(obj, "_params", None)
+    out = {}
+    for n in names:
+        if isinstance(raw, dict) and n in raw:
+            out[n] = raw[n]
+        elif n in vars(obj):
+            out[n] = vars(obj)[n]
+        else:
+            raise PersistenceError(
+                f"Cannot save {type(obj).__name__}: its constructor parameter {n!r} is not "
+                f"stored as an attribute {n!r} (structlp saves an object as its constructor "
+                "parameters; store each argument unchanged under its own name in __init__).")
+    return out
+
+
+def fitted_attributes(obj):
+    """The learned state of ``obj``: attributes ending in ``_`` (not private ones), without
+    the transient ones (``problem_``: the compiled cvxpy problem and its solver objects)."""
+    skip = set(getattr(type(obj), "_transient", ("problem_",)))
+    return {k: v for k, v in vars(obj).items()
+            if _ATTR.match(k) and k not in skip}
+
+
+def _persistable_bases():
+    from .base import BaseEstimator
+    from .model import StructuredModel
+    from .polytope import Polytope
+    from .sequence.features import MarkovFeatures
+    from .sequence.learner import SoftmaxMarginLearner
+    from .sequence.losses import SequenceLoss
+    return (BaseEstimator, StructuredModel, Polytope, SequenceLoss, MarkovFeatures,
+            SoftmaxMarginLearner)
+
+
+def _subclasses(cls):
+    out, todo = set(), [cls]
+    while todo:
+        c = todo.pop()
+        if c not in out:
+            out.add(c)
+            todo.extend(c.__subclasses__())
+    return out
+
+
+def library_classes():
+    """The allow-list: import path -> class, for every estimator, model, polytope,
+    sequence loss and feature map defined in structlp."""
+    from . import agm, sequence, structures  # noqa: F401  (import every library class)
+    found = {}
+    for base in _persistable_bases():
+        for c in _subclasses(base):
+            if (c.__module__.split(".")[0] == "structlp" and "<locals>" not in c.__qualname__
+                    and not c.__name__.startswith("_")):
+                found[_path(c)] = c
+    return found
+
+
+def _is_persistable(obj):
+    return isinstance(obj, _persistable_bases())
+
+
+def _is_persistable_class(cls):
+    return issubclass(cls, _persistable_bases())
+
+
+def clone(estimator):
+    """An unfitted copy of ``estimator``: the same class, its parameters deep-copied.
+
+    A clone never shares a parameter object (e.g. the ``model``) with the original.
+    scikit-learn's ``sklearn.base.clone`` also works on structlp estimators.
+
+    Parameters
+    ----------
+    estimator : structlp estimator or model object
+
+    Returns
+    -------
+    A new instance, ``type(estimator)(**deepcopy(estimator.get_params()))``.
+    """
+    if isinstance(estimator, type) or not hasattr(estimator, "__dict__"):
+        raise PersistenceError(
+            f"clone expects a structlp estimator or model instance; got "
+            f"{type(estimator).__name__}.")
+    return type(estimator)(**copy.deepcopy(init_params(estimator)))
+
+
+# ---------------------------------------------------------------- fingerprints
+def fingerprint(obj):
+    """A digest of the content of ``obj`` (numbers, strings, arrays, sparse matrices,
+    lists/tuples/dicts of these, classes), or None when some part of it has no
+    well-defined content (then callers must not reuse anything computed from it)."""
+    h = hashlib.blake2b(digest_size=20)
+    try:
+        _feed(h, obj, 0)
+    except _NoFingerprint:
+        return None
+    return h.hexdigest()
+
+
+class _NoFingerprint(Exception):
+    pass
+
+
+def _feed(h, obj, depth):
+    if depth > 64:
+        raise _NoFingerprint
+    if obj is None or isinstance(obj, (bool, numbers.Number, str, bytes, np.generic)):
+        h.update(f"{type(obj).__name__}:{obj!r};".encode())
+    elif isinstance(obj, np.ndarray):
+        h.update(f"nd{obj.dtype.str}{obj.shape};".encode())
+        if obj.dtype.hasobject:
+            for v in obj.flat:
+                _feed(h, v, depth + 1)
+        else:
+            h.update(np.ascontiguousarray(obj).tobytes())
+    elif sp.issparse(obj):
+        A = obj.tocsr()
+        h.update(f"sp{obj.format}{A.shape};".encode())
+        for a in (A.data, A.indices, A.indptr):
+            _feed(h, a, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        h.update(f"{type(obj).__name__}{len(obj)}[".encode())
+        for v in obj:
+            _feed(h, v, depth + 1)
+        h.update(b"]")
+    elif isinstance(obj, dict):
+        h.update(f"dict{len(obj)}{{".encode())
+        for k, v in obj.items():
+            _feed(h, k, depth + 1)
+            _feed(h, v, depth + 1)
+        h.update(b"}")
+    elif isinstance(obj, type):
+        h.update(f"class:{_path(obj)};".encode())
+    elif _is_persistable(obj):
+        h.update(f"object:{_path(type(obj))}".encode())
+        _feed(h, vars(obj), depth + 1)
+    else:
+        raise _NoFingerprint
+
+
+# ---------------------------------------------------------------- save
+class _Writer:
+    def __init__(self):
+        self.arrays = {}
+
+    def array(self, a, kind="ndarray"):
+        if a.dtype.hasobject:
+            raise PersistenceError(
+                "Cannot save an object array (it could only be stored as a pickle); "
+                "store numbers, or lists of arrays.")
+        name = f"arrays/{len(self.arrays)}.npy"
+        self.arrays[name] = a
+        return {"type": kind, "file": name}
+
+    def node(self, v, where):
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, numbers.Integral) and type(v) is int:
+            return v
+        if type(v) is float:
+            return v if math.isfinite(v) else {"type": "float", "value": repr(v)}
+        if isinstance(v, np.generic):
+            return self.array(np.asarray(v), kind="scalar")
+        if isinstance(v, np.ndarray):
+            return self.array(v)
+        if sp.issparse(v):
+            A = v.tocsr()
+            return {"type": "sparse", "format": v.format,
+                    "container": "array" if isinstance(v, sp.sparray) else "matrix",
+                    "shape": [int(n) for n in A.shape], "data": self.array(A.data),
+                    "indices": self.array(A.indices), "indptr": self.array(A.indptr)}
+        if isinstance(v, (list, tuple)):
+            return {"type": type(v).__name__ if type(v) in (list, tuple) else "list",
+                    "items": [self.node(x, f"{where}[{i}]") for i, x in enumerate(v)]}
+        if isinstance(v, dict):
+            return {"type": "dict", "items": [[self.node(k, f"{where} key"),
+                                               self.node(x, f"{where}[{k!r}]")]
+                                              for k, x in v.items()]}
+        if _is_persistable(v) and not isinstance(v, type):
+            return self.obj(v, where)
+        kind = "a callable (code, not data)" if callable(v) else f"a {type(v).__name__}"
+        raise PersistenceError(
+            f"Cannot save {where}: it is {kind}. structlp saves numbers, strings, arrays, "
+            "sparse matrices, lists/tuples/dicts of these, and structlp estimators or models.")
+
+    def obj(self, o, where):
+        cls = type(o)
+        if "<locals>" in cls.__qualname__:
+            raise PersistenceError(
+                f"Cannot save {where}: its class {cls.__qualname__} is defined inside a "
+                "function; define it at module level so that it has an import path.")
+        params = init_params(o)
+        return {"type": "object", "class": _path(cls),
+                "params": {k: self.node(v, f"{cls.__name__}.{k}") for k, v in params.items()},
+                "attributes": {k: self.node(v, f"{cls.__name__}.{k}")
+                               for k, v in fitted_attributes(o).items()}}
+
+
+def save(estimator, path):
+    """Save an estimator (fitted or not) or a model object to ``path`` as plain data.
+
+    The file is a zip of JSON metadata and ``.npy`` arrays (format in this module's
+    docstring); loading it with :func:`load` executes nothing from the file.  The
+    compiled problem (``problem_``), solver objects and private caches are not saved.
+
+    Parameters
+    ----------
+    estimator : structlp estimator or model object
+        Any object that follows the estimator convention (a user-declared model
+        class too).
+    path : str, os.PathLike or writable binary file object
+
+    Raises
+    ------
+    PersistenceError
+        When some parameter or fitted attribute is not plain data (a callable kernel,
+        a lambda, an open file...): the message names it.
+    """
+    from . import __version__
+    if not _is_persistable(estimator) or isinstance(estimator, type):
+        raise PersistenceError(
+            f"save expects a structlp estimator or model object; got "
+            f"{type(estimator).__name__}.")
+    w = _Writer()
+    root = w.obj(estimator, type(estimator).__name__)
+    blobs = {}
+    for name, a in w.arrays.items():
+        buf = io.BytesIO()
+        np.save(buf, a, allow_pickle=False)
+        blobs[name] = buf.getvalue()
+    meta = {"format": "structlp", "format_version": FORMAT_VERSION,
+            "structlp_version": __version__, "class": root["class"],
+            "fitted": {k: type(v).__name__ for k, v in fitted_attributes(estimator).items()},
+            "arrays": {n: {"sha256": hashlib.sha256(b).hexdigest(),
+                           "dtype": w.arrays[n].dtype.str, "shape": list(w.arrays[n].shape)}
+                       for n, b in blobs.items()},
+            "root": root}
+    text = json.dumps(meta, indent=1, allow_nan=False).encode("utf-8")
+    target = path if hasattr(path, "write") else os.fspath(path)
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr(_META, text)
+        z.writestr(_SUM, hashlib.sha256(text).hexdigest())
+        for name, b in blobs.items():
+            z.writestr(name, b)
+
+
+# ---------------------------------------------------------------- load
+class _Reader:
+    def __init__(self, arrays, resolve):
+        self.arrays, self.resolve = arrays, resolve
+
+    def node(self, n):
+        if n is None or isinstance(n, (bool, int, float, str)):
+            return n
+        if isinstance(n, list) or not isinstance(n, dict) or "type" not in n:
+            raise PersistenceError(f"Refusing a malformed file: unexpected node {str(n)[:80]}.")
+        kind = n["type"]
+        if kind == "float" and n.get("value") in ("nan", "inf", "-inf"):
+            return float(n["value"])
+        if kind in ("list", "tuple"):
+            items = [self.node(x) for x in self._list(n, "items")]
+            return items if kind == "list" else tuple(items)
+        if kind == "dict":
+            out = {}
+            for pair in self._list(n, "items"):
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise PersistenceError("Refusing a malformed file: a dict item is not a pair.")
+                key = self.node(pair[0])
+                try:
+                    out[key] = self.node(pair[1])
+                except TypeError:
+                    raise PersistenceError("Refusing a malformed file: an unhashable dict key.") \
+                        from None
+            return out
+        if kind in ("ndarray", "scalar"):
+            name = n.get("file")
+            if name not in self.arrays:
+                raise PersistenceError(f"Refusing a malformed file: no array {name!r}.")
+            a = self.arrays[name].copy()
+            return a[()] if kind == "scalar" else a
+        if kind == "sparse":
+            fmt, container = n.get("format"), n.get("container")
+            if fmt not in _SPARSE_FORMATS or container not in ("array", "matrix"):
+                raise PersistenceError(f"Refusing a malformed file: sparse format {fmt!r}.")
+            make = sp.csr_array if container == "array" else sp.csr_matrix
+            try:
+                A = make((self.node(n["data"]), self.node(n["indices"]), self.node(n["indptr"])),
+                         shape=tuple(int(s) for s in n["shape"]))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise PersistenceError(f"Refusing a malformed file: bad sparse matrix ({exc}).") \
+                    from None
+            return A.asformat(fmt)
+        if kind == "object":
+            return self.obj(n)
+        raise PersistenceError(f"Refusing a malformed file: unknown node type {kind!r}.")
+
+    @staticmethod
+    def _list(n, key):
+        v = n.get(key)
+        if not isinstance(v, list):
+            raise PersistenceError(f"Refusing a malformed file: {key!r} is not a list.")
+        return v
+
+    def obj(self, n):
+        cls = self.resolve(n.get("class"))
+        params, attrs = n.get("params"), n.get("attributes", {})
+        if not isinstance(params, dict) or not isinstance(attrs, dict):
+            raise PersistenceError("Refusing a malformed file: params/attributes not a mapping.")
+        names = set(_init_names(cls))
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise PersistenceError(
+                f"Refusing the file: {cls.__name__} takes no parameters {unknown} (the file "
+                "was edited, or written by an incompatible version of the class).")
+        bad = sorted(k for k in attrs if not _ATTR.match(str(k)))
+        if bad:
+            raise PersistenceError(
+                f"Refusing the file: {bad} are not fitted-attribute names (they must end in '_').")
+        try:
+            obj = cls(**{k: self.node(v) for k, v in params.items()})
+        except PersistenceError:
+            raise
+        except Exception as exc:  # the class refused its saved parameters
+            raise PersistenceError(
+                f"Refusing the file: {cls.__name__} rejects the saved parameters ({exc}).") \
+                from None
+        for k, v in attrs.items():
+            obj.__dict__[k] = self.node(v)
+        return obj
+
+
+def _resolver(classes, allowed):
+    library = library_classes()
+    given = {}
+    for c in classes or ():
+        if not isinstance(c, type):
+            raise PersistenceError(f"classes must be a list of classes; got {c!r}.")
+        given[_path(c)] = c
+    by_name = {}
+    for c in given.values():
+        by_name.setdefault(c.__qualname__, []).append(c)
+    allowed = set(allowed or ())
+    for a in allowed:
+        if not isinstance(a, str):
+            raise PersistenceError(f"allowed must be a list of import paths (str); got {a!r}.")
+
+    def resolve(path):
+        if not isinstance(path, str):
+            raise PersistenceError(f"Refusing a malformed file: class {path!r}.")
+        if path in given:
+            return given[path]
+        if path in library:
+            return library[path]
+        qual = path.rsplit(".", 1)[-1]
+        if len(by_name.get(qual, ())) == 1:  # the user's own class, saved from another module
+            return by_name[qual][0]
+        if path in allowed:
+            module, _, name = path.rpartition(".")
+            try:
+                obj = importlib.import_module(module)
+                for part in name.split("."):
+                    obj = getattr(obj, part)
+            except (ImportError, AttributeError) as exc:
+                raise PersistenceError(f"Cannot import the allowed class {path!r}: {exc}.") \
+                    from None
+            if not isinstance(obj, type):
+                raise PersistenceError(f"The allowed name {path!r} is not a class.")
+            return obj
+        raise PersistenceError(
+            f"Refusing to load class {path!r}: it is not one of structlp's classes. If you "
+            f"trust this file, pass the class, load(path, classes=[{qual}]), or allow its "
+            f"import path, load(path, allowed=[{path!r}]).")
+    return resolve
+
+
+def load(path, classes=None, allowed=None):
+    """Load an estimator or model saved by :func:`save`; executes nothing from the file.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or readable binary file object
+    classes : list of classes, optional
+        User-declared classes the file may contain (matched by import path, or by name).
+    allowed : list of str, optional
+        Import paths of further classes that may be imported and instantiated.
+
+    Returns
+    -------
+    The estimator or model, with its fitted attributes: it predicts as the saved one.
+
+    Raises
+    ------
+    PersistenceError
+        When the file is not a structlp file, is of a newer format, was tampered with
+        (checksum mismatch, extra members such as a pickle, object arrays), or names a
+        class that is neither structlp's nor passed/allowed.
+    """
+    source = path if hasattr(path, "read") else os.fspath(path)
+    try:
+        z = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise PersistenceError(f"Cannot read {path!r} as a structlp file (a zip archive "
+                               f"written by structlp.save): {exc}.") from None
+    with z:
+        names = set(z.namelist())
+        if _META not in names or _SUM not in names:
+            raise PersistenceError(
+                f"{path!r} is not a structlp file: it lacks {_META!r} or {_SUM!r}.")
+        text = z.read(_META)
+        if z.read(_SUM).decode("ascii", "replace").strip() != hashlib.sha256(text).hexdigest():
+            raise PersistenceError(
+                f"Refusing {path!r}: the checksum of its metadata does not match (the file "
+                "was modified or corrupted).")
+        try:
+            meta = json.loads(text.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise PersistenceError(f"Refusing {path!r}: its metadata is not JSON that structlp "
+                                   f"reads ({type(exc).__name__}).") from None
+        if not isinstance(meta, dict) or meta.get("format") != "structlp":
+            raise PersistenceError(f"{path!r} is not a structlp file.")
+        version = meta.get("format_version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise PersistenceError(f"Refusing {path!r}: bad format_version {version!r}.")
+        if version > FORMAT_VERSION:
+            raise PersistenceError(
+                f"{path!r} has format version {version} (written by structlp "
+                f"{meta.get('structlp_version')}); this structlp reads versions up to "
+                f"{FORMAT_VERSION}. Upgrade structlp to load it.")
+        listed = meta.get("arrays")
+        if not isinstance(listed, dict):
+            raise PersistenceError(f"Refusing {path!r}: malformed array list.")
+        extra = sorted(names - {_META, _SUM} - set(listed))
+        if extra:
+            raise PersistenceError(
+                f"Refusing {path!r}: it has members that structlp does not write {extra} "
+                "(e.g. a pickle).")
+        arrays = {}
+        for name, info in listed.items():
+            if name not in names or not isinstance(info, dict):
+                raise PersistenceError(f"Refusing {path!r}: array {name!r} is missing.")
+            blob = z.read(name)
+            if hashlib.sha256(blob).hexdigest() != info.get("sha256"):
+                raise PersistenceError(
+                    f"Refusing {path!r}: the checksum of {name!r} does not match (the file "
+                    "was modified or corrupted).")
+            try:
+                arrays[name] = np.load(io.BytesIO(blob), allow_pickle=False)
+            except ValueError as exc:
+                raise PersistenceError(
+                    f"Refusing {path!r}: {name!r} is not a plain numpy array (it would need "
+                    f"a pickle: {exc}).") from None
+    root = meta.get("root")
+    if not isinstance(root, dict) or root.get("type") != "object":
+        raise PersistenceError(f"Refusing {path!r}: its root is not an object.")
+    try:
+        return _Reader(arrays, _resolver(classes, allowed)).node(root)
+    except RecursionError:
+        raise PersistenceError(f"Refusing {path!r}: its metadata is nested too deeply.") \
+            from None
