@@ -261,8 +261,8 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         """
         self._check_fitted(self._fitted_attr())
         formulation = get_formulation(self.formulation, self.model)
-        data = prepare(self.model, X, Y,
-                       need_polytopes=getattr(formulation, "needs_polytopes", True))
+        data = self._check_feature_count(prepare(
+            self.model, X, Y, need_polytopes=getattr(formulation, "needs_polytopes", True)))
         scores = self._scores(data.Phi, kernel_matrix)
         _, hinge = loss_augmented(self.model, data, scores=scores)
         return hinge
