@@ -372,3 +372,77 @@ def test_polytope_from_lists_and_integer_n_parts():
         Polytope(A=[[1, 1j]], b=[1])
     with pytest.raises(DeclarationError, match="b must be a real vector"):
         Polytope(A=[[1, 1]], b=["x"])
+
+
+# ------------------------------------------------------------------ issue 14: AGM inputs
+def _trees(rng):
+    from structlp.agm import chain
+    one = {"node_features": rng.normal(size=(1, 2)), "edge_features": [], "parents": [-1]}
+    return one, chain(rng.normal(size=(3, 2)), rng.normal(size=(2, 1)))
+
+
+@pytest.mark.parametrize("n_labels", [2.5, 0, "3", True])
+def test_loss_matrix_needs_an_integer_label_count(n_labels):
+    from structlp.agm import loss_matrix
+    with pytest.raises(InvalidParameterError, match="'n_labels' parameter of loss_matrix"):
+        loss_matrix("zero_one", n_labels)
+
+
+@pytest.mark.parametrize("param, value", [("random_state", -1), ("random_state", 1.5),
+                                          ("average", "no"), ("normalize_weights", "no"),
+                                          ("normalize_weights", 1)])
+def test_agm_parameters_are_checked(rng, param, value):
+    from structlp.agm import AdversarialGraphicalModel
+    one, ch = _trees(rng)
+    with pytest.raises(InvalidParameterError, match=f"'{param}' parameter of "
+                                                    "AdversarialGraphicalModel"):
+        AdversarialGraphicalModel(2, max_epochs=1, **{param: value}).fit(
+            [ch], [np.array([0, 1, 0])])
+
+
+def test_tree_labeling_flag_is_a_bool(rng):
+    from structlp.structures import TreeLabeling
+    _, ch = _trees(rng)
+    with pytest.raises(InvalidParameterError, match="'normalize_weights' parameter of "
+                                                    "TreeLabeling must be a bool; got 'no'"):
+        MaxMarginLearner(TreeLabeling(2, normalize_weights="no")).fit([ch], [np.array([0, 1, 0])])
+
+
+def test_max_sum_validates_its_arguments(rng):
+    from structlp.agm import check_tree_example, max_sum
+    _, ch = _trees(rng)
+    ex = check_tree_example(ch)
+    b, B = rng.normal(size=(3, 2)), rng.normal(size=(2, 2, 2))
+    y, _ = max_sum(ch, b, B)                  # a dict is checked and accepted
+    assert y.tolist() == max_sum(ex, b, B)[0].tolist()
+    with pytest.raises(InvalidInputError, match="ex must be a dict"):
+        max_sum("x", b, B)
+    with pytest.raises(InvalidInputError, match="b \\(node scores\\) of max_sum must have shape"):
+        max_sum(ex, b[:2], B)
+    with pytest.raises(InvalidInputError, match="B \\(edge scores\\) must have shape"):
+        max_sum(ex, b, B[:, :1])
+    with pytest.raises(InvalidInputError, match="b \\(node scores\\) contains NaN"):
+        max_sum(ex, np.full((3, 2), np.nan), B)
+
+
+def test_sinkhorn_plan_with_wrong_marginals_is_refused(rng):
+    from structlp.agm import recover_pairwise
+    rp, rc = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5])
+    B = 10 * rng.normal(size=(3, 3))
+    Q = recover_pairwise(rp, rc, B, method="sinkhorn", reg=1e-2)
+    np.testing.assert_allclose(Q.sum(axis=1), rp, atol=1e-6)
+    np.testing.assert_allclose(Q.sum(axis=0), rc, atol=1e-6)
+    with pytest.raises(SolverError, match="marginals are off.*Increase 'reg'.*method='emd'"):
+        recover_pairwise(rp, rc, B, method="sinkhorn", reg=1e-7)
+
+
+@pytest.mark.parametrize("learner", ["AdversarialGraphicalModel", "TreeCRF"])
+def test_one_node_tree_is_accepted_in_any_position(rng, learner):
+    from structlp import agm
+    one, ch = _trees(rng)
+    make = getattr(agm, learner)
+    opts = {"max_epochs": 2} if learner != "TreeCRF" else {"max_iter": 5}
+    for X, Y in [([one, ch], [np.array([0]), np.array([0, 1, 0])]),
+                 ([ch, one], [np.array([0, 1, 0]), np.array([0])])]:
+        est = make(2, **opts).fit(X, Y)
+        assert [len(p) for p in est.predict(X)] == [len(y) for y in Y]

@@ -51,7 +51,7 @@ def loss_matrix(loss, n_labels):
     ndarray, shape (n_labels, n_labels)
         ``L[j, b]`` = loss of predicting ``j`` when the true label is ``b``.
     """
-    k = int(n_labels)
+    k = check_scalar(n_labels, "n_labels", kind=numbers.Integral, low=1, owner="loss_matrix")
     idx = np.arange(k)
     if isinstance(loss, str):
         check_choice(loss, "loss", NAMED_LOSSES)
