@@ -82,13 +82,14 @@ class SequenceLoss:
 
     def values(self, Y, y_ref, alphabet_size=None):
         """Losses of the rows of ``Y`` (shape (N, l)) against ``y_ref``; shape (N,)."""
-        Y = np.asarray(Y, dtype=np.int64)
-        if Y.ndim != 2 or Y.shape[1] == 0:
+        limit = np.iinfo(np.int64).max if alphabet_size is None else check_alphabet_size(
+            alphabet_size)
+        Y = check_sequence(Y, "Y", limit, ndim=2)
+        if Y.shape[1] == 0:
             raise InvalidInputError(
                 f"Y must be a 2-D array (N, l) of sequences with l >= 1; got shape {Y.shape}.")
-        ref = check_sequence(y_ref, "y_ref", np.iinfo(np.int64).max)
-        k = (max(self._alphabet_for(ref), int(Y.max()) + 1) if alphabet_size is None
-             else check_alphabet_size(alphabet_size))
+        ref = check_sequence(y_ref, "y_ref", limit)
+        k = max(self._alphabet_for(ref), int(Y.max()) + 1) if alphabet_size is None else limit
         dp = self.dynamic_program(ref, Y.shape[1], k)
         states = np.repeat(dp.start(), Y.shape[0], axis=0)
         total = np.zeros(Y.shape[0])
