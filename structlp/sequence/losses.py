@@ -42,7 +42,7 @@ import numbers
 import numpy as np
 
 from .._validation import check_scalar
-from ..exceptions import InvalidInputError, InvalidParameterError
+from ..exceptions import DeclarationError, InvalidInputError, InvalidParameterError
 from ._checks import (check_alphabet_size, check_integer_cost, check_optional_positive,
                       check_sequence)
 
@@ -63,9 +63,11 @@ class SequenceLoss:
     #: "tropical" (min-plus machine) or "rational" (-log of a count).
     kind = "tropical"
 
-    def dynamic_program(self, y_ref, length, alphabet_size):  # pragma: no cover - abstract
+    def dynamic_program(self, y_ref, length, alphabet_size):
         """Return the machine (start/advance/final) for reference ``y_ref``."""
-        raise NotImplementedError
+        raise DeclarationError(
+            f"{type(self).__name__} must define dynamic_program(y_ref, length, alphabet_size) "
+            "(SequenceLoss is a base class; use EditDistance, SmithWaterman, NGramLoss, ...).")
 
     def _alphabet_for(self, *seqs):
         return int(max(int(np.max(s)) for s in seqs if len(s)) + 1)
