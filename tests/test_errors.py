@@ -446,3 +446,17 @@ def test_one_node_tree_is_accepted_in_any_position(rng, learner):
                  ([ch, one], [np.array([0, 1, 0]), np.array([0])])]:
         est = make(2, **opts).fit(X, Y)
         assert [len(p) for p in est.predict(X)] == [len(y) for y in Y]
+
+
+@pytest.mark.parametrize("game", ["zero_one_game", "absolute_game", "squared_game"])
+@pytest.mark.parametrize("weight", ["1", -1.0, np.nan, 1j])
+def test_game_weight_is_a_non_negative_float(game, weight):
+    from structlp import agm
+    with pytest.raises(InvalidParameterError, match="'weight' parameter"):
+        getattr(agm, game)(np.array([0.1, 0.3]), weight)
+
+
+def test_sequence_loss_base_class_is_a_declaration_error():
+    from structlp.sequence import SequenceLoss
+    with pytest.raises(DeclarationError, match="SequenceLoss must define dynamic_program"):
+        SequenceLoss()([0, 1], [0, 1])

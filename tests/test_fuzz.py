@@ -203,7 +203,7 @@ def _y_bad_matrix(y, allow=()):
     def bad(draw):
         kind = draw(st.sampled_from(["array", "fraction", "range"]))
         if kind == "fraction":
-            return y * 0.5
+            return y * 0.5 + 0.25
         if kind == "range":
             return y + 2
         return _mutated_array(draw, y, allow=allow)
