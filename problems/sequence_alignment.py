@@ -34,6 +34,7 @@ import time
 
 import numpy as np
 
+from structlp import InvalidParameterError
 from structlp.sequence import (BigramFeatures, EditDistance, EmissionFeatures, HammingLoss,
                                SmithWaterman, SoftmaxMarginLearner, StackedFeatures, ZeroLoss)
 
@@ -91,6 +92,10 @@ def run(solver=None, C=None, seed=0, length=10, alphabet=4, n_train=60, n_val=10
     feats = StackedFeatures([EmissionFeatures(k, k, window=2), BigramFeatures(k)])
     losses = {"CRF (no loss)": ZeroLoss(), "Hamming softmax-margin": HammingLoss(),
               "edit-distance softmax-margin": EditDistance()}
+    if C is not None and not (isinstance(C, (int, float)) and not isinstance(C, bool)
+                              and 0 < C < float("inf")):
+        raise InvalidParameterError(
+            f"The 'C' option of sequence_alignment must be a float > 0 (reg = 1 / C); got {C!r}.")
     regs = [1.0 / float(C)] if C is not None else [float(r) for r in regs]
     per_model = {name: [] for name in losses}
     timing = {name: 0.0 for name in losses}

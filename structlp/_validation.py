@@ -57,6 +57,18 @@ def check_bool(value, name, owner=None):
     return bool(value)
 
 
+def check_random_state(random_state, owner=None):
+    """Check ``random_state`` (None, an int >= 0 or a numpy Generator); return a Generator."""
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) \
+            and random_state >= 0:
+        return np.random.default_rng(int(random_state))
+    raise InvalidParameterError(
+        f"The 'random_state' parameter{_owner(owner)} must be None, an int >= 0 or a "
+        f"numpy.random.Generator. Got {random_state!r} instead.")
+
+
 def check_choice(value, name, choices, owner=None):
     """Check that ``value`` is one of ``choices``."""
     if value not in choices:
@@ -66,12 +78,54 @@ def check_choice(value, name, choices, owner=None):
     return value
 
 
+def _first_non_real(values):
+    """The first entry of an object array that is not a real number, or None."""
+    for v in values:
+        if isinstance(v, (str, bytes, complex, np.complexfloating)) \
+                or not isinstance(v, (numbers.Real, np.bool_)):
+            return v
+    return None
+
+
+def check_real(a, name):
+    """Raise :class:`InvalidInputError` unless ``a`` holds real numbers (ints, floats, bools).
+
+    numpy would silently drop the imaginary part of a complex array and parse
+    numeric strings (``np.asarray(["1"], dtype=float)``); both are refused here,
+    with the argument's name.  Ragged nestings are left to the conversion that
+    follows (its error is reported there).
+    """
+    if sp.issparse(a):
+        kind = a.dtype.kind
+        bad = None
+    else:
+        try:
+            raw = a if isinstance(a, np.ndarray) else np.asarray(a)
+        except (TypeError, ValueError):
+            return
+        kind = raw.dtype.kind
+        bad = _first_non_real(raw.ravel()) if kind == "O" else None
+    if kind == "c" or isinstance(bad, (complex, np.complexfloating)):
+        raise InvalidInputError(
+            f"{name} must be real; got complex values (numpy would drop the imaginary part). "
+            "Pass the real part (np.real) or split it into features explicitly.")
+    if kind in "USV" or (kind == "O" and bad is not None):
+        what = repr(bad) if bad is not None else f"dtype {np.asarray(a).dtype}"
+        raise InvalidInputError(
+            f"{name} must be a numeric array; got non-numeric entries ({what[:60]}). "
+            "Convert strings to numbers yourself (e.g. np.asarray(x, dtype=float)).")
+    if kind in "mM":
+        raise InvalidInputError(f"{name} must be a numeric array; got dtype {a.dtype}.")
+
+
 def check_finite_array(a, name, *, ndim=None, shape=None, dtype=float, allow_sparse=False):
-    """Convert ``a`` to an array, checking dimension, shape and finiteness.
+    """Convert ``a`` to an array, checking realness, dimension, shape and finiteness.
 
     ``shape`` may contain ``None`` for free dimensions.  Sparse matrices are
-    kept sparse when ``allow_sparse`` is true.
+    kept sparse when ``allow_sparse`` is true.  Complex values and strings are
+    refused (:func:`check_real`).
     """
+    check_real(a, name)
     if allow_sparse and sp.issparse(a):
         arr = sp.csr_array(a, dtype=dtype)
         data = arr.data

@@ -147,11 +147,29 @@ class StructuredPredictorMixin:
             Phis.append(Phi)
         return Xc, Phis
 
-    def _scores(self, Phis, **kwargs):
+    def _check_feature_count(self, data):
+        """Refuse training-form data whose feature count differs from the fitted one."""
+        if data.n_features != self.n_features_in_:
+            raise InvalidInputError(
+                f"X has {data.n_features} features per part; the learner was fitted with "
+                f"{self.n_features_in_}.")
+        return data
+
+    def _scores(self, Phis):
         return stacked_scores(Phis, self.coef_)
+
+    def _check_keywords(self, method, kwargs):
+        """Refuse the keywords ``_scores`` does not take, as Python refuses a bad keyword."""
+        accepted = [p for p in inspect.signature(self._scores).parameters if p != "Phis"]
+        for key in kwargs:
+            if key not in accepted:
+                takes = f"it accepts {accepted}" if accepted else "it takes no keyword arguments"
+                raise TypeError(f"{type(self).__name__}.{method}() got an unexpected keyword "
+                                f"argument {key!r}; {takes}.")
 
     def decision_scores(self, X, **kwargs):
         """Part scores of every example: list of (L_i,) arrays (``Phi_i w``)."""
+        self._check_keywords("decision_scores", kwargs)
         self._check_fitted(self._fitted_attr())
         _, Phis = self._checked_X(X)
         return self._scores(Phis, **kwargs)
@@ -172,6 +190,7 @@ class StructuredPredictorMixin:
         list of m outputs
         """
         from .inference import maximize
+        self._check_keywords("predict", kwargs)
         self._check_fitted(self._fitted_attr())
         X, Phis = self._checked_X(X)
         outputs, _ = maximize(self.model, X, self._scores(Phis, **kwargs))
@@ -179,6 +198,7 @@ class StructuredPredictorMixin:
 
     def loss(self, X, Y, **kwargs):
         """Mean task loss of the predictions on ``(X, Y)``."""
+        self._check_keywords("loss", kwargs)
         Y = check_sequence_of_examples(Y, "Y")
         pred = self.predict(X, **kwargs)
         if len(pred) != len(Y):

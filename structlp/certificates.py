@@ -67,7 +67,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from ._validation import check_binary, check_finite_array
+from ._validation import check_binary, check_finite_array, check_real
 from .exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
 from .formulations import LinearBlocks, TrainingData, block_diag
 
@@ -152,6 +152,7 @@ def check_graph(x, owner, min_nodes=2):
     mask = None
     if isinstance(x, (tuple, list)) and len(x) == 2 and np.ndim(x[1]) == 2:
         x, mask = x
+    check_real(x, f"x (edge features) of {owner}")
     try:
         feats = np.asarray(x, dtype=float)
     except (TypeError, ValueError) as exc:

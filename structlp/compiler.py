@@ -74,7 +74,7 @@ def prepare(model, X, Y, need_polytopes=True, operators=False):
             key = model.polytope_key(x)
             poly = cache.get(key) if key is not None else None
             if poly is None:
-                poly = model.polytope(x)
+                poly = model.checked_polytope(x)
                 if poly.n_parts != Phi.shape[0]:
                     raise DeclarationError(
                         f"The polytope of X[{i}] has {poly.n_parts} parts but its features "

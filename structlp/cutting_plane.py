@@ -511,7 +511,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         ndarray, shape (m,)
         """
         self._check_fitted()
-        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model))
+        data = self._check_feature_count(
+            prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model)))
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         return self._oracle(data, _Parts(data), self.coef_, polys)[1]
 

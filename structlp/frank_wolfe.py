@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_bool, check_choice, check_scalar
+from ._validation import check_bool, check_choice, check_random_state, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from ._progress import Progress, check_callback, check_verbose
 from .compiler import prepare
@@ -17,19 +17,6 @@ from .exceptions import ConvergenceWarning
 from .exceptions import InvalidInputError, InvalidParameterError
 from .parallel import OraclePool, check_backend, check_n_jobs
 from .solvers import check_solver
-
-
-def check_random_state(random_state, owner=None):
-    """A numpy Generator from None, an int >= 0 or a Generator."""
-    where = f" of {owner}" if owner else ""
-    if random_state is None or isinstance(random_state, np.random.Generator):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) \
-            and random_state >= 0:
-        return np.random.default_rng(int(random_state))
-    raise InvalidParameterError(
-        f"The 'random_state' parameter{where} must be None, an int >= 0 or a "
-        f"numpy.random.Generator. Got {random_state!r} instead.")
 
 
 class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):

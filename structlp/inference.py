@@ -133,9 +133,9 @@ def maximize(model, X, scores, polytopes=None, solver=None, solver_opts=None):
             pending.append(i)
         else:
             outputs[i] = y
-            mus[i] = np.asarray(model.encode(x, y), dtype=float)
+            mus[i] = model.encoded_inference(x, y, len(s))
     if pending:
-        polys = [polytopes[i] if polytopes is not None else model.polytope(X[i])
+        polys = [polytopes[i] if polytopes is not None else model.checked_polytope(X[i])
                  for i in pending]
         sols = solve_stacked_lp(polys, [scores[i] for i in pending], solver, solver_opts)
         for i, sol in zip(pending, sols):

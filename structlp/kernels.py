@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_scalar
+from ._validation import check_finite_array, check_scalar
 from .exceptions import InvalidInputError, InvalidParameterError
 
 KERNELS = ("linear", "rbf", "poly", "precomputed")
@@ -83,7 +83,8 @@ class Kernel:
     def __call__(self, A, B):
         """The kernel matrix between the rows of A (n_a, d) and of B (n_b, d)."""
         if callable(self.kernel):
-            K = np.asarray(self.kernel(_dense(A), _dense(B)), dtype=float)
+            K = check_finite_array(self.kernel(_dense(A), _dense(B)),
+                                   "The output of the kernel callable")
             if K.shape != (A.shape[0], B.shape[0]) or not np.all(np.isfinite(K)):
                 raise InvalidInputError(
                     f"The kernel callable must return a finite ({A.shape[0]}, {B.shape[0]}) "
@@ -250,7 +251,7 @@ def factor_precomputed(K, tol=1e-8, max_rank=None, psd_tol=1e-8, what="kernel_ma
         semidefinite (an eigenvalue below ``-psd_tol * max|K|``), or the factor
         has rank 0.
     """
-    K = np.asarray(K, dtype=float)
+    K = check_finite_array(K, "kernel_matrix")
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise InvalidInputError(f"{what} must be a square 2-D array; got shape {K.shape}.")
     if not np.all(np.isfinite(K)):

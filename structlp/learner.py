@@ -415,12 +415,8 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         """
         self._check_fitted(self._fitted_attr())
         formulation = get_formulation(self.formulation, self.model)
-        data = prepare(self.model, X, Y,
-                       need_polytopes=getattr(formulation, "needs_polytopes", True))
-        if data.n_features != self.n_features_in_:
-            raise InvalidInputError(
-                f"X has {data.n_features} features per part; the learner was fitted with "
-                f"{self.n_features_in_}.")
+        data = self._check_feature_count(prepare(
+            self.model, X, Y, need_polytopes=getattr(formulation, "needs_polytopes", True)))
         scores = self._scores(data.Phi, kernel_matrix)
         _, hinge = loss_augmented(self.model, data, scores=scores)
         return hinge

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import check_finite_array
-from .exceptions import DeclarationError, InvalidOutputError
+from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError
 from .part_features import MatrixFeatures, PartFeatures
 from .polytope import Polytope
 
@@ -51,11 +51,13 @@ class StructuredModel:
     # ------------------------------------------------------------ required
     def n_parts(self, x):
         """Number of parts ``L`` of example ``x``."""
-        raise NotImplementedError(f"{type(self).__name__} must define n_parts(x).")
+        raise DeclarationError(f"{type(self).__name__} must define n_parts(x), the number "
+                               "of parts of example x.")
 
     def features(self, x):
         """Part features of ``x``: array or sparse matrix of shape (n_parts, n_features)."""
-        raise NotImplementedError(f"{type(self).__name__} must define features(x).")
+        raise DeclarationError(f"{type(self).__name__} must define features(x), an array "
+                               "(n_parts, n_features) of part features.")
 
     def constraints(self, x, mu):
         """Output polytope of ``x`` as a list of affine cvxpy constraints on ``mu``.
@@ -63,8 +65,9 @@ class StructuredModel:
         ``mu`` is a cvxpy Variable of shape (n_parts,); for a 2-D view use
         ``cvxpy.reshape(mu, shape, order="C")``.  Override this or :meth:`polytope`.
         """
-        raise NotImplementedError(
-            f"{type(self).__name__} must define constraints(x, mu) or polytope(x).")
+        raise DeclarationError(
+            f"{type(self).__name__} must define constraints(x, mu) (cvxpy constraints) or "
+            "polytope(x) (a structlp.Polytope): it declares no output polytope.")
 
     # ------------------------------------------------------------ optional
     def polytope(self, x):
@@ -120,7 +123,7 @@ class StructuredModel:
 
     def encode(self, x, y):
         """The 0/1 part-indicator vector (n_parts,) of output ``y`` (default: ``y`` itself)."""
-        return np.asarray(y, dtype=float).ravel()
+        return check_finite_array(y, "y").ravel()
 
     def decode(self, x, mu):
         """The output for an integral indicator vector ``mu`` (default: ``mu`` as ints)."""
@@ -158,7 +161,20 @@ class StructuredModel:
         ndarray, shape (n_parts,), of 0/1 floats, or None (no fast path)
         """
         y = self.inference(x, scores)
-        return None if y is None else np.asarray(self.encode(x, y), dtype=float)
+        return None if y is None else self.encoded_inference(x, y, len(scores))
+
+    def encoded_inference(self, x, y, n_parts):
+        """The part vector of the output ``y`` of :meth:`inference`; a user-declared hook's
+        output is checked (encodable, finite, 0/1, ``n_parts`` entries)."""
+        if _is_builtin(self, "inference"):
+            return np.asarray(self.encode(x, y), dtype=float)
+        try:
+            mu = self.encode(x, y)
+        except (ValueError, TypeError, IndexError) as exc:
+            raise DeclarationError(
+                f"{type(self).__name__}.inference(x, scores) returned an output that "
+                f"encode(x, y) refuses: {exc}") from None
+        return self.check_parts(mu, n_parts, "inference")
 
     def feature_operator(self, x):
         """The part features of ``x`` as an operator (the first-order learners use it).
@@ -243,6 +259,44 @@ class StructuredModel:
                         "factored features must be the explicit ones.")
         return op
 
+    def checked_polytope(self, x):
+        """:meth:`polytope` validated: a :class:`~structlp.polytope.Polytope` of ``n_parts(x)``
+        parts."""
+        poly = self.polytope(x)
+        if not isinstance(poly, Polytope):
+            raise DeclarationError(
+                f"{type(self).__name__}.polytope(x) must return a structlp.Polytope; got "
+                f"{type(poly).__name__}.")
+        return poly
+
+    def checked_inference_parts(self, x, scores, hook="inference_parts"):
+        """:meth:`inference_parts` validated: None, or a 0/1 vector of ``len(scores)`` parts.
+
+        A fast path returning NaN, a fraction or the wrong number of parts is a
+        :class:`DeclarationError` naming the hook, never an output used as is.
+        """
+        mu = self.inference_parts(x, scores)
+        if mu is None or _is_builtin(self, "inference_parts"):
+            return mu
+        return self.check_parts(mu, len(scores), hook)
+
+    def check_parts(self, mu, n_parts, hook):
+        """Check a part vector produced by a model hook (``hook`` is named in the error)."""
+        where = f"{type(self).__name__}.{hook}(x, scores)"
+        try:
+            mu = check_finite_array(mu, f"The output of {where}")
+        except InvalidInputError as exc:
+            raise DeclarationError(f"{exc} (its part vector must be finite).") from None
+        if mu.shape != (n_parts,):
+            raise DeclarationError(
+                f"The output of {where} encodes to {mu.shape} part indicators; expected "
+                f"({n_parts},), one per part.")
+        if not np.all((mu == 0) | (mu == 1)):
+            bad = mu[(mu != 0) & (mu != 1)][0]
+            raise DeclarationError(
+                f"The output of {where} must be a 0/1 part vector (an output); got entry {bad!r}.")
+        return mu
+
     def checked_output(self, x, y, polytope, name="y"):
         """Encode ``y`` and check it is a vertex of ``polytope``; return the encoding."""
         try:
@@ -259,3 +313,8 @@ class StructuredModel:
         inner = ", ".join(f"{k}={v!r}" for k, v in params.items() if not k.startswith("_"))
         return f"{type(self).__name__}({inner})"
 
+
+
+def _is_builtin(model, hook):
+    """Whether ``model``'s ``hook`` method is structlp's own (trusted, not re-checked)."""
+    return getattr(getattr(type(model), hook), "__module__", "").startswith("structlp.")

@@ -89,7 +89,7 @@ def _chunks(idx):
 def _solve_chunk(state, idx, aug):
     """Each example's fast path (``inference_parts``) where it has one, one LP for the rest."""
     model, X, polys, solver, opts = state
-    mus = [model.inference_parts(X[i], a) for i, a in zip(idx, aug)]
+    mus = [model.checked_inference_parts(X[i], a) for i, a in zip(idx, aug)]
     pending = [k for k, mu in enumerate(mus) if mu is None]
     if pending:
         sub_p = None if polys is None else [polys[idx[k]] for k in pending]
@@ -239,7 +239,7 @@ class OraclePool:
         when the pool is serial, without chunking (the step of block-coordinate methods)."""
         if self.kind == "serial":
             model, X = self.state[0], self.state[1]
-            mu = model.inference_parts(X[i], aug)
+            mu = model.checked_inference_parts(X[i], aug)
             if mu is not None:
                 return mu
         return self.argmax([i], [aug])[0]

@@ -14,24 +14,34 @@ inequality system with a single non-zero coefficient become bounds.
 
 from __future__ import annotations
 
+import numbers
+
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_finite_array
+from ._validation import check_finite_array, check_real, check_scalar
 from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError
 
 #: Feasibility tolerance used when checking that a given output lies in a polytope.
 FEASIBILITY_TOL = 1e-7
 
 
+def _dense_matrix(M, name):
+    try:
+        return check_finite_array(M, name, ndim=2)
+    except InvalidInputError as exc:
+        raise DeclarationError(f"The polytope's {exc}") from None
+
+
 def _as_csr(M, n_cols, name):
     if M is None:
         return sp.csr_array((0, n_cols))
     if sp.issparse(M):
+        check_real(M, name)
         M = sp.csr_array(M, dtype=float)
     else:
-        M = sp.csr_array(check_finite_array(M, name, ndim=2))
+        M = sp.csr_array(_dense_matrix(M, name))
     if M.shape[1] != n_cols:
         raise DeclarationError(
             f"{name} must have {n_cols} columns (one per part); got shape {M.shape}.")
@@ -43,8 +53,12 @@ def _as_csr(M, n_cols, name):
 def _as_vec(v, n, name, default=0.0, allow_inf=False):
     if v is None:
         return np.full(n, default, dtype=float)
-    v = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy() if np.ndim(v) == 0 \
-        else np.asarray(v, dtype=float)
+    try:
+        check_real(v, name)
+        v = np.asarray(v, dtype=float)
+    except (InvalidInputError, TypeError, ValueError) as exc:
+        raise DeclarationError(f"The polytope's {name} must be a real vector ({exc}).") from None
+    v = np.broadcast_to(v, (n,)).copy() if v.ndim == 0 else v
     if v.shape != (n,):
         raise DeclarationError(f"{name} must have shape ({n},); got {v.shape}.")
     if np.any(np.isnan(v)) or (not allow_inf and not np.all(np.isfinite(v))):
@@ -90,9 +104,10 @@ class Polytope:
         self.n_aux = int(n_aux)
         self.lift = lift
         if n_parts is None:
-            for M in (A, E):
+            for M, name in ((A, "A"), (E, "E")):
                 if M is not None:
-                    n_parts = M.shape[1] - self.n_aux
+                    n_parts = (M if sp.issparse(M) else _dense_matrix(M, name)).shape[1] \
+                        - self.n_aux
                     break
             else:
                 if np.ndim(lb) == 1:
@@ -100,6 +115,9 @@ class Polytope:
                 else:
                     raise DeclarationError(
                         "Polytope needs n_parts when neither A nor E is given.")
+        else:
+            n_parts = check_scalar(n_parts, "n_parts", kind=numbers.Integral, low=0,
+                                   owner="Polytope")
         self.n_parts = int(n_parts)
         self.n_columns = self.n_parts + self.n_aux
         self.A = _as_csr(A, self.n_columns, "A")

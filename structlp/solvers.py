@@ -93,6 +93,7 @@ def solve(problem, solver, solver_opts=None, what="the problem", hints=None, not
         Wall-clock time of ``problem.solve``.
     """
     opts = dict(solver_opts or {})
+    shown = ", ".join(f"{k}={v!r}" for k, v in opts.items())
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():
@@ -100,12 +101,13 @@ def solve(problem, solver, solver_opts=None, what="the problem", hints=None, not
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
             problem.solve(solver=solver, **opts)
     except cp.error.SolverError as exc:
+        with_opts = f" with solver_opts ({shown})" if shown else ""
         raise SolverError(
-            f"Solver {solver} failed on {what}: {str(exc).rstrip('.')}. Try another solver "
-            f"({_alternatives(solver)}) or different solver_opts.{note}") from None
-    except (TypeError, ValueError, KeyError) as exc:
+            f"Solver {solver} failed on {what}{with_opts}: {str(exc).rstrip('.')}. Try "
+            f"another solver ({_alternatives(solver)}) or different solver_opts.{note}") from None
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
         raise SolverError(
-            f"Solver {solver} rejected {what} or its options {sorted(opts)}: {exc}. "
+            f"Solver {solver} rejected {what} or its solver_opts ({shown or 'none'}): {exc}. "
             f"Check solver_opts, or try {_alternatives(solver)}.{note}") from None
     seconds = time.perf_counter() - t0
     status = problem.status

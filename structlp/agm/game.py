@@ -51,7 +51,7 @@ def loss_matrix(loss, n_labels):
     ndarray, shape (n_labels, n_labels)
         ``L[j, b]`` = loss of predicting ``j`` when the true label is ``b``.
     """
-    k = int(n_labels)
+    k = check_scalar(n_labels, "n_labels", kind=numbers.Integral, low=1, owner="loss_matrix")
     idx = np.arange(k)
     if isinstance(loss, str):
         check_choice(loss, "loss", NAMED_LOSSES)
@@ -89,7 +89,7 @@ def _as_batch(a, weight):
     A = np.atleast_2d(a)
     if A.ndim != 2 or A.shape[1] == 0:
         raise InvalidInputError(f"a must have shape (k,) or (n, k) with k >= 1; got {a.shape}.")
-    w = np.broadcast_to(np.asarray(weight, dtype=float), (A.shape[0],)) if np.ndim(weight) == 0 \
+    w = np.full(A.shape[0], check_scalar(weight, "weight", low=0)) if np.ndim(weight) == 0 \
         else check_finite_array(weight, "weight", shape=(A.shape[0],))
     if np.any(w < 0) or not np.all(np.isfinite(w)):
         raise InvalidParameterError(f"The 'weight' parameter must be >= 0; got {weight!r}.")

@@ -9,7 +9,8 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_choice, check_scalar, check_sequence_of_examples
+from .._validation import (check_bool, check_choice, check_random_state, check_scalar,
+                           check_sequence_of_examples)
 from ..base import BaseEstimator
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ..formulations import block_diag
@@ -24,12 +25,16 @@ def check_tree_dataset(X, Y, n_labels, owner):
     """Validate a list of tree examples (and labellings); return them checked."""
     X = check_sequence_of_examples(X, "X")
     exs = [check_tree_example(x, f"X[{i}]") for i, x in enumerate(X)]
-    d_v, d_e = exs[0].node_features.shape[1], exs[0].edge_features.shape[1]
+    d_v = exs[0].node_features.shape[1]
+    # edge feature size from the first tree with an edge (a one-node tree has none, wherever
+    # it comes in the list)
+    d_e = next((ex.edge_features.shape[1] for ex in exs if ex.n_nodes > 1),
+               exs[0].edge_features.shape[1])
     for i, ex in enumerate(exs):
         if ex.node_features.shape[1] != d_v or (ex.n_nodes > 1 and ex.edge_features.shape[1] != d_e):
             raise InvalidInputError(
                 f"X[{i}] has (node, edge) feature sizes ({ex.node_features.shape[1]}, "
-                f"{ex.edge_features.shape[1]}); X[0] has ({d_v}, {d_e}).")
+                f"{ex.edge_features.shape[1]}); the others have ({d_v}, {d_e}).")
         if ex.n_nodes == 1 and ex.edge_features.shape[1] != d_e:
             ex.edge_features = np.zeros((0, d_e))
     if Y is None:
@@ -142,6 +147,9 @@ class AdversarialGraphicalModel(BaseEstimator):
         check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1, owner=name)
         check_scalar(self.inner_tol, "inner_tol", kind=numbers.Real, low=0, low_inclusive=False,
                      owner=name)
+        check_bool(self.normalize_weights, "normalize_weights", owner=name)
+        check_bool(self.average, "average", owner=name)
+        check_random_state(self.random_state, owner=name)
         if not (self.node_weights is None or self.node_weights == "position"
                 or callable(self.node_weights)):
             raise InvalidParameterError(

@@ -14,6 +14,7 @@ an optimal-transport problem with cost ``-B``.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import cvxpy as cp
 import numpy as np
@@ -22,8 +23,11 @@ from .._validation import check_choice, check_finite_array, check_scalar
 from ..exceptions import InvalidInputError, SolverError
 from ..solvers import check_solver, check_solver_opts, solve
 
-#: How far from 1 the sum of a given marginal may be before it is rejected.
+#: How far from 1 the sum of a given marginal may be before it is rejected (and how far
+#: the marginals of a Sinkhorn plan may be from the given ones).
 MARGINAL_TOL = 1e-6
+#: Iterations of Sinkhorn (POT's ``numItermax``) before its plan is checked.
+SINKHORN_MAX_ITER = 20000
 
 
 def _check_marginal(r, name):
@@ -118,7 +122,17 @@ def recover_pairwise(r_parent, r_child, B, method="emd", reg=1e-2, solver=None, 
     import ot
     span = float(B.max() - B.min()) or 1.0
     M = (B.max() - B) / span
-    Q = ot.sinkhorn(rp, rc, M, reg, method="sinkhorn_log", numItermax=20000, stopThr=1e-10)
+    with warnings.catch_warnings():     # POT's "did not converge": checked below instead
+        warnings.filterwarnings("ignore", message="Sinkhorn did not converge")
+        Q = np.asarray(ot.sinkhorn(rp, rc, M, reg, method="sinkhorn_log",
+                                   numItermax=SINKHORN_MAX_ITER, stopThr=1e-10), dtype=float)
     if not np.all(np.isfinite(Q)):
         raise SolverError("Sinkhorn diverged in recover_pairwise; increase 'reg'.")
-    return np.asarray(Q, dtype=float)
+    off = max(np.abs(Q.sum(axis=1) - rp).max(), np.abs(Q.sum(axis=0) - rc).max())
+    if off > MARGINAL_TOL:
+        raise SolverError(
+            f"Sinkhorn in recover_pairwise(method='sinkhorn', reg={reg:g}) did not converge in "
+            f"numItermax={SINKHORN_MAX_ITER} iterations: the plan's marginals are off by "
+            f"{off:.3g} > {MARGINAL_TOL:g}. Increase 'reg' (e.g. 1e-2), or use method='emd' "
+            "(exact).")
+    return Q

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_finite_array
+from .._validation import check_finite_array, check_real
 from ..exceptions import InvalidInputError, InvalidOutputError
 from ..maxsum import max_sum as _max_sum
 from ..polytope import Polytope
@@ -72,6 +72,7 @@ def check_parents(parents, name="parents"):
         Unless ``parents`` is a 1-D int array with exactly one ``-1`` (the
         root), every other entry a node index, and no cycle.
     """
+    check_real(parents, name)
     raw = np.asarray(parents)
     if raw.ndim != 1 or raw.size == 0:
         raise InvalidInputError(f"{name} must be a non-empty 1-D array; got shape {raw.shape}.")
@@ -142,6 +143,10 @@ def check_tree_example(x, name="x"):
 
 def check_labels(y, n_nodes, n_labels, name="y"):
     """Validate a labelling: int array (n_nodes,) with entries in 0..n_labels-1."""
+    try:
+        check_real(y, name)
+    except InvalidInputError as exc:
+        raise InvalidOutputError(str(exc)) from None
     raw = np.asarray(y)
     if raw.shape != (n_nodes,):
         raise InvalidOutputError(f"{name} must have shape ({n_nodes},); got {raw.shape}.")
@@ -292,13 +297,22 @@ def max_sum(ex, b, B):
 
     Parameters
     ----------
-    ex : TreeExample
+    ex : TreeExample or a tree dict (see :func:`check_tree_example`)
     b : ndarray (n, k); B : ndarray (n - 1, k, k)
+        Finite node and edge scores.
 
     Returns
     -------
     y : ndarray (n,) of ints; score : float
     """
+    ex = check_tree_example(ex, "ex")
+    b = check_finite_array(b, "b (node scores)", ndim=2)
+    n, k = b.shape
+    if n != ex.n_nodes or k == 0:
+        raise InvalidInputError(
+            f"b (node scores) of max_sum must have shape (n_nodes, n_labels) with "
+            f"n_nodes={ex.n_nodes} and n_labels >= 1; got {b.shape}.")
+    B = check_finite_array(B, "B (edge scores)", shape=(n - 1, k, k))
     return _max_sum(ex, b, B)   # structlp.maxsum: compiled with numba when installed
 
 

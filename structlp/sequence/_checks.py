@@ -15,22 +15,24 @@ def check_alphabet_size(k, name="alphabet_size", owner=None):
     return check_scalar(k, name, kind=numbers.Integral, low=1, owner=owner)
 
 
-def check_sequence(y, name, alphabet_size, *, allow_empty=False):
+def check_sequence(y, name, alphabet_size, *, allow_empty=False, ndim=1):
     """Return ``y`` as a 1-D int64 array of symbols in ``{0, ..., alphabet_size - 1}``.
 
     Raises :class:`InvalidInputError` naming ``name`` when ``y`` is not a
     1-D sequence of integers, is empty, or holds a symbol outside the alphabet.
+    With ``ndim=2``, ``y`` is a 2-D array of sequences (one per row).
     """
+    what = "a 1-D sequence" if ndim == 1 else "a 2-D array (N, l) of sequences"
     if isinstance(y, (str, bytes)):
         raise InvalidInputError(
-            f"{name} must be a 1-D sequence of integer symbols; got a {type(y).__name__}.")
+            f"{name} must be {what} of integer symbols; got a {type(y).__name__}.")
     try:
         arr = np.asarray(y)
-    except (TypeError, ValueError) as exc:  # pragma: no cover - numpy is permissive
-        raise InvalidInputError(f"{name} must be a 1-D sequence of integers ({exc}).") from None
-    if arr.ndim != 1:
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be {what} of integers ({exc}).") from None
+    if arr.ndim != ndim:
         raise InvalidInputError(
-            f"{name} must be a 1-D sequence of integer symbols; got an array of shape {arr.shape}.")
+            f"{name} must be {what} of integer symbols; got an array of shape {arr.shape}.")
     if arr.size == 0:
         if allow_empty:
             return arr.astype(np.int64)
@@ -45,9 +47,11 @@ def check_sequence(y, name, alphabet_size, *, allow_empty=False):
     arr = arr.astype(np.int64)
     bad = (arr < 0) | (arr >= alphabet_size)
     if np.any(bad):
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = where[0] if ndim == 1 else where
         raise InvalidInputError(
             f"{name} must contain symbols in {{0, ..., {alphabet_size - 1}}} (alphabet of size "
-            f"{alphabet_size}); got symbol {int(arr[bad][0])} at position {int(np.flatnonzero(bad)[0])}.")
+            f"{alphabet_size}); got symbol {int(arr[bad][0])} at position {where}.")
     return arr
 
 
@@ -68,3 +72,17 @@ def check_optional_positive(value, name, owner):
     if value is None:
         return None
     return check_scalar(value, name, low=0, low_inclusive=False, owner=owner)
+
+
+def check_lengths(lengths, n_examples):
+    """``lengths`` of ``predict``: None (one None per example) or one length per example."""
+    if lengths is None:
+        return [None] * n_examples
+    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__len__"):
+        raise InvalidInputError(
+            f"lengths must be None or a list of {n_examples} output lengths (ints >= 1); got "
+            f"{type(lengths).__name__}.")
+    if len(lengths) != n_examples:
+        raise InvalidInputError(
+            f"lengths must have one entry per example ({n_examples}); got {len(lengths)}.")
+    return list(lengths)

@@ -22,11 +22,20 @@ kept in log space (``log`` of the probability-semiring weight), i.e.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ..exceptions import InvalidInputError, StructlpError
+from .._validation import check_bool, check_scalar
+from ..exceptions import InvalidInputError, InvalidParameterError, StructlpError
+from ._checks import check_alphabet_size, check_sequence
 
 __all__ = ["LossAutomaton", "build_loss_automaton", "Lattice", "AutomatonTooLargeError"]
+
+
+#: Largest expansion of one layer (states x symbols x state width, int64) before
+#: :func:`build_loss_automaton` stops with :class:`AutomatonTooLargeError`.
+MAX_LAYER_BYTES = 1 << 28
 
 
 class AutomatonTooLargeError(StructlpError, MemoryError):
@@ -113,13 +122,35 @@ def build_loss_automaton(loss, y_ref, length, alphabet_size, *, minimize=True,
     Returns
     -------
     LossAutomaton
+
+    Raises
+    ------
+    AutomatonTooLargeError
+        When a layer exceeds ``max_states`` states, or before expanding a layer
+        whose successors would need more than :data:`MAX_LAYER_BYTES` of memory
+        (so an uncapped edit distance on a long reference stops with this error,
+        never a raw ``MemoryError``); the message names ``cap=``.
     """
-    k = alphabet_size
+    from .losses import SequenceLoss
+    owner = "build_loss_automaton"
+    if not isinstance(loss, SequenceLoss):
+        raise InvalidParameterError(
+            "The 'loss' parameter of build_loss_automaton must be a structlp.sequence loss "
+            f"(EditDistance, SmithWaterman, NGramLoss, HammingLoss, ZeroLoss); got {loss!r}.")
+    k = check_alphabet_size(alphabet_size, owner=owner)
+    y_ref = check_sequence(y_ref, "y_ref", k)
+    length = check_scalar(length, "length", kind=numbers.Integral, low=1, owner=owner)
+    check_bool(minimize, "minimize", owner=owner)
+    max_states = check_scalar(max_states, "max_states", kind=numbers.Integral, low=1, owner=owner)
     dp = loss.dynamic_program(y_ref, length, k)
     states = dp.start()
     nexts, weights, sizes = [], [], [1]
-    symbols = np.tile(np.arange(k, dtype=np.int64), len(states))
     for t in range(1, length + 1):
+        if len(states) * k * states.shape[1] * 8 > MAX_LAYER_BYTES:
+            raise AutomatonTooLargeError(
+                f"The automaton of {loss!r} has {len(states)} states in layer {t - 1} of "
+                f"{length}; expanding them would need more than {MAX_LAYER_BYTES >> 20} MiB. "
+                "Use cap= (exact min(L, c)) or band= (approximate) on the loss.")
         symbols = np.tile(np.arange(k, dtype=np.int64), len(states))
         new, w = dp.advance(np.repeat(states, k, axis=0), symbols, t)
         states, _, inverse = unique_rows(new)

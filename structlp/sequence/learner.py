@@ -9,7 +9,8 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .._validation import check_choice, check_scalar, check_sequence_of_examples
-from ..exceptions import InvalidInputError, NotFittedError
+from ..exceptions import ConvergenceWarning, InvalidInputError, NotFittedError
+from ._checks import check_lengths
 from .losses import SequenceLoss
 from .softmax_margin import METHODS, _check_loss_features, compile_example
 from .viterbi import viterbi
@@ -132,7 +133,8 @@ class SoftmaxMarginLearner:
                                 "ftol": 1e-4 * self.tol})
         if not res.success and res.nit >= self.max_iter:
             warnings.warn(f"SoftmaxMarginLearner: L-BFGS stopped after max_iter={self.max_iter} "
-                          f"iterations ({res.message}).", RuntimeWarning, stacklevel=2)
+                          f"iterations ({res.message}); raise max_iter or tol.",
+                          ConvergenceWarning, stacklevel=2)
         self.coef_ = res.x
         self.n_iter_ = int(res.nit)
         self.objective_ = float(res.fun)
@@ -152,11 +154,7 @@ class SoftmaxMarginLearner:
         """
         self._check_fitted()
         X = check_sequence_of_examples(X, "X")
-        if lengths is None:
-            lengths = [None] * len(X)
-        elif len(lengths) != len(X):
-            raise InvalidInputError(
-                f"lengths must have one entry per example ({len(X)}); got {len(lengths)}.")
+        lengths = check_lengths(lengths, len(X))
         return [viterbi(self.coef_, x, self.features, length=n) for x, n in zip(X, lengths)]
 
     def score(self, X, Y, loss=None):

@@ -42,7 +42,7 @@ import numbers
 import numpy as np
 
 from .._validation import check_scalar
-from ..exceptions import InvalidInputError, InvalidParameterError
+from ..exceptions import DeclarationError, InvalidInputError, InvalidParameterError
 from ._checks import (check_alphabet_size, check_integer_cost, check_optional_positive,
                       check_sequence)
 
@@ -63,9 +63,11 @@ class SequenceLoss:
     #: "tropical" (min-plus machine) or "rational" (-log of a count).
     kind = "tropical"
 
-    def dynamic_program(self, y_ref, length, alphabet_size):  # pragma: no cover - abstract
+    def dynamic_program(self, y_ref, length, alphabet_size):
         """Return the machine (start/advance/final) for reference ``y_ref``."""
-        raise NotImplementedError
+        raise DeclarationError(
+            f"{type(self).__name__} must define dynamic_program(y_ref, length, alphabet_size) "
+            "(SequenceLoss is a base class; use EditDistance, SmithWaterman, NGramLoss, ...).")
 
     def _alphabet_for(self, *seqs):
         return int(max(int(np.max(s)) for s in seqs if len(s)) + 1)
@@ -82,13 +84,14 @@ class SequenceLoss:
 
     def values(self, Y, y_ref, alphabet_size=None):
         """Losses of the rows of ``Y`` (shape (N, l)) against ``y_ref``; shape (N,)."""
-        Y = np.asarray(Y, dtype=np.int64)
-        if Y.ndim != 2 or Y.shape[1] == 0:
+        limit = np.iinfo(np.int64).max if alphabet_size is None else check_alphabet_size(
+            alphabet_size)
+        Y = check_sequence(Y, "Y", limit, ndim=2)
+        if Y.shape[1] == 0:
             raise InvalidInputError(
                 f"Y must be a 2-D array (N, l) of sequences with l >= 1; got shape {Y.shape}.")
-        ref = check_sequence(y_ref, "y_ref", np.iinfo(np.int64).max)
-        k = (max(self._alphabet_for(ref), int(Y.max()) + 1) if alphabet_size is None
-             else check_alphabet_size(alphabet_size))
+        ref = check_sequence(y_ref, "y_ref", limit)
+        k = max(self._alphabet_for(ref), int(Y.max()) + 1) if alphabet_size is None else limit
         dp = self.dynamic_program(ref, Y.shape[1], k)
         states = np.repeat(dp.start(), Y.shape[0], axis=0)
         total = np.zeros(Y.shape[0])

@@ -21,9 +21,11 @@ Two methods:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .._validation import check_choice, check_finite_array
+from .._validation import check_bool, check_choice, check_finite_array
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ._checks import check_sequence
 from .automata import Lattice, build_loss_automaton
@@ -33,6 +35,8 @@ from .losses import SequenceLoss
 __all__ = ["softmax_margin", "CompiledExample", "compile_example"]
 
 METHODS = ("automata", "naive")
+#: Largest number of outputs ``k**l`` that ``method="naive"`` enumerates.
+NAIVE_MAX_OUTPUTS = 1 << 24
 
 
 class CompiledExample:
@@ -88,6 +92,12 @@ def compile_example(x, y_true, loss, features, method="automata", max_states=500
     _check_loss_features(loss, features)
     check_choice(method, "method", METHODS, owner="softmax_margin")
     y_true = check_sequence(y_true, "y_true", features.alphabet_size)
+    k = features.alphabet_size
+    if method == "naive" and len(y_true) * math.log2(k) > math.log2(NAIVE_MAX_OUTPUTS):
+        raise InvalidParameterError(
+            f"method='naive' would enumerate k**l = {k}**{len(y_true)} outputs (more than "
+            f"NAIVE_MAX_OUTPUTS = {NAIVE_MAX_OUTPUTS}); use method='automata' (exact, linear "
+            "in l), which gives the same value and gradient.")
     x = features.check_input(x)
     return CompiledExample(x, y_true, loss, features, method, max_states=max_states)
 
@@ -130,6 +140,7 @@ def softmax_margin(w, x, y_true, loss, features, method="automata", return_info=
     """
     _check_loss_features(loss, features)
     w = check_weights(w, features)
+    check_bool(return_info, "return_info", owner="softmax_margin")
     ex = compile_example(x, y_true, loss, features, method)
     value, grad = ex.value_and_grad(w)
     if return_info:

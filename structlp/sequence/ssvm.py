@@ -17,14 +17,16 @@ working sets is one cvxpy problem built from stacked matrices.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import cvxpy as cp
 import numpy as np
 
-from .._validation import check_scalar
+from .._validation import check_scalar, check_sequence_of_examples
 from ..base import BaseEstimator
-from ..exceptions import InvalidInputError
+from ..exceptions import ConvergenceWarning, InvalidInputError
 from ..solvers import check_solver, check_solver_opts, solve
+from ._checks import check_lengths
 from .features import gram_index
 from .softmax_margin import _check_loss_features, compile_example
 from .viterbi import viterbi
@@ -105,9 +107,11 @@ class SequenceSSVM(BaseEstimator):
         self
         """
         C, tol, max_iter, solver, opts = self._check_params()
-        if len(X) != len(Y) or len(Y) == 0:
+        X = check_sequence_of_examples(X, "X")
+        Y = check_sequence_of_examples(Y, "Y")
+        if len(X) != len(Y):
             raise InvalidInputError(
-                f"X and Y must be non-empty and of the same length; got {len(X)} and {len(Y)}.")
+                f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
         examples = []
         for x, y in zip(X, Y):
             examples.append(compile_example(x, y, self.loss, self.features, "automata"))
@@ -138,6 +142,11 @@ class SequenceSSVM(BaseEstimator):
             solve(problem, solver, opts, what="the SequenceSSVM master QP")
             w = np.asarray(wv.value, dtype=float)
             xi = np.asarray(xv.value, dtype=float)
+        if not converged:
+            warnings.warn(
+                f"SequenceSSVM stopped after max_iter={max_iter} passes with an example "
+                f"violated by more than tol={tol:g}; raise max_iter or tol.", ConvergenceWarning,
+                stacklevel=2)
         _, hinges = self._hinges(examples, w)
         self.coef_ = w
         self.slack_ = np.maximum(hinges, 0.0)
@@ -154,6 +163,6 @@ class SequenceSSVM(BaseEstimator):
         (e.g. ``BigramFeatures``, whose inputs are None).
         """
         self._check_fitted()
-        if lengths is None:
-            lengths = [None] * len(X)
+        X = check_sequence_of_examples(X, "X")
+        lengths = check_lengths(lengths, len(X))
         return [viterbi(self.coef_, x, self.features, length=n) for x, n in zip(X, lengths)]

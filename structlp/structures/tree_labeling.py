@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_finite_array, check_scalar
+from .._validation import check_bool, check_finite_array, check_scalar
 from ..agm.game import check_loss
 from ..agm.trees import (check_labels, check_tree_example, encode, local_polytope,
                          node_weights_of, part_features, score)
@@ -67,6 +67,7 @@ class TreeLabeling(StructuredModel):
 
     def check_x(self, x):
         self._k()
+        check_bool(self.normalize_weights, "normalize_weights", owner="TreeLabeling")
         check_loss(self.loss, self._k(), owner="TreeLabeling")
         if not (self.node_weights is None or self.node_weights == "position"
                 or callable(self.node_weights)):

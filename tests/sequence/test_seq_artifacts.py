@@ -30,7 +30,7 @@ def test_unique_rows_matches_numpy():
         assert np.array_equal(rows[inverse], a) and np.array_equal(a[first], rows)
 
 
-@pytest.mark.filterwarnings("ignore:SoftmaxMarginLearner:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:SoftmaxMarginLearner:UserWarning")
 def test_problem_file_small_run_is_json_serializable():
     problem = _load(ROOT / "problems" / "sequence_alignment.py")
     assert isinstance(problem.DESCRIPTION, str) and problem.DESCRIPTION

@@ -54,5 +54,5 @@ def test_predict_and_bad_input():
         SequenceSSVM(EditDistance(), feats, C=0).fit([None], Y[:1])
     with pytest.raises(InvalidParameterError, match="'tol'"):
         SequenceSSVM(EditDistance(), feats, tol=-1).fit([None], Y[:1])
-    with pytest.raises(ValueError, match="same length"):
+    with pytest.raises(ValueError, match="same number of examples"):
         SequenceSSVM(EditDistance(), feats).fit([None], Y)

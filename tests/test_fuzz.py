@@ -1,0 +1,1078 @@
+"""Property-based fuzz suite (issue 14): every public entry point, valid and mutated input.
+
+Each public callable exported from ``structlp``, ``structlp.structures``,
+``structlp.agm`` and ``structlp.sequence`` has an entry in :data:`REGISTRY`.  An
+entry draws (with hypothesis) either a random valid tiny problem, whose answer is
+checked against an independent oracle (brute-force enumeration, the textbook
+dynamic programs of ``tests/sequence/seq_oracles.py``, the primal objective
+recomputed from ``coef_`` with brute-force hinge losses), or a random mutation of
+one (shapes, dtypes incl. complex/str/object, NaN/inf, ragged, empty,
+out-of-range labels/symbols, unknown keywords, bad hyper-parameters).  Every
+outcome must be
+
+* a correct answer, for valid input (an invalid input that is accepted fails:
+  "silent acceptance"), or
+* a structlp error, ``ValueError`` or ``TypeError`` whose message names the
+  argument (any other exception type fails: "unexpected exception").
+
+The default run is bounded (``examples`` per entry, a few hundred in all, well
+under a minute); ``pytest -m slow tests/test_fuzz.py`` runs the same entries with
+:data:`SLOW_FACTOR` times as many examples.  The count of cases per entry point
+(valid / refused) is printed at the end of the module (in pytest's terminal
+summary, also without ``-s``).
+
+How to register a new export
+----------------------------
+:func:`test_every_export_has_an_entry` fails for an exported name without an
+entry.  Add one to :data:`REGISTRY`, keyed ``"module.Name"``::
+
+    def _my_export(draw):
+        x = draw(st.integers(1, 5))                     # a random valid input...
+        if draw(st.booleans()):                          # ...or a mutation of it
+            return Case(lambda: my_export(-x), names=("x",))   # must raise naming 'x'
+        return Case(lambda: my_export(x), check=lambda out: _eq(out, oracle(x)))
+
+    REGISTRY["structlp.my_export"] = Entry(_my_export, examples=10)
+
+``Case(call)`` runs ``call()``; with ``check`` the input is valid and
+``check(result)`` asserts the answer; without it the call must raise a structlp
+error / ValueError / TypeError whose message contains one of ``names`` as a
+word.  Helpers: :func:`_mutated_array` (a random bad version of an array, with
+the names its error must mention), :func:`_bad_scalar`, the ``_*_problem``
+generators of tiny valid problems with their oracles.  Exception and warning
+classes are covered by :func:`_exception_entry` (one line each).  Keep
+``examples`` small for entries that solve a QP (each case costs ~0.1 s).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import re
+import warnings
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import structlp
+import structlp.agm as agm
+import structlp.sequence as seq
+import structlp.structures as structures
+from oracles import (enumerate_bmatchings, enumerate_matchings, enumerate_perfect_matchings,
+                     enumerate_spanning_trees)
+from structlp import ConvergenceWarning, StructlpError
+
+_spec = importlib.util.spec_from_file_location(
+    "_fuzz_seq_oracles", Path(__file__).parent / "sequence" / "seq_oracles.py")
+seq_oracles = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(seq_oracles)
+
+MODULES = {"structlp": structlp, "structlp.structures": structures, "structlp.agm": agm,
+           "structlp.sequence": seq}
+#: Errors a bad input may raise (their message must name the argument).
+ALLOWED = (StructlpError, ValueError, TypeError)
+#: Example multiplier of the slow run.
+SLOW_FACTOR = 20
+COUNTS = defaultdict(Counter)
+
+
+@dataclass
+class Case:
+    """One call: ``check`` given means valid input (``check(result)`` asserts the answer);
+    otherwise the call must raise an ALLOWED error naming one of ``names``."""
+
+    call: Callable[[], Any]
+    check: Optional[Callable[[Any], None]] = None
+    names: tuple = ()
+
+
+@dataclass
+class Entry:
+    draw_case: Callable[[Callable], Case]
+    examples: int = 10
+
+
+def _names_in(msg, names):
+    return any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", msg)
+               for n in names)
+
+
+def run_case(key, case):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            out = case.call()
+    except ALLOWED as exc:
+        if case.check is not None:
+            raise AssertionError(f"{key}: valid input refused: {type(exc).__name__}: {exc}")
+        assert _names_in(str(exc), case.names), (
+            f"{key}: the message of {type(exc).__name__} names none of {case.names}: {exc}")
+        COUNTS[key]["refused"] += 1
+        return
+    assert case.check is not None, f"{key}: invalid input silently accepted (names {case.names})"
+    case.check(out)
+    COUNTS[key]["valid"] += 1
+
+
+# ----------------------------------------------------------------------------- mutations
+def _bad_scalar(draw, kind="positive"):
+    """A value no positive float / int >= 1 / bool parameter accepts."""
+    pool = {"positive": [0, -1, -0.5, np.inf, np.nan, "1", True, None, [1.0], 1j],
+            "int": [0, -1, 2.5, np.inf, "3", True, None, 1j],
+            "bool": ["no", "yes", 0, 1, None, 0.0, "False"]}[kind]
+    return draw(st.sampled_from(pool))
+
+
+def _mutated_array(draw, a, nan_at=None, allow=()):
+    """A random invalid version of the numeric array ``a`` (never valid for its use)."""
+    a = np.asarray(a, dtype=float)
+    kinds = ["complex", "str", "object", "nan", "inf", "ndim", "empty", "ragged"]
+    kind = draw(st.sampled_from([k for k in kinds if k not in allow]))
+    idx = nan_at if nan_at is not None else (0,) * a.ndim
+    if a.size == 0 and kind in ("object", "nan", "inf", "empty"):
+        kind = "complex"
+    if kind == "complex":
+        return a + 0.5j
+    if kind == "str":
+        return a.astype(str)
+    if kind == "object":
+        b = a.astype(object)
+        b[idx] = draw(st.sampled_from([None, "x", 1 + 2j]))
+        return b
+    if kind in ("nan", "inf"):
+        b = a.copy()
+        b[idx] = np.nan if kind == "nan" else -np.inf
+        return b
+    if kind == "ndim":
+        return a[..., None] if draw(st.booleans()) or a.ndim == 1 else a.reshape(-1)
+    if kind == "empty":
+        return np.zeros((0,) * a.ndim)
+    rows = [list(r) for r in a.reshape(a.shape[0], -1)] if a.ndim > 1 else [list(a), list(a)]
+    rows[-1] = rows[-1][:-1] or [1.0, 2.0]
+    return rows
+
+
+def _seed(draw):
+    return np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+
+
+def _close(a, b, rtol=1e-6, atol=1e-8):
+    np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
+                               rtol=rtol, atol=atol)
+
+
+# ----------------------------------------------------------------------------- tiny problems
+@dataclass
+class Problem:
+    """A model, one example (x, y) and the list of every output's part vector (the oracle)."""
+
+    model: Any
+    x: Any
+    y: Any
+    outputs: Callable      # checked x -> list of (L,) 0/1 arrays
+    nan_at: tuple          # where a NaN in x is on a part (not an ignored entry)
+    y_bad: Callable        # draw -> an invalid y
+
+
+def _sym(rng, n, d):
+    x = rng.normal(size=(n, n, d))
+    return x + x.transpose(1, 0, 2)
+
+
+def _adjacency(n, pairs):
+    y = np.zeros((n, n), dtype=int)
+    for a, b in pairs:
+        y[a, b] = y[b, a] = 1
+    return y
+
+
+def _graph_parts(g, pairs):
+    mu = np.zeros(len(g.u))
+    for a, b in pairs:
+        mu[g.index[a, b]] = 1
+    return mu
+
+
+def _y_bad_matrix(y, allow=()):
+    def bad(draw):
+        kind = draw(st.sampled_from(["array", "fraction", "range"]))
+        if kind == "fraction":
+            return y * 0.5 + 0.25
+        if kind == "range":
+            return y + 2
+        return _mutated_array(draw, y, allow=allow)
+    return bad
+
+
+def _bipartite_problem(draw):
+    rng = _seed(draw)
+    n, d = draw(st.integers(2, 3)), draw(st.integers(1, 2))
+    y = np.eye(n, dtype=int)[rng.permutation(n)]
+    return Problem(structures.BipartiteMatching(), rng.normal(size=(n, n, d)), y,
+                   lambda g: [b.ravel().astype(float) for b in enumerate_bmatchings(n, n, 1, 1)],
+                   (0, 1, 0), _y_bad_matrix(y))
+
+
+def _graph_problem(draw, kind):
+    rng = _seed(draw)
+    n = 4 if kind == "perfect" else draw(st.integers(3, 4))
+    x = _sym(rng, n, draw(st.integers(1, 2)))
+    edges = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    if kind == "tree":
+        perm = rng.permutation(n)
+        pairs = [(min(perm[i], perm[rng.integers(i)]), max(perm[i], perm[rng.integers(i)]))
+                 for i in range(1, n)]
+        pairs = [(int(perm[i]), int(perm[rng.integers(i)])) for i in range(1, n)]
+        model = structures.SpanningTree()
+        outputs = lambda g: [m.astype(float) for m in enumerate_spanning_trees(n, g.u, g.v)]
+    elif kind == "perfect":
+        pairs = enumerate_perfect_matchings(range(n))[rng.integers(3)]
+        model = structures.PerfectMatching()
+        outputs = lambda g: [_graph_parts(g, m) for m in enumerate_perfect_matchings(range(n))]
+    else:
+        all_m = enumerate_matchings(n, edges)
+        pairs = all_m[rng.integers(len(all_m))]
+        model = structures.Matching()
+        outputs = lambda g: [_graph_parts(g, m) for m in enumerate_matchings(n, edges)]
+    y = _adjacency(n, pairs)
+    return Problem(model, x, y, outputs, (0, 1, 0), _y_bad_matrix(y, allow=("nan",)
+                                                                     if False else ()))
+
+
+def _tree_example(rng, n, d_v=2, d_e=1):
+    par = np.array([-1] + [int(rng.integers(0, j)) for j in range(1, n)])
+    return {"node_features": rng.normal(size=(n, d_v)),
+            "edge_features": rng.normal(size=(n - 1, d_e)), "parents": par}
+
+
+def _tree_problem(draw):
+    rng = _seed(draw)
+    n, k = draw(st.integers(2, 3)), draw(st.integers(2, 3))
+    model = structures.TreeLabeling(k, loss=draw(st.sampled_from(["zero_one", "absolute"])))
+    y = rng.integers(0, k, n)
+
+    def outputs(ex):
+        return [model.encode(ex, np.array(lab)) for lab in itertools.product(range(k), repeat=n)]
+
+    def y_bad(draw):
+        kind = draw(st.sampled_from(["range", "negative", "fraction", "length", "array"]))
+        if kind == "range":
+            return y + k
+        if kind == "negative":
+            return y - k
+        if kind == "fraction":
+            return y + 0.5
+        if kind == "length":
+            return np.append(y, 0)
+        return _mutated_array(draw, y, allow=("ragged",))
+    return Problem(model, _tree_example(rng, n), y, outputs, (0, 0), y_bad)
+
+
+PROBLEMS = {"BipartiteMatching": _bipartite_problem,
+            "Matching": lambda d: _graph_problem(d, "matching"),
+            "PerfectMatching": lambda d: _graph_problem(d, "perfect"),
+            "SpanningTree": lambda d: _graph_problem(d, "tree"),
+            "TreeLabeling": _tree_problem}
+
+
+def _like(x, rng):
+    """Another example with the shapes of ``x`` (new random features)."""
+    if isinstance(x, dict):
+        return {**x, "node_features": rng.normal(size=np.shape(x["node_features"])),
+                "edge_features": rng.normal(size=np.shape(x["edge_features"]))}
+    new = rng.normal(size=x.shape)
+    return new + new.transpose(1, 0, 2) if np.allclose(x, x.transpose(1, 0, 2)) else new
+
+
+def _argmax(outputs, s):
+    vals = [float(s @ mu) for mu in outputs]
+    return outputs[int(np.argmax(vals))]
+
+
+def _mutated_x(draw, p):
+    if isinstance(p.x, dict):
+        key = draw(st.sampled_from(["node_features", "edge_features", "parents", "missing"]))
+        x = dict(p.x)
+        if key == "missing":
+            del x["parents"]
+            return x, ("x", "X[0]", "parents")
+        if key == "parents":
+            x["parents"] = draw(st.sampled_from([np.array([0] * len(p.x["parents"])),
+                                                 np.append(p.x["parents"][:-1], 99),
+                                                 p.x["parents"] + 0.5, [-1, 0, 0.5][:2]]))
+            if len(x["parents"]) != len(p.x["parents"]):
+                x["node_features"] = p.x["node_features"][:len(x["parents"])]
+                x["edge_features"] = p.x["edge_features"][:len(x["parents"]) - 1]
+            return x, ("parents",)
+        allow = ("empty",) if key == "edge_features" and len(p.x["parents"]) == 1 else ()
+        x[key] = _mutated_array(draw, p.x[key], allow=allow)
+        return x, (key,)
+    return _mutated_array(draw, p.x, nan_at=p.nan_at), ("x", "X")
+
+
+def _structure_entry(name):
+    def draw_case(draw):
+        p = PROBLEMS[name](draw)
+        mode = draw(st.sampled_from(["valid", "valid", "x", "y", "param"]))
+        if mode == "x":
+            x, names = _mutated_x(draw, p)
+            return Case(lambda: p.model.features(p.model.check_x(x)), names=names)
+        if mode == "y":
+            y = p.y_bad(draw)
+            return Case(lambda: p.model.encode(p.model.check_x(p.x), y), names=("y",))
+        if mode == "param":
+            params = {"BipartiteMatching": ["R", "P"],
+                      "TreeLabeling": ["n_labels", "loss", "normalize_weights"]}.get(name)
+            if params is None:      # no hyper-parameters: a wrong keyword
+                return Case(lambda: type(p.model)(bogus=1), names=("bogus", "arguments"))
+            param = draw(st.sampled_from(params))
+            bad = _bad_scalar(draw, "bool" if param == "normalize_weights" else "int")
+            if param == "loss":
+                bad = draw(st.sampled_from(["hinge", -np.ones((2, 2)), np.ones((5, 5))]))
+            model = type(p.model)(**{**_params(p.model), param: bad})
+            return Case(lambda: model.features(model.check_x(p.x)), names=(param, "loss matrix"))
+        rng = _seed(draw)
+
+        def call():
+            g = p.model.check_x(p.x)
+            s = rng.normal(size=p.model.n_parts(g))
+            mu = p.model.inference_parts(g, s)
+            if mu is None:
+                mu = p.model.encode(g, p.model.inference(g, s))
+            return g, s, mu, p.model.encode(g, p.y)
+
+        def check(out):
+            g, s, mu, mu_y = out
+            outs = p.outputs(g)
+            _close(mu, _argmax(outs, s))
+            assert any(np.array_equal(mu_y, o) for o in outs)
+        return Case(call, check)
+    return Entry(draw_case, examples=12)
+
+
+def _params(model):
+    import inspect
+    return {k: getattr(model, k) for k in inspect.signature(type(model)).parameters}
+
+
+# ----------------------------------------------------------------------------- learners
+def _primal(model, X, Y, w, C, outputs):
+    """``1/2 |w|^2 + C sum_i hinge_i(w)`` with brute-force hinges (losses from the model's
+    Hamming-type part loss ``d + c . mu``)."""
+    total = 0.0
+    for x, y in zip(X, Y):
+        g = model.check_x(x)
+        s = np.asarray(model.features(g) @ w).ravel()
+        c, d = model.loss_coefficients(g, y)
+        mt = model.encode(g, y)
+        total += max(float(s @ mu + d + c @ mu) for mu in outputs(g)) - float(s @ mt)
+    return 0.5 * float(w @ w) + C * total
+
+
+LEARNER_PARAMS = {
+    "MaxMarginLearner": {"C": "positive", "solver": "solver", "solver_opts": "opts",
+                         "dual": "bool", "formulation": "choice"},
+    "CuttingPlaneLearner": {"C": "positive", "tol": "positive", "max_iter": "int",
+                            "one_slack": "bool", "solver_opts": "opts"},
+    "FrankWolfeLearner": {"C": "positive", "tol": "positive", "max_iter": "int",
+                          "pairwise": "bool", "random_state": "seed", "batch_size": "int"},
+    "SubgradientLearner": {"C": "positive", "tol": "positive", "max_iter": "int",
+                           "averaging": "bool", "random_state": "seed", "batch_size": "int"},
+}
+
+
+def _bad_param(draw, kind):
+    if kind in ("positive", "int", "bool"):
+        return _bad_scalar(draw, kind)
+    return draw(st.sampled_from({"solver": ["NOPE", 3, ""], "opts": [["verbose"], "x", 3],
+                                 "choice": ["magic", None, 1], "seed": [-1, 1.5, "0"]}[kind]))
+
+
+def _learner_entry(name, structures_=("BipartiteMatching", "TreeLabeling"), exact=True):
+    cls = getattr(structlp, name)
+
+    def draw_case(draw):
+        struct = draw(st.sampled_from(structures_))
+        probs = [PROBLEMS[struct](draw)]
+        model, X, Y = probs[0].model, [probs[0].x], [probs[0].y]
+        if draw(st.booleans()):           # a second example of the same shape
+            X.append(_like(probs[0].x, _seed(draw)))
+            Y.append(probs[0].y)
+        C = draw(st.sampled_from([0.1, 1.0, 10.0]))
+        opts = {} if name == "MaxMarginLearner" else {"max_iter": 60}
+        mode = draw(st.sampled_from(["valid", "valid", "valid", "param", "keyword", "x", "y",
+                                     "length", "unfitted"]))
+        if mode == "param":
+            param = draw(st.sampled_from(sorted(LEARNER_PARAMS[name])))
+            bad = _bad_param(draw, LEARNER_PARAMS[name][param])
+            est = cls(model, **{**opts, "C": C, param: bad})
+            return Case(lambda: est.fit(X, Y), names=(param,))
+        if mode == "x":
+            xb, names = _mutated_x(draw, probs[0])
+            return Case(lambda: cls(model, C=C, **opts).fit([xb] + X[1:], Y),
+                        names=names + ("X[0]",))
+        if mode == "y":
+            yb = probs[0].y_bad(draw)
+            return Case(lambda: cls(model, C=C, **opts).fit(X, [yb] + Y[1:]),
+                        names=("y", "Y[0]", "y_true"))
+        if mode == "length":
+            return Case(lambda: cls(model, C=C, **opts).fit(X, Y + Y), names=("X", "Y"))
+        if mode == "unfitted":
+            return Case(lambda: cls(model, C=C, **opts).predict(X), names=("fit",))
+        if mode == "keyword":
+            def call():
+                return cls(model, C=C, **opts).fit(X, Y).predict(X, bogus=1)
+            return Case(call, names=("bogus",))
+
+        def call():
+            est = cls(model, C=C, **opts).fit(X, Y)
+            return est, est.predict(X), est.decision_scores(X)
+
+        def check(out):
+            est, pred, scores = out
+            for x, p, s in zip(X, pred, scores):
+                g = model.check_x(x)
+                _close(model.encode(g, p), _argmax(probs[0].outputs(g), s))
+            if exact:
+                primal = _primal(model, X, Y, est.coef_, C, probs[0].outputs)
+                _close(est.objective_, primal, rtol=1e-4, atol=1e-5)
+        return Case(call, check)
+    return Entry(draw_case, examples=6)
+
+
+def _polytope(draw):
+    rng = _seed(draw)
+    n = draw(st.integers(1, 4))
+    A = rng.normal(size=(draw(st.integers(1, 3)), n))
+    b = np.abs(rng.normal(size=A.shape[0])) + 0.1
+    mode = draw(st.sampled_from(["valid", "valid", "A", "b", "n_parts", "lb"]))
+    if mode == "A":
+        return Case(lambda: structlp.Polytope(A=_mutated_array(draw, A), b=b), names=("A", "b"))
+    if mode == "b":
+        bb = draw(st.sampled_from([np.append(b, 1.0), b + 0.5j, np.full_like(b, np.nan),
+                                   b.astype(str)]))
+        return Case(lambda: structlp.Polytope(A=A, b=bb), names=("b",))
+    if mode == "n_parts":
+        return Case(lambda: structlp.Polytope(n_parts=_bad_scalar(draw, "int")),
+                    names=("n_parts",))
+    if mode == "lb":
+        return Case(lambda: structlp.Polytope(A=A, b=b, lb=np.ones(n), ub=np.zeros(n)),
+                    names=("lower bound",))
+    dense = draw(st.booleans())
+    mu = (rng.random(n) < 0.5).astype(float)
+
+    def check(P):
+        assert P.n_parts == n
+        assert P.contains(mu) == bool(np.all(A @ mu <= b + 1e-7))
+    return Case(lambda: structlp.Polytope(A=A.tolist() if dense else A, b=b), check)
+
+
+def _structured_model(draw):
+    rng = _seed(draw)
+    L = draw(st.integers(2, 4))
+
+    class Pick(structlp.StructuredModel):
+        def n_parts(self, x):
+            return L
+
+        def features(self, x):
+            return x
+
+        def constraints(self, x, mu):
+            import cvxpy as cp
+            return [cp.sum(mu) == 1, mu >= 0, mu <= 1]
+
+    class Broken(Pick):
+        def inference(self, x, scores):
+            return draw(st.sampled_from([np.full(L, np.nan), np.ones(L + 1), np.full(L, 0.5)]))
+
+    X = [rng.normal(size=(L, 2)) for _ in range(2)]
+    Y = [np.eye(L, dtype=int)[rng.integers(L)] for _ in X]
+    if draw(st.booleans()):
+        return Case(lambda: structlp.CuttingPlaneLearner(Broken(), max_iter=5).fit(X, Y),
+                    names=("Broken.inference",))
+
+    def check(est):
+        for x, p, s in zip(X, est.predict(X), est.decision_scores(X)):
+            assert int(np.argmax(p)) == int(np.argmax(s)) and p.sum() == 1
+    return Case(lambda: structlp.CuttingPlaneLearner(Pick(), max_iter=30).fit(X, Y), check)
+
+
+def _installed_solvers(draw):
+    if draw(st.booleans()):
+        return Case(lambda: structlp.installed_solvers(draw(st.integers())), names=("positional",
+                                                                                    "argument"))
+    return Case(structlp.installed_solvers, lambda out: (
+        isinstance(out, list) and "CLARABEL" in out) or pytest.fail(str(out)))
+
+
+def _exception_entry(cls):
+    def draw_case(draw):
+        msg = draw(st.text(min_size=1, max_size=20))
+
+        def check(exc):
+            assert str(exc) == msg and issubclass(cls, Exception)
+            if issubclass(cls, Warning):
+                assert issubclass(cls, UserWarning)
+            elif cls is not structlp.BackendError:
+                assert issubclass(cls, StructlpError)
+        return Case(lambda: cls(msg), check)
+    return Entry(draw_case, examples=3)
+
+
+# ----------------------------------------------------------------------------- AGM
+def _game_entry(fn, loss):
+    def draw_case(draw):
+        rng = _seed(draw)
+        k = draw(st.integers(2, 4))
+        a = rng.normal(size=k)
+        w = draw(st.sampled_from([0.5, 1.0, 2.0]))
+        mode = draw(st.sampled_from(["valid", "valid", "a", "weight"]))
+        call_fn = (lambda a_, w_: fn(a_, w_)) if fn is not agm.game_value else (
+            lambda a_, w_: agm.game_value(a_, loss, w_))
+        if mode == "a":
+            return Case(lambda: call_fn(_mutated_array(draw, a, allow=("ndim",)), w),
+                        names=("a",))
+        if mode == "weight":
+            return Case(lambda: call_fn(a, draw(st.sampled_from([-1.0, np.nan, "1", 1j]))),
+                        names=("weight",))
+
+        def check(out):
+            value, r = out[0], out[1]
+            L = w * agm.loss_matrix(loss, k)
+            # oracle: the value of the adversary's strategy r against the best predictor
+            # and the brute-force maximum over a fine grid of the 2-simplex (k = 2)
+            assert np.all(r >= -1e-9) and abs(r.sum() - 1) < 1e-7
+            _close(value, a @ r + (L @ r).min(), atol=1e-6)
+            for q in np.eye(k):
+                assert value >= a @ q + (L @ q).min() - 1e-7
+        return Case(lambda: call_fn(a, w), check)
+    return Entry(draw_case, examples=12)
+
+
+def _loss_matrix(draw):
+    k = draw(st.integers(1, 5))
+    name = draw(st.sampled_from(agm.game.NAMED_LOSSES))
+    if draw(st.booleans()):
+        return Case(lambda: agm.loss_matrix(name, _bad_scalar(draw, "int")), names=("n_labels",))
+    oracle = {"zero_one": lambda i, j: float(i != j), "absolute": lambda i, j: abs(i - j),
+              "squared": lambda i, j: (i - j) ** 2}[name]
+    return Case(lambda: agm.loss_matrix(name, k),
+                lambda L: _close(L, [[oracle(i, j) for j in range(k)] for i in range(k)]))
+
+
+def _recover_pairwise(draw):
+    rng = _seed(draw)
+    k1, k2 = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    rp, rc, B = rng.dirichlet(np.ones(k1)), rng.dirichlet(np.ones(k2)), rng.normal(size=(k1, k2))
+    method = draw(st.sampled_from(["emd", "lp"]))
+    mode = draw(st.sampled_from(["valid", "valid", "r_parent", "B", "method"]))
+    if mode == "r_parent":
+        bad = draw(st.sampled_from([rp * 2, -rp, rp + 0.5j, np.array([]), rp.astype(str)]))
+        return Case(lambda: agm.recover_pairwise(bad, rc, B, method), names=("r_parent",))
+    if mode == "B":
+        return Case(lambda: agm.recover_pairwise(rp, rc, _mutated_array(draw, B), method),
+                    names=("B",))
+    if mode == "method":
+        return Case(lambda: agm.recover_pairwise(rp, rc, B, "magic"), names=("method",))
+    # oracle: enumerate the vertices' value bound via scipy's LP
+    from scipy.optimize import linprog
+
+    def check(Q):
+        A_eq = np.vstack([np.kron(np.eye(k1), np.ones(k2)), np.kron(np.ones(k1), np.eye(k2))])
+        res = linprog(-B.ravel(), A_eq=A_eq, b_eq=np.concatenate([rp, rc]), bounds=(0, None))
+        _close(Q.sum(axis=1), rp, atol=1e-6)
+        _close(Q.sum(axis=0), rc, atol=1e-6)
+        _close(np.sum(Q * B), -res.fun, atol=1e-6)
+    return Case(lambda: agm.recover_pairwise(rp, rc, B, method), check)
+
+
+def _tree_learner_entry(cls):
+    def draw_case(draw):
+        rng = _seed(draw)
+        k = draw(st.integers(2, 3))
+        X = [_tree_example(rng, draw(st.integers(1, 3))) for _ in range(draw(st.integers(1, 2)))]
+        Y = [rng.integers(0, k, len(x["parents"])) for x in X]
+        quick = {"max_epochs": 3} if cls is agm.AdversarialGraphicalModel else {"max_iter": 30}
+        mode = draw(st.sampled_from(["valid", "valid", "param", "x", "y", "unfitted"]))
+        if mode == "param":
+            params = (["n_labels", "reg", "max_epochs", "random_state", "average", "method",
+                       "normalize_weights", "batch_size"] if cls is agm.AdversarialGraphicalModel
+                      else ["n_labels", "reg", "max_iter", "loss"])
+            param = draw(st.sampled_from(params))
+            kind = {"average": "bool", "normalize_weights": "bool", "max_epochs": "int",
+                    "max_iter": "int", "batch_size": "int", "n_labels": "int"}.get(param,
+                                                                                   "positive")
+            bad = {"random_state": -1, "method": "magic", "loss": "hinge",
+                   "reg": draw(st.sampled_from([-1.0, np.nan, "1", None]))}.get(
+                param, _bad_scalar(draw, kind))
+            return Case(lambda: cls(**{"n_labels": k, **quick, param: bad}).fit(X, Y),
+                        names=(param,))
+        if mode == "x":
+            p = Problem(None, X[0], Y[0], None, (0, 0), None)
+            xb, names = _mutated_x(draw, p)
+            return Case(lambda: cls(k, **quick).fit([xb] + X[1:], Y), names=names + ("X[0]",))
+        if mode == "y":
+            yb = draw(st.sampled_from([Y[0] + k, Y[0] - k, Y[0] + 0.5, np.append(Y[0], 0),
+                                       Y[0] + 0j]))
+            return Case(lambda: cls(k, **quick).fit(X, [yb] + Y[1:]), names=("Y[0]",))
+        if mode == "unfitted":
+            return Case(lambda: cls(k).predict(X), names=("fit",))
+
+        def check(est):
+            pred = est.predict(X)
+            for x, p in zip(X, pred):
+                assert p.shape == (len(x["parents"]),) and p.min() >= 0 and p.max() < k
+            if cls is agm.TreeCRF:
+                for P in est.predict_proba(X):
+                    _close(P.sum(axis=1), np.ones(len(P)))
+        return Case(lambda: cls(k, **quick).fit(X, Y), check)
+    return Entry(draw_case, examples=6)
+
+
+def _chain(draw):
+    rng = _seed(draw)
+    n = draw(st.integers(1, 4))
+    V, E = rng.normal(size=(n, 2)), rng.normal(size=(n - 1, 1))
+
+    def check(x):
+        ex = agm.check_tree_example(x)
+        assert ex.parents.tolist() == list(range(-1, n - 1))
+    if draw(st.booleans()) and n > 1:
+        x = agm.chain(_mutated_array(draw, V), E)
+        return Case(lambda: agm.check_tree_example(x), names=("node_features", "x"))
+    return Case(lambda: agm.chain(V, E), check)
+
+
+def _check_parents(draw):
+    rng = _seed(draw)
+    n = draw(st.integers(1, 5))
+    par = np.array([-1] + [int(rng.integers(0, j)) for j in range(1, n)])
+    perm = rng.permutation(n)
+    inv = np.argsort(perm)
+    par = np.array([-1 if par[perm[j]] < 0 else inv[par[perm[j]]] for j in range(n)])
+    mode = draw(st.sampled_from(["valid", "valid", "cycle", "roots", "range", "dtype"]))
+    if mode != "valid":
+        bad = {"cycle": np.where(par == -1, 0 if n > 1 else -2, par),
+               "roots": np.full(n + 1, -1), "range": np.append(par, n + 5),
+               "dtype": draw(st.sampled_from([par + 0.5, par.astype(str), par + 0j, [],
+                                              [[-1]]]))}[mode]
+        return Case(lambda: agm.check_parents(bad), names=("parents",))
+
+    def check(out):
+        p, order = out
+        assert sorted(order.tolist()) == list(range(n)) and order[0] == int(np.argmin(par))
+        pos = {int(j): i for i, j in enumerate(order)}
+        assert all(pos[int(p[j])] < pos[j] for j in range(n) if p[j] >= 0)
+    return Case(lambda: agm.check_parents(par), check)
+
+
+def _check_tree_example(draw):
+    rng = _seed(draw)
+    x = _tree_example(rng, draw(st.integers(1, 4)))
+    if draw(st.booleans()):
+        xb, names = _mutated_x(draw, Problem(None, x, None, None, (0, 0), None))
+        return Case(lambda: agm.check_tree_example(xb), names=names)
+    return Case(lambda: agm.check_tree_example(x),
+                lambda ex: _close(ex.node_features, x["node_features"]))
+
+
+def _max_sum(draw):
+    from agm_oracles import brute_force_argmax
+    rng = _seed(draw)
+    n, k = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    ex = agm.check_tree_example(_tree_example(rng, n))
+    b, B = rng.normal(size=(n, k)), rng.normal(size=(n - 1, k, k))
+    mode = draw(st.sampled_from(["valid", "valid", "b", "B", "ex"]))
+    if mode == "b":
+        return Case(lambda: agm.max_sum(ex, _mutated_array(draw, b), B), names=("b",))
+    if mode == "B":
+        bad = draw(st.sampled_from([B[..., :1] if k > 1 else B[:, :, :0], B + 0.5j,
+                                    np.full((n, k, k), np.nan)]))
+        return Case(lambda: agm.max_sum(ex, b, bad), names=("B",))
+    if mode == "ex":
+        return Case(lambda: agm.max_sum(draw(st.sampled_from(["tree", 3, None])), b, B),
+                    names=("ex",))
+
+    def check(out):
+        y, val = out
+        _, best = brute_force_argmax(ex, b, B)
+        _close(val, best)
+    return Case(lambda: agm.max_sum(ex, b, B), check)
+
+
+# ----------------------------------------------------------------------------- sequence
+SEQ_LOSSES = {
+    "EditDistance": (seq.EditDistance, seq_oracles.edit_distance, ["sub", "ins", "dele"]),
+    "SmithWaterman": (seq.SmithWaterman, seq_oracles.sw_loss, ["match", "mismatch", "gap"]),
+    "NGramLoss": (seq.NGramLoss, seq_oracles.ngram_loss, ["n", "smoothing"]),
+    "HammingLoss": (seq.HammingLoss, seq_oracles.hamming, []),
+    "ZeroLoss": (seq.ZeroLoss, lambda y, r: 0.0, []),
+}
+
+
+def _bad_sequence(draw, y, k):
+    return draw(st.sampled_from([np.append(y, k), np.append(y, -1), np.asarray(y) + 0.5,
+                                 [], np.asarray(y)[None, :].repeat(2, 0), np.asarray(y) + 0j,
+                                 np.asarray(y).astype(str)]))
+
+
+def _seq_loss_entry(name):
+    cls, oracle, params = SEQ_LOSSES[name]
+
+    def draw_case(draw):
+        rng = _seed(draw)
+        k, l = draw(st.integers(2, 3)), draw(st.integers(1, 4))
+        m = l if name == "HammingLoss" else draw(st.integers(1, 4))
+        y, ref = rng.integers(0, k, l), rng.integers(0, k, m)
+        mode = draw(st.sampled_from(["valid", "valid", "param", "y", "values"]))
+        if mode == "param":
+            if not params:
+                return Case(lambda: cls(bogus=1), names=("bogus",))
+            param = draw(st.sampled_from(params))
+            bad = draw(st.sampled_from([0.5, np.nan, "1", True, None]
+                                       + ([-1] if param not in ("mismatch", "gap") else [5])))
+            return Case(lambda: cls(**{param: bad}), names=(param,))
+        if mode == "y":
+            return Case(lambda: cls()(_bad_sequence(draw, y, k), ref, alphabet_size=k),
+                        names=("y",))
+        if mode == "values":
+            return Case(lambda: cls().values(np.asarray(_bad_sequence(draw, y, k))[None], ref,
+                                             alphabet_size=k), names=("Y",))
+        Y = rng.integers(0, k, (3, l))
+
+        def check(out):
+            v, vs = out
+            _close(v, oracle(list(y), list(ref)))
+            _close(vs, [oracle(list(r), list(ref)) for r in Y])
+        return Case(lambda: (cls()(y, ref, alphabet_size=k), cls().values(Y, ref, k)), check)
+    return Entry(draw_case, examples=12)
+
+
+def _sequence_loss_base(draw):
+    if draw(st.booleans()):
+        return Case(lambda: seq.SequenceLoss()([0, 1], [0, 1]), names=("dynamic_program",
+                                                                      "SequenceLoss"))
+    return Case(lambda: isinstance(seq.EditDistance(), seq.SequenceLoss), lambda ok: ok or
+                pytest.fail("EditDistance is not a SequenceLoss"))
+
+
+def _psi_bigram(k):
+    return lambda y: seq_oracles.bigram_counts(list(y), k)
+
+
+def _features_entry(name):
+    def draw_case(draw):
+        rng = _seed(draw)
+        k, l = draw(st.integers(2, 3)), draw(st.integers(1, 4))
+        y = rng.integers(0, k, l)
+        if name == "BigramFeatures":
+            f, x, oracle = seq.BigramFeatures(k), None, _psi_bigram(k)(y)
+            bad = lambda: seq.BigramFeatures(_bad_scalar(draw, "int"))
+            names = ("alphabet_size",)
+        elif name == "EmissionFeatures":
+            V = draw(st.integers(1, 3))
+            f, x = seq.EmissionFeatures(k, V), rng.integers(0, V, l)
+            oracle = np.zeros(f.n_features)
+            for s in range(l):
+                oracle[(x[s]) * k + y[s]] += 1
+            if draw(st.booleans()):
+                return Case(lambda: f.joint_feature(_bad_sequence(draw, x, V), y), names=("x",))
+            bad = lambda: seq.EmissionFeatures(k, _bad_scalar(draw, "int"))
+            names = ("n_inputs",)
+        elif name == "FunctionFeatures":
+            f = seq.FunctionFeatures(lambda x, z, s: np.array([z[-1] == 0, len(z)], float), k,
+                                     2, 2)
+            x, oracle = None, np.array([float(np.sum(y == 0)), float(min(l, 1) + 2 * (l - 1))])
+            bad = lambda: seq.FunctionFeatures(draw(st.sampled_from([None, 3, "psi"])), k, 2, 2)
+            names = ("psi",)
+        elif name == "StackedFeatures":
+            f = seq.StackedFeatures([seq.BigramFeatures(k), seq.BigramFeatures(k)])
+            x, oracle = None, np.tile(_psi_bigram(k)(y), 2)
+            bad = lambda: seq.StackedFeatures(draw(st.sampled_from(
+                [[], [3], [seq.BigramFeatures(k), seq.BigramFeatures(k + 1)]])))
+            names = ("parts", "StackedFeatures")
+        else:   # MarkovFeatures, the base class: used through a subclass
+            f, x, oracle = seq.BigramFeatures(k), None, _psi_bigram(k)(y)
+            bad = lambda: seq.MarkovFeatures().tables(None, 2)
+            names = ()
+            if draw(st.booleans()):
+                return Case(lambda: isinstance(f, seq.MarkovFeatures), lambda ok: ok or
+                            pytest.fail("not a MarkovFeatures"))
+        mode = draw(st.sampled_from(["valid", "valid", "param", "y"]))
+        if mode == "param" and names:
+            return Case(bad, names=names)
+        if mode == "y":
+            return Case(lambda: f.joint_feature(x, _bad_sequence(draw, y, k)), names=("y",))
+        return Case(lambda: f.joint_feature(x, y), lambda psi: _close(psi, oracle))
+    return Entry(draw_case, examples=10)
+
+
+def _seq_setup(draw, max_l=4):
+    rng = _seed(draw)
+    k, l = draw(st.integers(2, 3)), draw(st.integers(1, max_l))
+    feats = seq.BigramFeatures(k)
+    name = draw(st.sampled_from(sorted(SEQ_LOSSES)))
+    loss = SEQ_LOSSES[name][0]()
+    return rng, k, l, feats, loss, SEQ_LOSSES[name][1], rng.integers(0, k, l)
+
+
+def _softmax_margin(draw, fn=None):
+    rng, k, l, feats, loss, oracle, y = _seq_setup(draw)
+    w = rng.normal(size=feats.n_features)
+    method = draw(st.sampled_from(["automata", "naive"]))
+    mode = draw(st.sampled_from(["valid", "valid", "w", "y_true", "method", "loss"]))
+    call = fn or (lambda *a: seq.softmax_margin(*a, method=method))
+    if mode == "w":
+        wb = draw(st.sampled_from([w[:-1], w + 0.5j, w.astype(str), np.full_like(w, np.nan)]))
+        return Case(lambda: call(wb, None, y, loss, feats), names=("w",))
+    if mode == "y_true":
+        return Case(lambda: call(w, None, _bad_sequence(draw, y, k), loss, feats),
+                    names=("y_true",))
+    if mode == "method":
+        return Case(lambda: seq.softmax_margin(w, None, y, loss, feats, method="magic"),
+                    names=("method",))
+    if mode == "loss":
+        return Case(lambda: call(w, None, y, "edit", feats), names=("loss",))
+    v, g = seq_oracles.brute_force_softmax_margin(w, _psi_bigram(k), y, k, oracle)
+    return Case(lambda: call(w, None, y, loss, feats),
+                lambda out: (_close(out[0], v), _close(out[1], g, atol=1e-7)))
+
+
+def _compile_example(draw, direct=False):
+    rng, k, l, feats, loss, oracle, y = _seq_setup(draw)
+    w = rng.normal(size=feats.n_features)
+    if not direct and draw(st.booleans()):
+        return Case(lambda: seq.compile_example(None, _bad_sequence(draw, y, k), loss, feats),
+                    names=("y_true",))
+    make = seq.CompiledExample if direct else seq.compile_example
+    v, g = seq_oracles.brute_force_softmax_margin(w, _psi_bigram(k), y, k, oracle)
+    return Case(lambda: make(None, y, loss, feats).value_and_grad(w),
+                lambda out: (_close(out[0], v), _close(out[1], g, atol=1e-7)))
+
+
+def _build_loss_automaton(draw, what="automaton"):
+    rng, k, l, feats, loss, oracle, y = _seq_setup(draw)
+    if isinstance(loss, seq.HammingLoss):
+        length = l
+    else:
+        length = draw(st.integers(1, 4))
+    mode = draw(st.sampled_from(["valid", "valid", "y_ref", "length", "alphabet_size",
+                                 "max_states", "loss"]))
+    if mode == "y_ref":
+        return Case(lambda: seq.build_loss_automaton(loss, _bad_sequence(draw, y, k), length, k),
+                    names=("y_ref",))
+    if mode in ("length", "alphabet_size", "max_states"):
+        args = {"length": length, "alphabet_size": k, "max_states": 10 ** 6}
+        args[mode] = _bad_scalar(draw, "int")
+        return Case(lambda: seq.build_loss_automaton(loss, y, **args), names=(mode,))
+    if mode == "loss":
+        return Case(lambda: seq.build_loss_automaton("edit", y, length, k), names=("loss",))
+    Ys = list(itertools.product(range(k), repeat=length))
+    if what == "automaton":
+        return Case(lambda: seq.build_loss_automaton(loss, y, length, k),
+                    lambda B: _close([B.log_weight(z) for z in Ys],
+                                     [oracle(list(z), list(y)) for z in Ys]))
+    theta = [rng.normal(size=k ** min(2, t + 1)) for t in range(length)]
+
+    def check(out):
+        z_best, val = out
+        scores = [oracle(list(z), list(y)) + sum(theta[t][
+            (z[t - 1] * k + z[t]) if t else z[0]] for t in range(length)) for z in Ys]
+        _close(val, max(scores))
+    return Case(lambda: seq.Lattice(seq.build_loss_automaton(loss, y, length, k), k, 2)
+                .best_path(theta), check)
+
+
+def _brute_viterbi(w, k, l, loss=None, y_true=None):
+    best, arg = -np.inf, None
+    for z in itertools.product(range(k), repeat=l):
+        s = float(w @ seq_oracles.bigram_counts(list(z), k)) + (
+            loss(list(z), list(y_true)) if loss else 0.0)
+        if s > best:
+            best, arg = s, np.array(z)
+    return arg, best
+
+
+def _viterbi_entry(kind):
+    def draw_case(draw):
+        rng, k, l, feats, loss, oracle, y = _seq_setup(draw)
+        w = rng.normal(size=feats.n_features)
+        mode = draw(st.sampled_from(["valid", "valid", "w", "second", "features"]))
+        fn = {"viterbi": lambda w_, a: seq.viterbi(w_, None, feats, length=a),
+              "loss_augmented_viterbi": lambda w_, a: seq.loss_augmented_viterbi(
+                  w_, None, a, loss, feats),
+              "structured_hinge": lambda w_, a: seq.structured_hinge(w_, None, a, loss, feats)
+              }[kind]
+        second = l if kind == "viterbi" else y
+        if mode == "w":
+            wb = draw(st.sampled_from([w[:-1], w + 0.5j, w.astype(str)]))
+            return Case(lambda: fn(wb, second), names=("w",))
+        if mode == "second":
+            bad = (_bad_scalar(draw, "int") if kind == "viterbi"
+                   else _bad_sequence(draw, y, k))
+            return Case(lambda: fn(w, bad), names=("length",) if kind == "viterbi"
+                        else ("y_true",))
+        if mode == "features":
+            return Case(lambda: seq.viterbi(w, None, "bigram", length=l), names=("features",))
+        if kind == "viterbi":
+            z, _ = _brute_viterbi(w, k, l)
+            return Case(lambda: fn(w, second), lambda out: np.testing.assert_array_equal(out, z))
+        _, best = _brute_viterbi(w, k, l, oracle, y)
+        true = float(w @ seq_oracles.bigram_counts(list(y), k))
+        if kind == "loss_augmented_viterbi":
+            return Case(lambda: fn(w, second), lambda out: _close(out[1], best))
+        return Case(lambda: fn(w, second), lambda out: _close(out[0], best - true))
+    return Entry(draw_case, examples=10)
+
+
+def _seq_learner_entry(cls):
+    def draw_case(draw):
+        rng, k, l, feats, loss, oracle, _ = _seq_setup(draw, max_l=3)
+        Y = [rng.integers(0, k, l) for _ in range(draw(st.integers(1, 2)))]
+        X = [None] * len(Y)
+        quick = {"max_iter": 30}
+        mode = draw(st.sampled_from(["valid", "valid", "param", "y", "lengths", "unfitted"]))
+        if mode == "param":
+            param = draw(st.sampled_from(["max_iter", "tol"] + (
+                ["C"] if cls is seq.SequenceSSVM else ["reg", "method"])))
+            bad = "magic" if param == "method" else _bad_scalar(
+                draw, "int" if param == "max_iter" else "positive")
+            return Case(lambda: cls(loss, feats, **{**quick, param: bad}).fit(X, Y),
+                        names=(param,))
+        if mode == "y":
+            return Case(lambda: cls(loss, feats, **quick).fit(X, [_bad_sequence(draw, Y[0], k)]
+                                                              + Y[1:]), names=("y_true", "Y"))
+        if mode == "lengths":
+            return Case(lambda: cls(loss, feats, **quick).fit(X, Y).predict(
+                X, lengths=[l] * (len(X) + 1)), names=("lengths",))
+        if mode == "unfitted":
+            return Case(lambda: cls(loss, feats).predict(X, lengths=[l] * len(X)),
+                        names=("fit",))
+
+        def check(est):
+            pred = est.predict(X, lengths=[l] * len(X))
+            for p in pred:
+                z, _ = _brute_viterbi(est.coef_, k, l)
+                np.testing.assert_array_equal(p, z)
+            if cls is seq.SequenceSSVM:       # objective with brute-force hinges at coef_
+                hinge = [_brute_viterbi(est.coef_, k, l, oracle, y)[1]
+                         - float(est.coef_ @ seq_oracles.bigram_counts(list(y), k)) for y in Y]
+                _close(est.objective_, 0.5 * est.coef_ @ est.coef_ + est.C * sum(hinge),
+                       rtol=1e-6, atol=1e-6)
+            else:                             # the regularized mean softmax margin at coef_
+                vals = [seq_oracles.brute_force_softmax_margin(est.coef_, _psi_bigram(k), y, k,
+                                                               oracle)[0] for y in Y]
+                _close(est.objective_, np.mean(vals) + 0.5 * est.reg * est.coef_ @ est.coef_)
+        return Case(lambda: cls(loss, feats, **quick).fit(X, Y), check)
+    return Entry(draw_case, examples=6)
+
+
+# ----------------------------------------------------------------------------- the registry
+REGISTRY = {
+    "structlp.MaxMarginLearner": _learner_entry("MaxMarginLearner"),
+    "structlp.CuttingPlaneLearner": _learner_entry("CuttingPlaneLearner",
+                                                   tuple(PROBLEMS), exact=True),
+    "structlp.FrankWolfeLearner": _learner_entry("FrankWolfeLearner", exact=False),
+    "structlp.SubgradientLearner": _learner_entry("SubgradientLearner", exact=False),
+    "structlp.StructuredModel": Entry(_structured_model, examples=4),
+    "structlp.Polytope": Entry(_polytope, examples=15),
+    "structlp.installed_solvers": Entry(_installed_solvers, examples=3),
+    "structlp.agm.game_value": _game_entry(agm.game_value, "zero_one"),
+    "structlp.agm.zero_one_game": _game_entry(agm.zero_one_game, "zero_one"),
+    "structlp.agm.absolute_game": _game_entry(agm.absolute_game, "absolute"),
+    "structlp.agm.squared_game": _game_entry(agm.squared_game, "squared"),
+    "structlp.agm.loss_matrix": Entry(_loss_matrix, examples=10),
+    "structlp.agm.recover_pairwise": Entry(_recover_pairwise, examples=10),
+    "structlp.agm.AdversarialGraphicalModel": _tree_learner_entry(agm.AdversarialGraphicalModel),
+    "structlp.agm.TreeCRF": _tree_learner_entry(agm.TreeCRF),
+    "structlp.agm.chain": Entry(_chain, examples=8),
+    "structlp.agm.check_parents": Entry(_check_parents, examples=15),
+    "structlp.agm.check_tree_example": Entry(_check_tree_example, examples=12),
+    "structlp.agm.max_sum": Entry(_max_sum, examples=15),
+    "structlp.sequence.SequenceLoss": Entry(_sequence_loss_base, examples=3),
+    "structlp.sequence.softmax_margin": Entry(_softmax_margin, examples=12),
+    "structlp.sequence.compile_example": Entry(_compile_example, examples=8),
+    "structlp.sequence.CompiledExample": Entry(lambda d: _compile_example(d, direct=True),
+                                               examples=5),
+    "structlp.sequence.build_loss_automaton": Entry(_build_loss_automaton, examples=12),
+    "structlp.sequence.LossAutomaton": Entry(_build_loss_automaton, examples=5),
+    "structlp.sequence.Lattice": Entry(lambda d: _build_loss_automaton(d, "lattice"),
+                                       examples=8),
+    "structlp.sequence.SequenceSSVM": _seq_learner_entry(seq.SequenceSSVM),
+    "structlp.sequence.SoftmaxMarginLearner": _seq_learner_entry(seq.SoftmaxMarginLearner),
+}
+REGISTRY.update({f"structlp.structures.{n}": _structure_entry(n) for n in PROBLEMS})
+REGISTRY.update({f"structlp.sequence.{n}": _seq_loss_entry(n) for n in SEQ_LOSSES})
+REGISTRY.update({f"structlp.sequence.{n}": _features_entry(n) for n in (
+    "MarkovFeatures", "BigramFeatures", "EmissionFeatures", "FunctionFeatures",
+    "StackedFeatures")})
+REGISTRY.update({f"structlp.sequence.{n}": _viterbi_entry(n) for n in (
+    "viterbi", "loss_augmented_viterbi", "structured_hinge")})
+REGISTRY.update({f"{mod}.{n}": _exception_entry(getattr(m, n))
+                 for mod, m in MODULES.items() for n in m.__all__
+                 if isinstance(getattr(m, n), type) and issubclass(getattr(m, n), BaseException)})
+
+
+def _exports():
+    return sorted(f"{mod}.{n}" for mod, m in MODULES.items() for n in m.__all__
+                  if callable(getattr(m, n)))
+
+
+# ----------------------------------------------------------------------------- the tests
+@pytest.fixture(scope="module", autouse=True)
+def _report_counts(request):
+    yield
+    if not COUNTS:
+        return
+    lines = [f"fuzz cases per entry point ({sum(sum(c.values()) for c in COUNTS.values())} in "
+             "all): valid (oracle-checked) / refused (clear error)"]
+    for key in sorted(COUNTS):
+        lines.append(f"  {key:<48} {COUNTS[key]['valid']:>5} / {COUNTS[key]['refused']:<5}")
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.getplugin("terminalreporter"), plugins.getplugin("capturemanager")
+    if reporter is None or capture is None:                 # pragma: no cover
+        print("\n".join(lines))
+        return
+    with capture.global_and_fixture_disabled():             # shown without -s as well
+        reporter.write_line("")
+        for line in lines:
+            reporter.write_line(line)
+
+
+def test_every_export_has_an_entry():
+    missing = [name for name in _exports() if name not in REGISTRY]
+    assert not missing, (f"exported without a fuzz entry: {missing}; add one to REGISTRY in "
+                         "tests/test_fuzz.py (see its docstring)")
+    stale = sorted(set(REGISTRY) - set(_exports()))
+    assert not stale, f"fuzz entries for names no longer exported: {stale}"
+
+
+def _fuzz(key, factor):
+    entry = REGISTRY[key]
+
+    @settings(max_examples=entry.examples * factor, deadline=None, database=None,
+              derandomize=factor == 1,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.filter_too_much])
+    @given(st.data())
+    def run(data):
+        run_case(key, entry.draw_case(data.draw))
+    run()
+
+
+@pytest.mark.parametrize("key", sorted(REGISTRY))
+def test_fuzz(key):
+    _fuzz(key, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", sorted(REGISTRY))
+def test_fuzz_slow(key):
+    _fuzz(key, SLOW_FACTOR)
