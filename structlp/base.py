@@ -1,13 +1,23 @@
 """The estimator contract (scikit-learn conventions, without scikit-learn).
 
 ``__init__`` only stores its arguments; ``get_params``/``set_params`` read and
-write them by name; ``fit`` returns ``self``; learned attributes end in ``_``.
+write them by name (``name__sub`` reaches a parameter of a nested estimator);
+``fit`` returns ``self``; learned attributes end in ``_``.
+
+scikit-learn is never imported here unless it is already importable and asked
+for: :meth:`BaseEstimator.__sklearn_tags__` (the protocol of scikit-learn >= 1.6)
+builds its ``Tags`` lazily, and ``_more_tags``/``_get_tags`` serve older
+versions, so that ``clone``, ``cross_val_score``, ``GridSearchCV`` and
+``Pipeline`` accept structlp's learners.  A structured predictor is neither a
+classifier nor a regressor (``is_classifier`` and ``is_regressor`` are False,
+and integer ``cv`` means plain, unstratified K-fold).
 """
 
 from __future__ import annotations
 
 import inspect
 import numbers
+from typing import Any, Dict, List
 
 import numpy as np
 
@@ -16,29 +26,101 @@ from .compiler import stacked_scores
 from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 
 
+#: scikit-learn's tag defaults before 1.6 (``_get_tags`` must return every key).
+_LEGACY_TAG_DEFAULTS: Dict[str, Any] = {
+    "array_api_support": False, "non_deterministic": False, "requires_positive_X": False,
+    "requires_positive_y": False, "X_types": ["2darray"], "poor_score": False,
+    "no_validation": False, "multioutput": False, "allow_nan": False, "stateless": False,
+    "multilabel": False, "_skip_test": False, "_xfail_checks": False,
+    "multioutput_only": False, "binary_only": False, "requires_fit": True,
+    "preserves_dtype": [np.float64], "requires_y": False, "pairwise": False,
+}
+
+
+def _differs(value: Any, default: Any) -> bool:
+    """Whether a parameter value differs from its default (for the repr)."""
+    if value is default:
+        return False
+    if isinstance(default, (str, bytes, bool, numbers.Number, tuple, type(None))) \
+            and type(value) is type(default):
+        try:
+            return not bool(value == default)
+        except (TypeError, ValueError):
+            return True
+    return True
+
+
 class BaseEstimator:
     """Parameter handling shared by structlp's learners."""
 
+    #: Neither "classifier" nor "regressor": a structured predictor (scikit-learn < 1.6).
+    _estimator_type = None
+
     @classmethod
-    def _param_names(cls):
+    def _param_names(cls) -> List[str]:
         sig = inspect.signature(cls.__init__)
         return sorted(p.name for p in sig.parameters.values()
                       if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
 
-    def get_params(self, deep=True):
-        """The constructor arguments, by name."""
-        return {name: getattr(self, name) for name in self._param_names()}
+    def get_params(self, deep: bool = True) -> Dict[str, Any]:
+        """The constructor arguments, by name.
 
-    def set_params(self, **params):
-        """Set constructor arguments by name; returns self."""
+        With ``deep=True`` a parameter that is itself an estimator (it has
+        ``get_params``, e.g. a scikit-learn transformer) also contributes its
+        parameters as ``name__sub``, as scikit-learn does.
+        """
+        params = {name: getattr(self, name) for name in self._param_names()}
+        if deep:
+            for name, value in list(params.items()):
+                if hasattr(value, "get_params") and not isinstance(value, type):
+                    for sub, v in value.get_params(deep=True).items():
+                        params[f"{name}__{sub}"] = v
+        return params
+
+    def set_params(self, **params: Any) -> "BaseEstimator":
+        """Set constructor arguments by name (``name__sub`` for a nested estimator); returns self."""
         valid = self._param_names()
+        nested: Dict[str, Dict[str, Any]] = {}
         for name, value in params.items():
-            if name not in valid:
+            head, sep, sub = name.partition("__")
+            if head not in valid:
                 raise InvalidParameterError(
-                    f"Invalid parameter {name!r} for {type(self).__name__}; valid "
+                    f"Invalid parameter {head!r} for {type(self).__name__}; valid "
                     f"parameters are {valid}.")
-            setattr(self, name, value)
+            if sep:
+                nested.setdefault(head, {})[sub] = value
+            else:
+                setattr(self, name, value)
+        for head, sub_params in nested.items():
+            inner = getattr(self, head)
+            if not hasattr(inner, "set_params"):
+                raise InvalidParameterError(
+                    f"Parameter {head!r} of {type(self).__name__} is a "
+                    f"{type(inner).__name__}, which has no parameters to set; got "
+                    f"{sorted(head + '__' + k for k in sub_params)}.")
+            inner.set_params(**sub_params)
         return self
+
+    # ------------------------------------------------------------ scikit-learn tags
+    def __sklearn_tags__(self) -> Any:
+        """Estimator tags for scikit-learn >= 1.6 (built only when scikit-learn is imported).
+
+        A structured predictor: no estimator type, ``y`` required, inputs are
+        lists of examples (not 2-D arrays) that structlp validates itself.
+        """
+        from sklearn.utils import InputTags, Tags, TargetTags
+        return Tags(estimator_type=None, target_tags=TargetTags(required=True),
+                    transformer_tags=None, regressor_tags=None, classifier_tags=None,
+                    input_tags=InputTags(two_d_array=False), requires_fit=True,
+                    no_validation=True)
+
+    def _more_tags(self) -> Dict[str, Any]:
+        """Estimator tags for scikit-learn < 1.6."""
+        return {"requires_y": True, "no_validation": True}
+
+    def _get_tags(self) -> Dict[str, Any]:
+        """All tags, defaults included, for scikit-learn < 1.6."""
+        return {**_LEGACY_TAG_DEFAULTS, **self._more_tags()}
 
     def _check_model_C_solver(self):
         """Validate the shared ``model``, ``C``, ``solver`` and ``solver_opts`` parameters.
@@ -63,8 +145,12 @@ class BaseEstimator:
             raise NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet; call fit first.")
 
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+    def __repr__(self) -> str:
+        """The class and the parameters that differ from their defaults (as scikit-learn)."""
+        sig = inspect.signature(type(self).__init__).parameters
+        args = ", ".join(
+            f"{k}={v!r}" for k, v in self.get_params(deep=False).items()
+            if sig[k].default is inspect.Parameter.empty or _differs(v, sig[k].default))
         return f"{type(self).__name__}({args})"
 
 
@@ -102,6 +188,10 @@ class StructuredPredictorMixin:
         self._check_fitted(self._fitted_attr())
         _, Phis = self._checked_X(X)
         return self._scores(Phis, **kwargs)
+
+    def decision_function(self, X, **kwargs):
+        """Alias of :meth:`decision_scores` (scikit-learn's name): list of (L_i,) part scores."""
+        return self.decision_scores(X, **kwargs)
 
     def predict(self, X, **kwargs):
         """The highest-scoring output of each example.
