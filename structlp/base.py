@@ -41,7 +41,10 @@ def _differs(value: Any, default: Any) -> bool:
     """Whether a parameter value differs from its default (for the repr)."""
     if value is default:
         return False
-    if isinstance(default, (str, bytes, bool, numbers.Number, tuple, type(None))) \
+    if isinstance(value, numbers.Number) and isinstance(default, numbers.Number) \
+            and not isinstance(value, bool) and not isinstance(default, bool):
+        return not bool(value == default)
+    if isinstance(default, (str, bytes, bool, tuple, type(None))) \
             and type(value) is type(default):
         try:
             return not bool(value == default)
@@ -148,9 +151,10 @@ class BaseEstimator:
     def __repr__(self) -> str:
         """The class and the parameters that differ from their defaults (as scikit-learn)."""
         sig = inspect.signature(type(self).__init__).parameters
+        params = self.get_params(deep=False)
         args = ", ".join(
-            f"{k}={v!r}" for k, v in self.get_params(deep=False).items()
-            if sig[k].default is inspect.Parameter.empty or _differs(v, sig[k].default))
+            f"{k}={params[k]!r}" for k in sig if k in params
+            and (sig[k].default is inspect.Parameter.empty or _differs(params[k], sig[k].default)))
         return f"{type(self).__name__}({args})"
 
 
