@@ -25,7 +25,6 @@ with no traceback unless ``--debug``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import importlib.util
 import inspect
@@ -35,7 +34,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from .exceptions import StructlpError
 
@@ -192,28 +191,6 @@ def _versions() -> Dict[str, Optional[str]]:
     return out
 
 
-@contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Send everything written to standard output (Python or C level) to standard error."""
-    sys.stdout.flush()
-    try:
-        fd = sys.stdout.fileno()
-        err = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):   # captured streams (tests): Python level only
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-        return
-    saved = os.dup(fd)
-    try:
-        os.dup2(err, fd)
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, fd)
-        os.close(saved)
-
-
 def _configure_logging(level: int) -> None:
     root = logging.getLogger("structlp")
     if level <= 0:
@@ -245,12 +222,12 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     known = problem_options(module)
     if "verbose" not in options and (known is None or "verbose" in known):
         kwargs["verbose"] = level
-    from .solvers import time_limit
+    from .solvers import stdout_to_stderr, time_limit
     logger.info("running %s (solver %s, C %s, seed %s%s)", args.problem,
                 args.solver or "default", args.C if args.C is not None else "default",
                 args.seed, "".join(f", {k}={v!r}" for k, v in options.items()))
     t0 = time.perf_counter()
-    with _stdout_to_stderr(), time_limit(args.time_limit):
+    with stdout_to_stderr(), time_limit(args.time_limit):
         results = _jsonable(module.run(**kwargs))
     logger.info("finished in %.1f s", time.perf_counter() - t0)
     report = results.get("report") if isinstance(results, dict) else None

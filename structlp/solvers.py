@@ -23,6 +23,9 @@ import contextlib
 import contextvars
 import logging
 import math
+import os
+import sys
+import threading
 import time
 import warnings
 from typing import Any, Dict, Iterator, List, Optional
@@ -48,6 +51,9 @@ LP_ONLY_SOLVERS = ("HIGHS", "GLPK", "GLPK_MI", "CBC", "SCIPY", "COPT", "XPRESS")
 #: ECOS has none.
 TIME_LIMIT_OPTION = {"CLARABEL": "time_limit", "OSQP": "time_limit", "SCS": "time_limit_secs",
                      "HIGHS": "time_limit", "GUROBI": "TimeLimit"}
+
+#: Solvers that print a banner on standard output whatever their options (sent to stderr).
+_BANNER_SOLVERS = ("HIGHS",)
 
 _ACCEPTED = (cp.OPTIMAL,)
 _TIME_LIMIT: contextvars.ContextVar[Optional[float]] = contextvars.ContextVar(
@@ -134,6 +140,57 @@ def time_limit(seconds: Optional[float]) -> Iterator[None]:
         yield
     finally:
         _TIME_LIMIT.reset(token)
+
+
+_LIBC: List[Any] = []
+
+
+def _flush_c_stdio() -> None:
+    """Flush the C library's stdout buffer (what a solver wrote through printf/cout)."""
+    try:
+        if not _LIBC:
+            import ctypes
+            _LIBC.append(ctypes.CDLL(None))
+        _LIBC[0].fflush(None)
+    except (OSError, AttributeError, TypeError):  # pragma: no cover - no C library handle
+        pass
+
+
+_REDIRECT_LOCK = threading.Lock()
+_REDIRECT = {"depth": 0, "saved": None}
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to standard output (Python or C level) to standard error.
+
+    Solver banners (HiGHS prints one from C whatever its options) then never mix
+    with a program's results.  Nested and concurrent uses (threads) share one
+    redirection, undone when the last one ends.
+    """
+    sys.stdout.flush()
+    try:
+        fd, err = sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):   # captured streams (tests): Python level only
+        fd = err = None
+    if fd is not None:
+        with _REDIRECT_LOCK:
+            if _REDIRECT["depth"] == 0:
+                _REDIRECT["saved"] = os.dup(fd)
+                os.dup2(err, fd)
+            _REDIRECT["depth"] += 1
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if fd is not None:
+            sys.stdout.flush()
+            _flush_c_stdio()
+            with _REDIRECT_LOCK:
+                _REDIRECT["depth"] -= 1
+                if _REDIRECT["depth"] == 0:
+                    os.dup2(_REDIRECT["saved"], fd)
+                    os.close(_REDIRECT["saved"])
 
 
 def suitable_qp_solver() -> str:
@@ -229,7 +286,8 @@ def solve(problem, solver, solver_opts=None, what="the problem", hints=None):
         with warnings.catch_warnings():
             # cvxpy warns "Solution may be inaccurate"; the status check below raises instead
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            problem.solve(solver=solver, **opts)
+            with stdout_to_stderr() if solver in _BANNER_SOLVERS else contextlib.nullcontext():
+                problem.solve(solver=solver, **opts)
     except cp.error.SolverError as exc:
         raise SolverError(
             f"Solver {solver} failed on {what}: {exc}. Try another solver "
