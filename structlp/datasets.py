@@ -259,8 +259,9 @@ def make_tree_labeling(n_samples: int = 20, n_nodes: int = 6, n_labels: int = 3,
 
     Returns
     -------
-    X : list of dicts ``{"node_features": (n_nodes, n_node_features),
-        "edge_features": (n_nodes - 1, n_edge_features), "parents": (n_nodes,)}``
+    X : list of dicts
+        Tree examples with keys ``node_features`` (n_nodes, n_node_features),
+        ``edge_features`` (n_nodes - 1, n_edge_features) and ``parents`` (n_nodes,).
     Y : list of int arrays (n_nodes,) in ``0..n_labels-1``
     w : ndarray, shape (n_labels n_node_features + n_labels**2 n_edge_features,)
     model : TreeLabeling
