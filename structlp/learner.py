@@ -97,6 +97,18 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         Rank of the kernel factor used by the dual.
     kernel_residual_ : float
         Largest diagonal entry of ``K - G G^T`` (0 when exact).
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.datasets import make_bipartite_matching
+    >>> X, Y, w, model = make_bipartite_matching(n_samples=20, n_rows=4, random_state=0)
+    >>> learner = structlp.MaxMarginLearner(model, C=0.1).fit(X, Y)
+    >>> learner.coef_.shape, learner.slack_.shape
+    ((5,), (20,))
+    >>> Y_hat = learner.predict(X)            # Hungarian algorithm (R = P = 1)
+    >>> Y_hat[0].sum(axis=0).tolist()
+    [1, 1, 1, 1]
     """
 
     def __init__(self, model, C=1.0, formulation="minmax", solver=None, solver_opts=None,

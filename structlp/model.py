@@ -45,9 +45,9 @@ class StructuredModel:
 
     .. math::
 
-        \text{score}(x, y) = w \cdot f(x, y) = (\Phi w) \cdot \mu(y),
-        \qquad \mathcal Y(x) = \text{vertices of }
-        P(x) = \{\mu : A\mu \le b,\ E\mu = e,\ l \le \mu \le u\},
+        \\text{score}(x, y) = w \\cdot f(x, y) = (\\Phi w) \\cdot \\mu(y),
+        \\qquad \\mathcal Y(x) = \\text{vertices of }
+        P(x) = \\{\\mu : A\\mu \\le b,\\ E\\mu = e,\\ l \\le \\mu \\le u\\},
 
     and the task loss is affine in the indicators, ``loss(y) = d + c . mu``.
     Training solves ``min 1/2 |w|^2 + C sum_i max_y [w.f_i(y) + loss_i(y) -
