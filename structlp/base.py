@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
@@ -166,6 +166,12 @@ class StructuredPredictorMixin:
     kernel expansion, and receives the keyword arguments of the public methods.
     """
 
+    # provided by the learner (and BaseEstimator)
+    model: Any
+    n_features_in_: int
+    coef_: np.ndarray
+    _check_fitted: Callable[..., None]
+
     def _fitted_attr(self):
         return "coef_"
 
@@ -187,17 +193,17 @@ class StructuredPredictorMixin:
     def _scores(self, Phis, **kwargs):
         return stacked_scores(Phis, self.coef_)
 
-    def decision_scores(self, X, **kwargs):
+    def decision_scores(self, X: Sequence[Any], **kwargs: Any) -> List[np.ndarray]:
         """Part scores of every example: list of (L_i,) arrays (``Phi_i w``)."""
         self._check_fitted(self._fitted_attr())
         _, Phis = self._checked_X(X)
         return self._scores(Phis, **kwargs)
 
-    def decision_function(self, X, **kwargs):
+    def decision_function(self, X: Sequence[Any], **kwargs: Any) -> List[np.ndarray]:
         """Alias of :meth:`decision_scores` (scikit-learn's name): list of (L_i,) part scores."""
         return self.decision_scores(X, **kwargs)
 
-    def predict(self, X, **kwargs):
+    def predict(self, X: Sequence[Any], **kwargs: Any) -> List[Any]:
         """The highest-scoring output of each example.
 
         Uses the model's combinatorial fast path where it has one, otherwise the
@@ -218,7 +224,7 @@ class StructuredPredictorMixin:
         outputs, _ = maximize(self.model, X, self._scores(Phis, **kwargs))
         return outputs
 
-    def loss(self, X, Y, **kwargs):
+    def loss(self, X: Sequence[Any], Y: Sequence[Any], **kwargs: Any) -> float:
         """Mean task loss of the predictions on ``(X, Y)``."""
         Y = check_sequence_of_examples(Y, "Y")
         pred = self.predict(X, **kwargs)
@@ -228,6 +234,6 @@ class StructuredPredictorMixin:
         X = [self.model.check_x(x) for x in X]
         return float(np.mean([self.model.task_loss(x, y, p) for x, y, p in zip(X, Y, pred)]))
 
-    def score(self, X, Y, **kwargs):
+    def score(self, X: Sequence[Any], Y: Sequence[Any], **kwargs: Any) -> float:
         """Negated mean task loss on ``(X, Y)`` (higher is better, as scikit-learn expects)."""
         return -self.loss(X, Y, **kwargs)

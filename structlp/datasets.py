@@ -33,6 +33,8 @@ import numpy as np
 from .exceptions import InvalidInputError, InvalidParameterError
 
 RandomState = Union[None, int, np.random.Generator]
+#: ``(X, Y, w, model)`` of the ``make_*`` generators.
+Dataset = Tuple[List[Any], List[np.ndarray], np.ndarray, Any]
 
 
 # ---------------------------------------------------------------- synthetic data
@@ -73,7 +75,7 @@ def _planted(model: Any, X: List[Any], noise: float, rng: np.random.Generator
 
 def make_bipartite_matching(n_samples: int = 20, n_rows: int = 4, n_cols: Optional[int] = None,
                             n_features: int = 5, R: int = 1, P: int = 1, noise: float = 0.0,
-                            random_state: RandomState = None):
+                            random_state: RandomState = None) -> Dataset:
     """Assignments (``R = P = 1``) or b-matchings with a planted model.
 
     Every column gets exactly ``R`` rows and every row at most ``P`` columns
@@ -123,7 +125,7 @@ def make_bipartite_matching(n_samples: int = 20, n_rows: int = 4, n_cols: Option
 
 
 def _graph_data(structure: Any, owner: str, n_samples: int, n_nodes: int, n_features: int,
-                noise: float, random_state: RandomState, even: bool = False):
+                noise: float, random_state: RandomState, even: bool = False) -> Dataset:
     m = _int(n_samples, "n_samples", owner, 1)
     n = _int(n_nodes, "n_nodes", owner, 2)
     if even and n % 2:
@@ -141,7 +143,7 @@ def _graph_data(structure: Any, owner: str, n_samples: int, n_nodes: int, n_feat
 
 
 def make_spanning_tree(n_samples: int = 20, n_nodes: int = 6, n_features: int = 5,
-                       noise: float = 0.0, random_state: RandomState = None):
+                       noise: float = 0.0, random_state: RandomState = None) -> Dataset:
     """Maximum spanning trees of complete graphs with a planted model.
 
     Parameters
@@ -174,7 +176,7 @@ def make_spanning_tree(n_samples: int = 20, n_nodes: int = 6, n_features: int = 
 
 
 def make_perfect_matching(n_samples: int = 20, n_nodes: int = 6, n_features: int = 5,
-                          noise: float = 0.0, random_state: RandomState = None):
+                          noise: float = 0.0, random_state: RandomState = None) -> Dataset:
     """Maximum-weight perfect matchings of complete graphs with a planted model.
 
     Parameters
@@ -206,7 +208,7 @@ def make_perfect_matching(n_samples: int = 20, n_nodes: int = 6, n_features: int
 
 
 def make_matching(n_samples: int = 20, n_nodes: int = 6, n_features: int = 5,
-                  noise: float = 0.0, random_state: RandomState = None):
+                  noise: float = 0.0, random_state: RandomState = None) -> Dataset:
     """Maximum-weight matchings (not necessarily perfect) with a planted model.
 
     The planted scores have mean zero, so the best matching leaves some nodes out.
@@ -241,7 +243,7 @@ def make_matching(n_samples: int = 20, n_nodes: int = 6, n_features: int = 5,
 
 def make_tree_labeling(n_samples: int = 20, n_nodes: int = 6, n_labels: int = 3,
                        n_node_features: int = 4, n_edge_features: int = 1, tree: str = "chain",
-                       noise: float = 0.0, random_state: RandomState = None):
+                       noise: float = 0.0, random_state: RandomState = None) -> Dataset:
     """Labellings of chains or random trees with a planted model (node and edge scores).
 
     Parameters
@@ -298,7 +300,8 @@ def make_tree_labeling(n_samples: int = 20, n_nodes: int = 6, n_labels: int = 3,
 
 
 def make_sequences(n_samples: int = 20, length: int = 8, n_labels: int = 3, n_inputs: int = 4,
-                   window: int = 0, noise: float = 0.0, random_state: RandomState = None):
+                   window: int = 0, noise: float = 0.0,
+                   random_state: RandomState = None) -> Dataset:
     """Tagged sequences (:mod:`structlp.sequence`) with a planted linear model.
 
     Inputs are uniform random symbols in ``0..n_inputs-1``; the features are

@@ -140,7 +140,7 @@ class StructuredModel:
     """
 
     #: Formulations this model supports, by name (see :mod:`structlp.formulations`).
-    formulations = ("minmax",)
+    formulations: tuple = ("minmax",)
 
     # ------------------------------------------------------------ required
     def n_parts(self, x):

@@ -62,7 +62,8 @@ class StructuredScorer:
         if len(pred) != len(Y):
             raise InvalidInputError(
                 f"X and Y must have the same number of examples; got {len(pred)} and {len(Y)}.")
-        fn = {"hamming": _hamming, "zero_one": _zero_one}.get(self.loss, self.loss)
+        fn = self.loss if callable(self.loss) else {"hamming": _hamming,
+                                                    "zero_one": _zero_one}[self.loss]
         return float(np.mean([fn(y, p) for y, p in zip(Y, pred)]))
 
     def __call__(self, estimator: Any, X: Sequence[Any], Y: Sequence[Any]) -> float:

@@ -157,7 +157,7 @@ def _flush_c_stdio() -> None:
 
 
 _REDIRECT_LOCK = threading.Lock()
-_REDIRECT = {"depth": 0, "saved": None}
+_REDIRECT: Dict[str, int] = {"depth": 0, "saved": -1}
 
 
 @contextlib.contextmanager
@@ -169,10 +169,11 @@ def stdout_to_stderr() -> Iterator[None]:
     redirection, undone when the last one ends.
     """
     sys.stdout.flush()
+    fd: Optional[int] = None
     try:
         fd, err = sys.stdout.fileno(), sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):   # captured streams (tests): Python level only
-        fd = err = None
+        fd = None
     if fd is not None:
         with _REDIRECT_LOCK:
             if _REDIRECT["depth"] == 0:
@@ -202,7 +203,7 @@ def suitable_qp_solver() -> str:
     raise SolverError("No QP solver is installed; install clarabel (pip install clarabel).")
 
 
-def check_solver(solver, owner=None, kind="QP"):
+def check_solver(solver: Optional[str], owner: Optional[str] = None, kind: str = "QP") -> str:
     """Validate a solver name (as cvxpy spells it); None gives the default.
 
     Returns the name in cvxpy's spelling.
@@ -232,7 +233,8 @@ def check_solver(solver, owner=None, kind="QP"):
         f"got {solver!r}.")
 
 
-def check_solver_opts(solver_opts, owner=None):
+def check_solver_opts(solver_opts: Optional[Dict[str, Any]],
+                      owner: Optional[str] = None) -> Dict[str, Any]:
     """Validate ``solver_opts`` (None or a dict); return a dict."""
     if solver_opts is None:
         return {}
@@ -254,12 +256,13 @@ def _limit_value(solver: str, opts: Dict[str, Any]) -> Any:
     return opts.get(option, "set") if option else "set"
 
 
-def _alternatives(solver):
+def _alternatives(solver: str) -> str:
     others = [s for s in QP_SOLVERS if s in installed_solvers() and s != solver]
     return ", ".join(others[:3]) if others else "another solver"
 
 
-def solve(problem, solver, solver_opts=None, what="the problem", hints=None):
+def solve(problem: Any, solver: str, solver_opts: Optional[Dict[str, Any]] = None,
+          what: str = "the problem", hints: Optional[Dict[str, str]] = None) -> float:
     """Solve a cvxpy problem; raise :class:`SolverError` unless it ends optimal.
 
     Parameters
