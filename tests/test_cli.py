@@ -227,3 +227,33 @@ def test_an_lp_only_solver_for_the_qp_warns_naming_a_suitable_one():
     with warnings.catch_warnings():            # HiGHS for the LPs only: no warning
         warnings.simplefilter("error")
         structlp.FrankWolfeLearner(model, solver="HIGHS").fit(X, Y)
+
+
+# ------------------------------------------------------------ progress reporting
+def test_progress_lines_callback_and_bar(caplog, monkeypatch):
+    import io
+
+    from structlp import _progress
+    from structlp._progress import Progress
+    with caplog.at_level(logging.INFO, logger="structlp"):
+        p = Progress("job", verbose=1, callback=lambda info: info["iteration"] >= 2, total=5)
+        assert p.update(iteration=1, objective=2.5, gap=0.125) is False
+        assert p.update(iteration=2, objective=2.25, gap=0.0625) is True     # callback stops
+        p.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "structlp"]
+    assert lines[0].startswith("job: iteration 1, objective 2.5, gap 0.125, time ")
+    assert len(lines) == 2 and p.bar is None                                 # no tty: no bar
+    Progress("quiet", verbose=0).update(iteration=1)
+    assert len([r for r in caplog.records if r.name == "structlp"]) == 2
+
+    pytest.importorskip("tqdm")
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    monkeypatch.setattr(sys, "stderr", Tty())
+    p = Progress("bar", verbose=2, total=3)
+    assert p.bar is not None and _progress._OPEN_BARS == [p.bar]
+    p.update(iteration=1, objective=1.0)
+    p.close()
+    assert p.bar is None and _progress._OPEN_BARS == []
