@@ -257,3 +257,17 @@ def test_progress_lines_callback_and_bar(caplog, monkeypatch):
     p.update(iteration=1, objective=1.0)
     p.close()
     assert p.bar is None and _progress._OPEN_BARS == []
+
+
+def test_sequence_ssvm_verbose_logs_one_line_per_round(caplog):
+    from structlp.datasets import make_sequences
+    from structlp.sequence import HammingLoss, SequenceSSVM
+    X, Y, _, feats = make_sequences(n_samples=6, length=4, n_labels=2, n_inputs=2,
+                                    random_state=0)
+    with caplog.at_level(logging.INFO, logger="structlp"):
+        est = SequenceSSVM(HammingLoss(), feats, C=1.0, verbose=1).fit(X, Y)
+    lines = [r.getMessage() for r in caplog.records if r.name == "structlp.sequence.ssvm"]
+    assert len(lines) == est.n_iter_ - est.converged_ and lines
+    assert lines[0].startswith("SequenceSSVM: iteration 1, master_objective ")
+    with pytest.raises(structlp.InvalidParameterError, match="'verbose'"):
+        SequenceSSVM(HammingLoss(), feats, verbose=-1).fit(X, Y)

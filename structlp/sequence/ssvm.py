@@ -22,6 +22,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._validation import check_scalar
+from .._progress import Progress, check_verbose
 from ..base import BaseEstimator
 from ..exceptions import InvalidInputError
 from ..solvers import check_solver, check_solver_opts, solve
@@ -46,6 +47,8 @@ class SequenceSSVM(BaseEstimator):
         Passes over the training set.
     solver, solver_opts :
         cvxpy solver for the master QP (default CLARABEL) and its options, untouched.
+    verbose : int >= 0, default=0
+        1: one log line per round (master objective, violated examples, working set).
 
     Attributes
     ----------
@@ -62,7 +65,7 @@ class SequenceSSVM(BaseEstimator):
     """
 
     def __init__(self, loss, features, C=1.0, tol=1e-4, max_iter=50, solver=None,
-                 solver_opts=None):
+                 solver_opts=None, verbose=0):
         self.loss = loss
         self.features = features
         self.C = C
@@ -70,6 +73,7 @@ class SequenceSSVM(BaseEstimator):
         self.max_iter = max_iter
         self.solver = solver
         self.solver_opts = solver_opts
+        self.verbose = verbose
 
     def _check_params(self):
         name = type(self).__name__
@@ -105,6 +109,8 @@ class SequenceSSVM(BaseEstimator):
         self
         """
         C, tol, max_iter, solver, opts = self._check_params()
+        progress = Progress(self, check_verbose(self.verbose, type(self).__name__),
+                            total=max_iter)
         if len(X) != len(Y) or len(Y) == 0:
             raise InvalidInputError(
                 f"X and Y must be non-empty and of the same length; got {len(X)} and {len(Y)}.")
@@ -138,6 +144,9 @@ class SequenceSSVM(BaseEstimator):
             solve(problem, solver, opts, what="the SequenceSSVM master QP")
             w = np.asarray(wv.value, dtype=float)
             xi = np.asarray(xv.value, dtype=float)
+            progress.update(iteration=it, master_objective=float(problem.value),
+                            violated=len(violated), constraints=len(rows))
+        progress.close()
         _, hinges = self._hinges(examples, w)
         self.coef_ = w
         self.slack_ = np.maximum(hinges, 0.0)
