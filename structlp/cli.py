@@ -76,11 +76,11 @@ def load_problem(path: Any) -> Any:
     except SyntaxError as exc:
         sys.modules.pop(spec.name, None)
         raise StructlpError(f"Problem file {str(path)!r} has a syntax error at line "
-                         f"{exc.lineno}: {exc.msg}.") from exc
+                            f"{exc.lineno}: {exc.msg}.") from exc
     except Exception as exc:
         sys.modules.pop(spec.name, None)
         raise StructlpError(f"Problem file {str(path)!r} failed to import: "
-                         f"{type(exc).__name__}: {exc}") from exc
+                            f"{type(exc).__name__}: {exc}") from exc
     if not callable(getattr(module, "run", None)):
         raise StructlpError(f"Problem file {str(path)!r} must define run(solver, C, seed).")
     return module
@@ -134,12 +134,12 @@ def parse_options(items: Sequence[str], module: Any) -> Dict[str, Any]:
         key = key.strip()
         if not eq or not key.isidentifier():
             raise StructlpError(f"malformed option {item!r}: expected -o KEY=VALUE with KEY one "
-                             f"of: {valid}.")
+                                f"of: {valid}.")
         if key in _CLI_PARAMS:
             raise StructlpError(f"option {key!r} is set with --{key}, not -o.")
         if options is not None and key not in options:
             raise StructlpError(f"unknown option {key!r} for this problem; valid options: "
-                             f"{valid}.")
+                                f"{valid}.")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -211,7 +211,7 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     if not args.problem:
         raise StructlpError("structlp run needs a problem file, e.g. "
-                         "structlp run problems/reviewer_assignment.py")
+                            "structlp run problems/reviewer_assignment.py")
     if args.json:
         _check_writable(args.json)
     level = 0 if args.quiet else (args.verbose or (1 if sys.stderr.isatty() else 0))

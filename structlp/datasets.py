@@ -39,14 +39,8 @@ Dataset = Tuple[List[Any], List[np.ndarray], np.ndarray, Any]
 
 # ---------------------------------------------------------------- synthetic data
 def _rng(random_state: RandomState, owner: str) -> np.random.Generator:
-    if random_state is None or isinstance(random_state, np.random.Generator):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) \
-            and random_state >= 0:
-        return np.random.default_rng(int(random_state))
-    raise InvalidParameterError(
-        f"The 'random_state' parameter of {owner} must be None, an int >= 0 or a "
-        f"numpy.random.Generator; got {random_state!r}.")
+    from .frank_wolfe import check_random_state
+    return check_random_state(random_state, owner=owner)
 
 
 def _int(value: Any, name: str, owner: str, low: int) -> int:
