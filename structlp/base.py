@@ -76,7 +76,7 @@ class BaseEstimator:
         if deep:
             for name, value in list(params.items()):
                 if hasattr(value, "get_params") and not isinstance(value, type):
-                    for sub, v in value.get_params(deep=True).items():
+                    for sub, v in value.get_params().items():
                         params[f"{name}__{sub}"] = v
         return params
 

@@ -208,3 +208,13 @@ def test_pipeline_with_a_part_transformer(data):
     gs = GridSearchCV(pipe, {"learn__C": [0.1, 1.0], "scale__transformer__with_mean": [True]},
                       scoring=make_scorer(), cv=3, error_score="raise").fit(X, Y)
     assert gs.best_params_["learn__C"] in (0.1, 1.0)
+
+
+def test_nested_params_of_objects_whose_get_params_takes_no_argument():
+    from structlp.sequence import BigramFeatures, EditDistance, SequenceSSVM
+    est = SequenceSSVM(EditDistance(cap=2), BigramFeatures(3))
+    params = est.get_params()
+    assert params["loss__cap"] == 2 and params["loss"] is est.loss
+    assert "loss__cap" not in est.get_params(deep=False)
+    assert repr(est) == ("SequenceSSVM(loss=EditDistance(sub=1, ins=1, dele=1, cap=2, "
+                         "band=None), features=BigramFeatures(alphabet_size=3, order=2))")
