@@ -82,15 +82,19 @@ def _evaluate(model, X, Y, pred):
     return float(losses.mean()), float(exact)
 
 
-def run(solver=None, C=None, seed=0, **overrides):
+def run(solver=None, C=None, seed=0, verbose=0, **overrides):
     """Train on past conferences, evaluate on held-out ones; return results."""
+    from structlp._progress import Progress, check_verbose
+    progress = Progress("reviewer_assignment", check_verbose(verbose))
     C = 1.0 if C is None else C
     (Xtr, Ytr), (Xte, Yte), planted, cfg = generate(seed, **overrides)
     model = BipartiteMatching(R=cfg["R"], P=cfg["P"])
     learner = structlp.MaxMarginLearner(model, C=C, solver=solver)
+    progress.message(f"fitting one QP on {len(Xtr)} conferences")
     t0 = time.perf_counter()
     learner.fit(Xtr, Ytr)
     fit_s = time.perf_counter() - t0
+    progress.message(f"fitted in {fit_s:.2f} s; evaluating")
     max_loss = cfg["R"] * cfg["n_papers"]
     rows = []
     for name, w in (("learned (structlp)", learner.coef_), ("planted weights", planted),

@@ -83,11 +83,14 @@ def evaluate(model, X, Y):
 
 
 def run(solver=None, C=None, seed=0, length=10, alphabet=4, n_train=60, n_val=100, n_test=300,
-        repeats=5, indel=0.15, substitution=0.1, regs=(0.003, 0.03), max_iter=150, **options):
+        repeats=5, indel=0.15, substitution=0.1, regs=(0.003, 0.03), max_iter=150, verbose=0):
     """Train the three models on ``repeats`` random draws and report held-out losses.
 
-    ``solver`` is ignored (L-BFGS); ``C`` fixes ``reg = 1 / C``.
+    ``solver`` is ignored (L-BFGS); ``C`` fixes ``reg = 1 / C``; ``verbose`` logs one
+    line per trained model.
     """
+    from structlp._progress import Progress, check_verbose
+    progress = Progress("sequence_alignment", check_verbose(verbose), total=int(repeats))
     k = int(alphabet)
     feats = StackedFeatures([EmissionFeatures(k, k, window=2), BigramFeatures(k)])
     losses = {"CRF (no loss)": ZeroLoss(), "Hamming softmax-margin": HammingLoss(),
@@ -115,6 +118,8 @@ def run(solver=None, C=None, seed=0, length=10, alphabet=4, n_train=60, n_val=10
                 model = SoftmaxMarginLearner(loss=loss, features=feats, reg=reg,
                                              max_iter=int(max_iter)).fit(X[tr], Y[tr])
                 timing[name] += time.perf_counter() - t0
+                progress.message(f"draw {r + 1}/{repeats}: {name}, reg {reg:g}, "
+                                 f"{time.perf_counter() - t0:.1f} s")
                 score = evaluate(model, X[va], Y[va])["edit"] if len(regs) > 1 else 0.0
                 if best is None or score < best[0]:
                     best = (score, reg, model)

@@ -3,28 +3,77 @@
 Declare a structured model (:class:`StructuredModel`: parts, features, output
 polytope, loss), and :class:`MaxMarginLearner` compiles a whole training set
 into one convex QP, solves it with any installed cvxpy solver, and predicts.
+
+The names below are imported on first use (PEP 562), so that ``import structlp``
+does not load cvxpy until a learner or a model is needed.
 """
 
-from . import structures
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, List
+
 from .exceptions import (ConvergenceWarning, DeclarationError, FractionalSolutionError,
                          InvalidInputError, InvalidOutputError, InvalidParameterError, NotFittedError,
                          PersistenceError, SolverError, StructlpError)
-from .cutting_plane import CuttingPlaneLearner
-from .frank_wolfe import FrankWolfeLearner
-from .learner import MaxMarginLearner
-from .model import StructuredModel
-from .parallel import BackendError
-from .persistence import clone, load, save
-from .polytope import Polytope
-from .solvers import installed_solvers
-from .subgradient import SubgradientLearner
 
 __version__ = "0.1.0"
+
+#: public name -> submodule defining it (imported on first access)
+_LAZY = {
+    "CuttingPlaneLearner": "cutting_plane",
+    "FrankWolfeLearner": "frank_wolfe",
+    "MaxMarginLearner": "learner",
+    "StructuredModel": "model",
+    "BackendError": "parallel",
+    "Polytope": "polytope",
+    "installed_solvers": "solvers",
+    "SubgradientLearner": "subgradient",
+    "make_scorer": "model_selection",
+    "PartTransformer": "model_selection",
+    "save": "persistence",
+    "load": "persistence",
+    "clone": "persistence",
+}
+#: subpackages and modules reachable as ``structlp.NAME`` without an explicit import
+_SUBMODULES = ("structures", "agm", "sequence", "datasets", "certificates", "formulations",
+               "compiler", "inference", "kernels", "dual", "solvers", "polytope", "model",
+               "learner", "cutting_plane", "frank_wolfe", "subgradient", "parallel", "cli",
+               "model_selection", "exceptions", "persistence", "part_features", "maxsum")
 
 __all__ = [
     "MaxMarginLearner", "CuttingPlaneLearner", "FrankWolfeLearner", "SubgradientLearner",
     "StructuredModel", "BackendError", "Polytope", "structures", "installed_solvers",
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
     "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
-    "ConvergenceWarning", "PersistenceError", "save", "load", "clone",
+    "ConvergenceWarning", "PersistenceError", "save", "load", "clone", "make_scorer",
+    "PartTransformer",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from . import structures
+    from .cutting_plane import CuttingPlaneLearner
+    from .frank_wolfe import FrankWolfeLearner
+    from .learner import MaxMarginLearner
+    from .model import StructuredModel
+    from .model_selection import PartTransformer, make_scorer
+    from .parallel import BackendError
+    from .persistence import clone, load, save
+    from .polytope import Polytope
+    from .solvers import installed_solvers
+    from .subgradient import SubgradientLearner
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'structlp' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

@@ -28,7 +28,7 @@ import logging
 import numbers
 import sys
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional
 
 from .exceptions import InvalidParameterError
 
@@ -60,13 +60,31 @@ def check_callback(callback: Any, owner: Optional[str] = None) -> Optional[Calla
         f"got {type(callback).__name__}.")
 
 
+#: Progress bars open now (log lines are then written through tqdm, above the bars).
+_OPEN_BARS: List[Any] = []
+
+
+class _Handler(logging.StreamHandler):
+    """Plain lines on standard error; through ``tqdm.write`` while a bar is open, so that
+    the bar stays on the last line instead of being broken by the log lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if _OPEN_BARS:
+            try:
+                _OPEN_BARS[-1].write(self.format(record), file=self.stream)
+                return
+            except Exception:  # pragma: no cover - fall back to the plain stream
+                pass
+        super().emit(record)
+
+
 def _ensure_handler() -> None:
     """Make INFO lines of ``structlp.*`` visible when a user asks for ``verbose`` and has
     configured no logging of their own (one stderr handler on the ``structlp`` logger)."""
     global _HANDLER
     root = logging.getLogger("structlp")
     if _HANDLER is None and not root.handlers and not logging.getLogger().handlers:
-        _HANDLER = logging.StreamHandler(sys.stderr)
+        _HANDLER = _Handler(sys.stderr)
         _HANDLER.setFormatter(logging.Formatter("%(message)s"))
         root.addHandler(_HANDLER)
     if root.level == logging.NOTSET or root.level > logging.INFO:
@@ -113,7 +131,8 @@ class Progress:
             except ImportError:    # optional dependency: plain log lines without it
                 tqdm = None
             if tqdm is not None:
-                self.bar = tqdm(total=total, desc=self.name, leave=False)
+                self.bar = tqdm(total=total, desc=self.name, leave=False, file=sys.stderr)
+                _OPEN_BARS.append(self.bar)
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
@@ -138,6 +157,9 @@ class Progress:
             self.logger.info(f"{self.name}: {text}")
 
     def close(self) -> None:
+        """Close the progress bar, if any (the log lines stay)."""
         if self.bar is not None:
+            if self.bar in _OPEN_BARS:
+                _OPEN_BARS.remove(self.bar)
             self.bar.close()
             self.bar = None

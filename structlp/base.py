@@ -1,7 +1,16 @@
 """The estimator contract (scikit-learn conventions, without scikit-learn).
 
 ``__init__`` only stores its arguments; ``get_params``/``set_params`` read and
-write them by name; ``fit`` returns ``self``; learned attributes end in ``_``.
+write them by name (``name__sub`` reaches a parameter of a nested estimator);
+``fit`` returns ``self``; learned attributes end in ``_``.
+
+scikit-learn is never imported here unless it is already importable and asked
+for: :meth:`BaseEstimator.__sklearn_tags__` (the protocol of scikit-learn >= 1.6)
+builds its ``Tags`` lazily, and ``_more_tags``/``_get_tags`` serve older
+versions, so that ``clone``, ``cross_val_score``, ``GridSearchCV`` and
+``Pipeline`` accept structlp's learners.  A structured predictor is neither a
+classifier nor a regressor (``is_classifier`` and ``is_regressor`` are False,
+and integer ``cv`` means plain, unstratified K-fold).
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
@@ -46,6 +56,33 @@ def _atomic_fit(fit):
     return fit_or_restore
 
 
+#: scikit-learn's tag defaults before 1.6 (``_get_tags`` must return every key).
+_LEGACY_TAG_DEFAULTS: Dict[str, Any] = {
+    "array_api_support": False, "non_deterministic": False, "requires_positive_X": False,
+    "requires_positive_y": False, "X_types": ["2darray"], "poor_score": False,
+    "no_validation": False, "multioutput": False, "allow_nan": False, "stateless": False,
+    "multilabel": False, "_skip_test": False, "_xfail_checks": False,
+    "multioutput_only": False, "binary_only": False, "requires_fit": True,
+    "preserves_dtype": [np.float64], "requires_y": False, "pairwise": False,
+}
+
+
+def _differs(value: Any, default: Any) -> bool:
+    """Whether a parameter value differs from its default (for the repr)."""
+    if value is default:
+        return False
+    if isinstance(value, numbers.Number) and isinstance(default, numbers.Number) \
+            and not isinstance(value, bool) and not isinstance(default, bool):
+        return not bool(value == default)
+    if isinstance(default, (str, bytes, bool, tuple, type(None))) \
+            and type(value) is type(default):
+        try:
+            return not bool(value == default)
+        except (TypeError, ValueError):
+            return True
+    return True
+
+
 class BaseEstimator:
     """Parameter handling shared by structlp's learners.
 
@@ -72,26 +109,74 @@ class BaseEstimator:
     def __setstate__(self, state):
         self.__dict__.update(state)
 
+    #: Neither "classifier" nor "regressor": a structured predictor (scikit-learn < 1.6).
+    _estimator_type = None
+
     @classmethod
-    def _param_names(cls):
+    def _param_names(cls) -> List[str]:
         sig = inspect.signature(cls.__init__)
         return sorted(p.name for p in sig.parameters.values()
                       if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
 
-    def get_params(self, deep=True):
-        """The constructor arguments, by name."""
-        return {name: getattr(self, name) for name in self._param_names()}
+    def get_params(self, deep: bool = True) -> Dict[str, Any]:
+        """The constructor arguments, by name.
 
-    def set_params(self, **params):
-        """Set constructor arguments by name; returns self."""
+        With ``deep=True`` a parameter that is itself an estimator (it has
+        ``get_params``, e.g. a scikit-learn transformer) also contributes its
+        parameters as ``name__sub``, as scikit-learn does.
+        """
+        params = {name: getattr(self, name) for name in self._param_names()}
+        if deep:
+            for name, value in list(params.items()):
+                if hasattr(value, "get_params") and not isinstance(value, type):
+                    for sub, v in value.get_params().items():
+                        params[f"{name}__{sub}"] = v
+        return params
+
+    def set_params(self, **params: Any) -> "BaseEstimator":
+        """Set constructor arguments by name (``name__sub`` for a nested estimator); returns self."""
         valid = self._param_names()
+        nested: Dict[str, Dict[str, Any]] = {}
         for name, value in params.items():
-            if name not in valid:
+            head, sep, sub = name.partition("__")
+            if head not in valid:
                 raise InvalidParameterError(
-                    f"Invalid parameter {name!r} for {type(self).__name__}; valid "
+                    f"Invalid parameter {head!r} for {type(self).__name__}; valid "
                     f"parameters are {valid}.")
-            setattr(self, name, value)
+            if sep:
+                nested.setdefault(head, {})[sub] = value
+            else:
+                setattr(self, name, value)
+        for head, sub_params in nested.items():
+            inner = getattr(self, head)
+            if not hasattr(inner, "set_params"):
+                raise InvalidParameterError(
+                    f"Parameter {head!r} of {type(self).__name__} is a "
+                    f"{type(inner).__name__}, which has no parameters to set; got "
+                    f"{sorted(head + '__' + k for k in sub_params)}.")
+            inner.set_params(**sub_params)
         return self
+
+    # ------------------------------------------------------------ scikit-learn tags
+    def __sklearn_tags__(self) -> Any:
+        """Estimator tags for scikit-learn >= 1.6 (built only when scikit-learn is imported).
+
+        A structured predictor: no estimator type, ``y`` required, inputs are
+        lists of examples (not 2-D arrays) that structlp validates itself.
+        """
+        from sklearn.utils import InputTags, Tags, TargetTags
+        return Tags(estimator_type=None, target_tags=TargetTags(required=True),
+                    transformer_tags=None, regressor_tags=None, classifier_tags=None,
+                    input_tags=InputTags(two_d_array=False), requires_fit=True,
+                    no_validation=True)
+
+    def _more_tags(self) -> Dict[str, Any]:
+        """Estimator tags for scikit-learn < 1.6."""
+        return {"requires_y": True, "no_validation": True}
+
+    def _get_tags(self) -> Dict[str, Any]:
+        """All tags, defaults included, for scikit-learn < 1.6."""
+        return {**_LEGACY_TAG_DEFAULTS, **self._more_tags()}
 
     def _check_model_C_solver(self):
         """Validate the shared ``model``, ``C``, ``solver`` and ``solver_opts`` parameters.
@@ -116,8 +201,13 @@ class BaseEstimator:
             raise NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet; call fit first.")
 
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+    def __repr__(self) -> str:
+        """The class and the parameters that differ from their defaults (as scikit-learn)."""
+        sig = inspect.signature(type(self).__init__).parameters
+        params = self.get_params(deep=False)
+        args = ", ".join(
+            f"{k}={params[k]!r}" for k in sig if k in params
+            and (sig[k].default is inspect.Parameter.empty or _differs(params[k], sig[k].default)))
         return f"{type(self).__name__}({args})"
 
 
@@ -128,6 +218,12 @@ class StructuredPredictorMixin:
     ``_scores`` (linear ``Phi_i w`` by default) may be overridden, e.g. by a
     kernel expansion, and receives the keyword arguments of the public methods.
     """
+
+    # provided by the learner (and BaseEstimator)
+    model: Any
+    n_features_in_: int
+    coef_: np.ndarray
+    _check_fitted: Callable[..., None]
 
     def _fitted_attr(self):
         return "coef_"
@@ -167,14 +263,18 @@ class StructuredPredictorMixin:
                 raise TypeError(f"{type(self).__name__}.{method}() got an unexpected keyword "
                                 f"argument {key!r}; {takes}.")
 
-    def decision_scores(self, X, **kwargs):
+    def decision_scores(self, X: Sequence[Any], **kwargs: Any) -> List[np.ndarray]:
         """Part scores of every example: list of (L_i,) arrays (``Phi_i w``)."""
         self._check_keywords("decision_scores", kwargs)
         self._check_fitted(self._fitted_attr())
         _, Phis = self._checked_X(X)
         return self._scores(Phis, **kwargs)
 
-    def predict(self, X, **kwargs):
+    def decision_function(self, X: Sequence[Any], **kwargs: Any) -> List[np.ndarray]:
+        """Alias of :meth:`decision_scores` (scikit-learn's name): list of (L_i,) part scores."""
+        return self.decision_scores(X, **kwargs)
+
+    def predict(self, X: Sequence[Any], **kwargs: Any) -> List[Any]:
         """The highest-scoring output of each example.
 
         Uses the model's combinatorial fast path where it has one, otherwise the
@@ -196,7 +296,7 @@ class StructuredPredictorMixin:
         outputs, _ = maximize(self.model, X, self._scores(Phis, **kwargs))
         return outputs
 
-    def loss(self, X, Y, **kwargs):
+    def loss(self, X: Sequence[Any], Y: Sequence[Any], **kwargs: Any) -> float:
         """Mean task loss of the predictions on ``(X, Y)``."""
         self._check_keywords("loss", kwargs)
         Y = check_sequence_of_examples(Y, "Y")
@@ -207,6 +307,6 @@ class StructuredPredictorMixin:
         X = [self.model.check_x(x) for x in X]
         return float(np.mean([self.model.task_loss(x, y, p) for x, y, p in zip(X, Y, pred)]))
 
-    def score(self, X, Y, **kwargs):
+    def score(self, X: Sequence[Any], Y: Sequence[Any], **kwargs: Any) -> float:
         """Negated mean task loss on ``(X, Y)`` (higher is better, as scikit-learn expects)."""
         return -self.loss(X, Y, **kwargs)

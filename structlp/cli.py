@@ -6,35 +6,149 @@ A problem file is a Python file that defines
 * ``run(solver=None, C=None, seed=0, **options) -> dict``: runs the problem on
   its embedded default data and returns JSON-serializable results; the key
   ``"report"`` holds a human-readable text that the CLI prints.
+
+The options of a problem are the keyword parameters of its ``run`` (with
+their defaults; a ``**kwargs`` catch-all takes the keys of a module-level
+``DEFAULTS`` dict when there is one); ``structlp run FILE --help`` lists them and
+``-o KEY=VALUE`` sets one (VALUE is read as JSON, else kept as a string).  A
+``run`` that takes ``verbose`` receives the CLI's level: 1 on a terminal, 0
+with ``--quiet``, more with ``-v``.  The problem file's folder is put first on
+``sys.path``, so it can import modules beside it.
+
+Standard output carries only the result (the report, or the JSON results):
+progress lines, warnings and anything a solver prints (HiGHS's banner) go to
+standard error.  Bad usage (unknown option, a file that is not a problem file,
+an unwritable ``--json`` path) is one line on standard error and exit status 2,
+with no traceback unless ``--debug``.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.util
+import inspect
 import json
+import logging
+import os
 import sys
+import time
 from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
 
 from .exceptions import StructlpError
-from .solvers import QP_SOLVERS, installed_solvers
+
+logger = logging.getLogger("structlp.cli")    # also under python -m structlp.cli
+
+#: Parameters of ``run`` that the CLI sets with its own flags.
+_CLI_PARAMS = ("solver", "C", "seed")
+#: Python package of each solver (for the versions in the JSON output).
+_SOLVER_PACKAGES = {"CLARABEL": "clarabel", "ECOS": "ecos", "OSQP": "osqp", "SCS": "scs",
+                    "HIGHS": "highspy", "PIQP": "piqp", "PROXQP": "proxsuite", "QOCO": "qoco",
+                    "MOSEK": "mosek", "GUROBI": "gurobipy", "CPLEX": "cplex", "GLPK": "cvxopt",
+                    "SCIPY": "scipy"}
 
 
-def load_problem(path):
-    """Import a problem file by path and check it defines ``run``."""
+# ------------------------------------------------------------ problem files
+def load_problem(path: Any) -> Any:
+    """Import a problem file by path and check it defines ``run``.
+
+    The file's folder is put first on ``sys.path``.  A missing file, a file that
+    is not ``.py``, one that does not import (syntax error, missing module...) or
+    that defines no ``run`` raises :class:`~structlp.exceptions.StructlpError`
+    with one line saying so.
+    """
     path = Path(path)
     if not path.is_file():
         raise StructlpError(f"Problem file {str(path)!r} does not exist.")
+    if path.suffix != ".py":
+        raise StructlpError(f"Problem file {str(path)!r} must be a Python file ending in .py.")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(f"structlp_problem_{path.stem}", path)
+    if spec is None or spec.loader is None:  # pragma: no cover - .py files always have one
+        raise StructlpError(f"Cannot import problem file {str(path)!r}.")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(spec.name, None)
+        raise StructlpError(f"Problem file {str(path)!r} has a syntax error at line "
+                            f"{exc.lineno}: {exc.msg}.") from exc
+    except Exception as exc:
+        sys.modules.pop(spec.name, None)
+        raise StructlpError(f"Problem file {str(path)!r} failed to import: "
+                            f"{type(exc).__name__}: {exc}") from exc
     if not callable(getattr(module, "run", None)):
         raise StructlpError(f"Problem file {str(path)!r} must define run(solver, C, seed).")
     return module
 
 
-def _jsonable(obj):
+def problem_options(module: Any) -> Optional[Dict[str, Any]]:
+    """The options of a problem (name -> default), or None when ``run`` takes any keyword."""
+    params = inspect.signature(module.run).parameters.values()
+    options = {p.name: p.default for p in params
+               if p.name not in _CLI_PARAMS
+               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        defaults = getattr(module, "DEFAULTS", None)
+        if not isinstance(defaults, dict):
+            return None
+        options.update({k: v for k, v in defaults.items() if k not in options})
+    return options
+
+
+def _default_text(value: Any) -> str:
+    if value is inspect.Parameter.empty:
+        return "(required)"
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _options_help(module: Any) -> str:
+    options = problem_options(module)
+    desc = getattr(module, "DESCRIPTION", "")
+    lines = [desc.strip(), ""] if desc else []
+    if options is None:
+        lines.append("problem options (-o KEY=VALUE): any keyword of its run() (see the file)")
+    elif not options:
+        lines.append("problem options (-o KEY=VALUE): none")
+    else:
+        lines.append("problem options (-o KEY=VALUE, VALUE read as JSON), with defaults:")
+        width = max(len(k) for k in options)
+        lines += [f"  {k:<{width}}  {_default_text(v)}" for k, v in options.items()]
+    return "\n".join(lines)
+
+
+def parse_options(items: Sequence[str], module: Any) -> Dict[str, Any]:
+    """``-o KEY=VALUE`` items as a dict, checked against the problem's options."""
+    options = problem_options(module)
+    valid = "none" if options == {} else ", ".join(options or [])
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key.isidentifier():
+            raise StructlpError(f"malformed option {item!r}: expected -o KEY=VALUE with KEY one "
+                                f"of: {valid}.")
+        if key in _CLI_PARAMS:
+            raise StructlpError(f"option {key!r} is set with --{key}, not -o.")
+        if options is not None and key not in options:
+            raise StructlpError(f"unknown option {key!r} for this problem; valid options: "
+                                f"{valid}.")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+# ------------------------------------------------------------ output
+def _jsonable(obj: Any) -> Any:
     import numpy as np
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
@@ -47,55 +161,148 @@ def _jsonable(obj):
     return obj
 
 
-def _cmd_run(args):
-    module = load_problem(args.problem)
-    kwargs = {"solver": args.solver, "C": args.C, "seed": args.seed}
-    for item in args.option or []:
-        key, _, value = item.partition("=")
+def _check_writable(path: str) -> None:
+    """Fail before the run when ``--json PATH`` cannot be written."""
+    p = Path(path)
+    existed = p.exists()
+    if p.is_dir():
+        raise StructlpError(f"--json {path!r} is a directory; give a file path.")
+    try:
+        with open(p, "a"):
+            pass
+    except OSError as exc:
+        raise StructlpError(f"--json {path!r} cannot be written: {exc.strerror}.") from None
+    if not existed:
+        p.unlink()
+
+
+def _versions() -> Dict[str, Optional[str]]:
+    from importlib import metadata
+
+    from . import __version__
+    from .solvers import installed_solvers
+    out: Dict[str, Optional[str]] = {"structlp": __version__, "python": sys.version.split()[0]}
+    for dist in ["cvxpy", "numpy", "scipy"] + [_SOLVER_PACKAGES[s] for s in installed_solvers()
+                                               if s in _SOLVER_PACKAGES]:
         try:
-            kwargs[key] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key] = value
-    results = _jsonable(module.run(**kwargs))
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def _configure_logging(level: int) -> None:
+    root = logging.getLogger("structlp")
+    if level <= 0:
+        root.setLevel(logging.WARNING)
+        return
+    from ._progress import _ensure_handler
+    _ensure_handler()
+    root.setLevel(logging.DEBUG if level >= 3 else logging.INFO)
+
+
+# ------------------------------------------------------------ commands
+def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.help:
+        print(parser.format_help().rstrip())
+        if args.problem:
+            print()
+            print(_options_help(load_problem(args.problem)))
+        return 0
+    if not args.problem:
+        raise StructlpError("structlp run needs a problem file, e.g. "
+                            "structlp run problems/reviewer_assignment.py")
+    if args.json:
+        _check_writable(args.json)
+    level = 0 if args.quiet else (args.verbose or (1 if sys.stderr.isatty() else 0))
+    _configure_logging(level)
+    module = load_problem(args.problem)
+    options = parse_options(args.option or [], module)
+    kwargs: Dict[str, Any] = {"solver": args.solver, "C": args.C, "seed": args.seed, **options}
+    known = problem_options(module)
+    if "verbose" not in options and (known is None or "verbose" in known):
+        kwargs["verbose"] = level
+    from .solvers import stdout_to_stderr, time_limit
+    logger.info("running %s (solver %s, C %s, seed %s%s)", args.problem,
+                args.solver or "default", args.C if args.C is not None else "default",
+                args.seed, "".join(f", {k}={v!r}" for k, v in options.items()))
+    t0 = time.perf_counter()
+    with stdout_to_stderr(), time_limit(args.time_limit):
+        results = _jsonable(module.run(**kwargs))
+    logger.info("finished in %.1f s", time.perf_counter() - t0)
     report = results.get("report") if isinstance(results, dict) else None
     if report:
         print(report)
     else:
         print(json.dumps(results, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
-        print(f"results written to {args.json}")
+        meta = {"problem": Path(args.problem).stem, "problem_file": str(args.problem),
+                "options": _jsonable(options), "solver_requested": args.solver, "C_requested":
+                args.C, "seed": args.seed, "time_limit": args.time_limit,
+                "versions": _versions(),
+                "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                    timespec="seconds")}
+        body = {**results, **meta} if isinstance(results, dict) else {"results": results, **meta}
+        Path(args.json).write_text(json.dumps(body, indent=2) + "\n")
+        logger.info("results written to %s", args.json)
     return 0
 
 
-def _cmd_solvers(args):
-    inst = installed_solvers()
+def _cmd_solvers(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .solvers import TIME_LIMIT_OPTION, installed_solvers, solver_kind, suitable_qp_solver
+    kinds = {"QP": "training QPs and inference LPs",
+             "LP": "inference LPs only (not the training QPs)",
+             "other": "not used by structlp"}
     print("installed cvxpy solvers:")
-    for name in inst:
-        kind = "QP and LP" if name in QP_SOLVERS else "LP or other"
-        print(f"  {name:<10} {kind}")
+    for name in installed_solvers():
+        limit = TIME_LIMIT_OPTION.get(name, "mosek_params" if name == "MOSEK" else None)
+        extra = f"time limit option {limit!r}" if limit else "no time limit option"
+        print(f"  {name:<10} {kinds[solver_kind(name)]:<42} {extra}")
+    print(f"default for the training QPs: {suitable_qp_solver()}")
     return 0
 
 
-def main(argv=None):
-    """Entry point of the ``structlp`` console script."""
+def _build_parser() -> argparse.ArgumentParser:
+    from . import __version__
     parser = argparse.ArgumentParser(prog="structlp", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"structlp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_run = sub.add_parser("run", help="run a problem file on its default data")
-    p_run.add_argument("problem", help="path to a problem file, e.g. problems/reviewer_assignment.py")
+    p_run = sub.add_parser("run", add_help=False,
+                           help="run a problem file on its default data",
+                           description="Run a problem file; FILE --help lists its options.")
+    p_run.add_argument("problem", nargs="?",
+                       help="path to a problem file, e.g. problems/reviewer_assignment.py")
+    p_run.add_argument("-h", "--help", action="store_true",
+                       help="show this help (and the problem's options when FILE is given)")
     p_run.add_argument("--solver", default=None, help="cvxpy solver name (default CLARABEL)")
     p_run.add_argument("--C", type=float, default=None, help="slack weight C")
     p_run.add_argument("--seed", type=int, default=0, help="random seed")
-    p_run.add_argument("--json", default=None, metavar="PATH", help="also write results as JSON")
+    p_run.add_argument("--json", default=None, metavar="PATH",
+                       help="also write results (with problem, options, versions, time) as JSON")
     p_run.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
-                       help="extra keyword argument for the problem's run() (JSON value)")
-    p_run.set_defaults(func=_cmd_run)
-    p_sol = sub.add_parser("solvers", help="list the installed solvers")
-    p_sol.set_defaults(func=_cmd_solvers)
+                       help="a problem option (VALUE read as JSON); FILE --help lists them")
+    p_run.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                       help="wall-clock limit of every solver call (solvers that have one)")
+    p_run.add_argument("--quiet", "-q", action="store_true",
+                       help="print only the result (no progress lines)")
+    p_run.add_argument("--verbose", "-v", action="count", default=0,
+                       help="progress lines (the default on a terminal); -vv more")
+    p_run.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    p_run.set_defaults(func=_cmd_run, subparser=p_run)
+    p_sol = sub.add_parser("solvers", help="list the installed solvers and what they suit")
+    p_sol.set_defaults(func=_cmd_solvers, subparser=p_sol)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of the ``structlp`` console script."""
+    parser = _build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        return args.func(args, args.subparser)
     except StructlpError as exc:
+        if getattr(args, "debug", False):
+            raise
         print(f"structlp: error: {exc}", file=sys.stderr)
         return 2
 

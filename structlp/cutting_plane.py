@@ -346,6 +346,16 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     fit_time_ : dict
         Seconds in the master QPs ("solve"), in inference ("inference"), in the
         cache ("cache"), total.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.datasets import make_bipartite_matching
+    >>> X, Y, w, model = make_bipartite_matching(n_samples=20, n_rows=4, random_state=0)
+    >>> cpl = structlp.CuttingPlaneLearner(model, C=0.1).fit(X, Y)
+    >>> qp = structlp.MaxMarginLearner(model, C=0.1).fit(X, Y)   # the same objective
+    >>> cpl.converged_, bool(abs(cpl.objective_ - qp.objective_) <= 1e-3 * qp.objective_)
+    (True, True)
     """
 
     def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, one_slack=False,

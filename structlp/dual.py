@@ -124,9 +124,9 @@ def compile_dual(blocks: LinearBlocks, n_parts, n_examples, C, factor, formulati
     h = np.concatenate([r for _, r in ineq]) if n_a else np.zeros(0)
     k = np.concatenate([r for _, r in eq]) if n_b else np.zeros(0)
     lin = 0
-    if n_a:
+    if alpha is not None:
         lin = lin + h @ alpha
-    if n_b:
+    if beta is not None:
         lin = lin + k @ beta
     problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(t) - lin), constraints)
     return CompiledDual(problem, u, xi_con)

@@ -243,6 +243,18 @@ class FrankWolfeLearner(_FirstOrderLearner):
     fit_time_ : dict
         Seconds preparing the data ("prepare"), in inference ("inference", gap
         passes included), in the exact gap passes ("check") and in total ("total").
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.datasets import make_bipartite_matching
+    >>> X, Y, w, model = make_bipartite_matching(n_samples=20, n_rows=4, random_state=0)
+    >>> fw = structlp.FrankWolfeLearner(model, C=0.1, tol=1e-4, random_state=0).fit(X, Y)
+    >>> fw.converged_, bool(fw.duality_gap_ <= 1e-4 * fw.objective_)
+    (True, True)
+    >>> qp = structlp.MaxMarginLearner(model, C=0.1).fit(X, Y)   # the same objective
+    >>> bool(abs(fw.objective_ - qp.objective_) <= 1e-3 * qp.objective_)
+    True
     """
 
     def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, n_jobs=None, backend=None,

@@ -158,6 +158,18 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         With ``dual=True``: the kernel as fitted (``kernel``, ``gamma`` resolved to a
         number, ``degree``, ``coef0``); prediction uses it, so ``set_params`` changes
         nothing until the next fit.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.datasets import make_bipartite_matching
+    >>> X, Y, w, model = make_bipartite_matching(n_samples=20, n_rows=4, random_state=0)
+    >>> learner = structlp.MaxMarginLearner(model, C=0.1).fit(X, Y)
+    >>> learner.coef_.shape, learner.slack_.shape
+    ((5,), (20,))
+    >>> Y_hat = learner.predict(X)            # Hungarian algorithm (R = P = 1)
+    >>> Y_hat[0].sum(axis=0).tolist()
+    [1, 1, 1, 1]
     """
 
     def __init__(self, model, C=1.0, formulation="minmax", solver=None, solver_opts=None,

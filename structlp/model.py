@@ -39,14 +39,112 @@ from .polytope import Polytope
 
 
 class StructuredModel:
-    """Base class of structured models (see the module docstring).
+    """Base class of structured models: the extension point of structlp.
 
-    Subclasses store their hyper-parameters in ``__init__`` and implement the
-    methods below; every method takes one example ``x`` at a time.
+    A model says, for one example ``x`` at a time, what its outputs are, how
+    they are scored and what a mistake costs.  An output ``y`` is encoded as a
+    0/1 vector ``mu`` of *part* indicators (shape (L,), ``L = n_parts(x)``);
+    part ``p`` has a feature vector ``phi_p``, row ``p`` of ``features(x)``
+    (shape (L, d)), so that with weights ``w`` (d,)
+
+    .. math::
+
+        \\text{score}(x, y) = w \\cdot f(x, y) = (\\Phi w) \\cdot \\mu(y),
+        \\qquad \\mathcal Y(x) = \\text{vertices of }
+        P(x) = \\{\\mu : A\\mu \\le b,\\ E\\mu = e,\\ l \\le \\mu \\le u\\},
+
+    and the task loss is affine in the indicators, ``loss(y) = d + c . mu``.
+    Training solves ``min 1/2 |w|^2 + C sum_i max_y [w.f_i(y) + loss_i(y) -
+    w.f_i(y_i)]``; prediction is ``argmax_y (Phi w) . mu(y)``.
+
+    Subclasses store their hyper-parameters unchanged in ``__init__`` (as
+    scikit-learn estimators do: their repr and persistence read them back) and
+    define the hooks below; nothing else is needed for training by every
+    learner and for prediction.
+
+    **Required**
+
+    ``n_parts(x) -> int``
+        The number of parts ``L`` of example ``x``.
+    ``features(x) -> array or sparse matrix, shape (L, d)``
+        Part features; ``d`` is the same for every example.
+    ``constraints(x, mu) -> list of cvxpy constraints`` **or** ``polytope(x) -> Polytope``
+        The output polytope: affine constraints on the cvxpy Variable ``mu`` of
+        shape (L,) (use ``cvxpy.reshape(mu, shape, order="C")`` for a 2-D
+        view), from which :class:`~structlp.Polytope` extracts ``(A, b, E, e,
+        lb, ub)``; or those matrices directly.  It must be bounded and its
+        vertices must be the outputs (integral); a fractional inference
+        optimum raises :class:`~structlp.FractionalSolutionError`.
+
+    **Optional**
+
+    ``loss(x, y_true, mu) -> cvxpy expression``
+        The task loss of output ``mu`` against ``y_true``, affine in ``mu``
+        (default: Hamming, ``sum(mu_true) - mu_true . mu``, the number of true
+        parts missing).  Read once per example as ``(c, d)`` by
+        :meth:`loss_coefficients`, which a subclass may override instead.
+    ``encode(x, y) -> (L,) 0/1 array`` and ``decode(x, mu) -> y``
+        Between an output as the user holds it and its part vector (default:
+        the output *is* the vector; ``decode`` rounds to ints).  Training
+        outputs are encoded and checked to be vertices of their polytope.
+    ``inference(x, scores) -> y or None``
+        An exact combinatorial decoder of ``argmax_y scores . mu(y)`` for part
+        scores (L,) (Hungarian, max-sum, a spanning-tree algorithm...); None
+        means "use the inference LP".  The first-order learners call it once
+        per example per epoch, so a model without it pays one LP per call.
+    ``inference_parts(x, scores) -> (L,) array or None``
+        The decoder's maximizer as its part vector (default:
+        ``encode(x, inference(x, scores))``); override only for speed.
+    ``polytope_key(x) -> hashable or None``
+        Equal keys mean equal polytopes: examples with the same key share one
+        polytope, built and checked once (default None: no sharing).  For a
+        model whose polytope depends only on the size of ``x``, returning that
+        size makes a fit several times faster.
+    ``check_x(x) -> x``
+        Validate (and convert) one example, raising
+        :class:`~structlp.InvalidInputError` naming what is wrong; the
+        converted example is what the other hooks receive.
+    ``formulations`` (class attribute)
+        The names of the formulations the model supports (default
+        ``("minmax",)``, LP duality; graph structures add ``"certificate"``).
+
+    Helpers (not to override): :meth:`task_loss`, :meth:`checked_features`,
+    :meth:`checked_output`.
+
+    Examples
+    --------
+    Choose exactly ``k`` of ``n`` items; an example is an (n, d) array of item
+    features and an output a 0/1 vector with ``k`` ones:
+
+    >>> import cvxpy as cp
+    >>> import numpy as np
+    >>> from structlp import StructuredModel, MaxMarginLearner
+    >>> class ChooseK(StructuredModel):
+    ...     def __init__(self, k=2):
+    ...         self.k = k
+    ...     def n_parts(self, x):
+    ...         return x.shape[0]
+    ...     def features(self, x):
+    ...         return x
+    ...     def constraints(self, x, mu):
+    ...         return [cp.sum(mu) == self.k, mu >= 0, mu <= 1]
+    ...     def inference(self, x, scores):          # optional exact decoder
+    ...         y = np.zeros(len(scores), dtype=int)
+    ...         y[np.argsort(-scores)[:self.k]] = 1
+    ...         return y
+    ...     def polytope_key(self, x):               # optional: one polytope per size
+    ...         return x.shape[0]
+    >>> rng = np.random.default_rng(0)
+    >>> w = rng.standard_normal(3)
+    >>> X = [rng.standard_normal((6, 3)) for _ in range(20)]
+    >>> Y = [ChooseK(2).inference(x, x @ w) for x in X]
+    >>> learner = MaxMarginLearner(ChooseK(2), C=10.0).fit(X, Y)
+    >>> [int(y.sum()) for y in learner.predict(X[:3])]
+    [2, 2, 2]
     """
 
     #: Formulations this model supports, by name (see :mod:`structlp.formulations`).
-    formulations = ("minmax",)
+    formulations: tuple = ("minmax",)
 
     # ------------------------------------------------------------ required
     def n_parts(self, x):

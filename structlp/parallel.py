@@ -42,7 +42,7 @@ from .inference import maximize
 CHUNK = 16
 
 #: Worker-side state of the loky pools, by token.
-_STATE = {}
+_STATE: dict = {}
 
 
 class BackendError(StructlpError, RuntimeError):

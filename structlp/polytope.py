@@ -97,6 +97,25 @@ class Polytope:
     n_parts : int
         Scored parts (``n_columns = n_parts + n_aux``).
     n_aux : int
+
+    Examples
+    --------
+    The assignments of 2 rows to 2 columns (parts: the 4 edges, row-major):
+
+    >>> import numpy as np
+    >>> from structlp import Polytope
+    >>> E = np.array([[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 1, 0], [0, 1, 0, 1]])
+    >>> P = Polytope(E=E, e=np.ones(4))
+    >>> P.n_parts, P.contains(np.array([1., 0., 0., 1.])), P.contains(np.array([1., 1., 0., 0.]))
+    (4, True, False)
+
+    The same polytope from cvxpy constraints:
+
+    >>> import cvxpy as cp
+    >>> mu = cp.Variable(4)
+    >>> Q = Polytope.from_cvxpy(mu, [E @ mu == 1, mu >= 0, mu <= 1])
+    >>> Q.n_parts, Q.n_eq
+    (4, 4)
     """
 
     def __init__(self, A=None, b=None, E=None, e=None, lb=0.0, ub=1.0, n_parts=None,

@@ -2,35 +2,209 @@
 
 Solver names are cvxpy's (``"CLARABEL"``, ``"ECOS"``, ``"OSQP"``, ``"SCS"``,
 ``"HIGHS"``, ...); options are passed to ``cvxpy.Problem.solve`` untouched.
+
+Two kinds of program are solved: the *training QPs* (the joint QP of
+:class:`~structlp.MaxMarginLearner`, the cutting-plane master QPs) and the
+*inference LPs* of models without a combinatorial fast path.
+:func:`solver_kind` says which an installed solver suits: HiGHS accepts a QP
+through cvxpy, but its active-set QP method is far slower than the
+interior-point solvers on the training QPs (and failed on a 300-example
+assignment QP that CLARABEL solves in 0.4 s), so it is listed for LPs only, and
+naming it (or any LP-only solver) for a QP warns and names a suitable one.
+
+A wall-clock limit per solve: :func:`time_limit_options` maps seconds to the
+solver's own option name, and the context manager :func:`time_limit` applies
+it to every solve inside it (the CLI's ``--time-limit``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import logging
+import math
+import os
+import sys
+import threading
 import time
 import warnings
+from typing import Any, Dict, Iterator, List, Optional
 
 import cvxpy as cp
 import numpy as np
 
 from .exceptions import ConvergenceWarning, InvalidParameterError, SolverError
 
+logger = logging.getLogger(__name__)
+
 #: Default solver for the quadratic programs structlp compiles.
 DEFAULT_QP_SOLVER = "CLARABEL"
-#: Solvers that handle the QPs structlp compiles, in order of preference.
+#: Solvers suited to the training QPs, in order of preference.
 QP_SOLVERS = ("CLARABEL", "ECOS", "SCS", "OSQP", "PIQP", "PROXQP", "QOCO", "MOSEK",
-              "GUROBI", "CPLEX", "HIGHS")
+              "GUROBI", "CPLEX")
 #: Preferred solvers for the inference LPs (a simplex method returns vertices).
 LP_SOLVERS = ("HIGHS", "CLARABEL", "ECOS", "SCS", "GLPK", "MOSEK", "GUROBI", "CPLEX")
+#: Solvers for LPs only: HiGHS's QP method is unsuited to the training QPs; GLPK, CBC and
+#: SCIPY take no quadratic objective at all.
+LP_ONLY_SOLVERS = ("HIGHS", "GLPK", "GLPK_MI", "CBC", "SCIPY", "COPT", "XPRESS")
+
+#: Option name of each solver's wall-clock limit in seconds (cvxpy passes it through).
+#: ECOS has none.
+TIME_LIMIT_OPTION = {"CLARABEL": "time_limit", "OSQP": "time_limit", "SCS": "time_limit_secs",
+                     "HIGHS": "time_limit", "GUROBI": "TimeLimit"}
+
+#: Solvers that print a banner on standard output whatever their options (sent to stderr).
+_BANNER_SOLVERS = ("HIGHS",)
 
 _ACCEPTED = (cp.OPTIMAL,)
+_TIME_LIMIT: contextvars.ContextVar[Optional[float]] = contextvars.ContextVar(
+    "structlp_time_limit", default=None)
 
 
-def installed_solvers():
+def installed_solvers() -> List[str]:
     """Names of the solvers cvxpy can use on this machine."""
     return list(cp.installed_solvers())
 
 
-def check_solver(solver, owner=None, kind="QP"):
+def solver_kind(name: str) -> str:
+    """``"QP"`` (suits the training QPs and the LPs), ``"LP"`` (the inference LPs only) or
+    ``"other"`` (neither, e.g. a conic-only or MIP-only solver)."""
+    name = name.upper()
+    if name in QP_SOLVERS:
+        return "QP"
+    if name in LP_ONLY_SOLVERS or name in LP_SOLVERS:
+        return "LP"
+    return "other"
+
+
+def time_limit_options(solver: str, seconds: Optional[float]) -> Dict[str, Any]:
+    """The solver option that limits one solve to ``seconds`` of wall-clock time.
+
+    Parameters
+    ----------
+    solver : str
+        A cvxpy solver name.
+    seconds : float > 0 or None
+        None gives no option.
+
+    Returns
+    -------
+    dict
+        e.g. ``{"time_limit": 60.0}`` for CLARABEL, OSQP and HIGHS,
+        ``{"time_limit_secs": 60.0}`` for SCS; empty for a solver without a
+        time limit (ECOS), which is then logged.
+
+    Examples
+    --------
+    >>> from structlp.solvers import time_limit_options
+    >>> time_limit_options("SCS", 60)
+    {'time_limit_secs': 60.0}
+    >>> time_limit_options("ECOS", 60)
+    {}
+    """
+    if seconds is None:
+        return {}
+    seconds = check_time_limit(seconds)
+    name = solver.upper()
+    if name == "MOSEK":
+        return {"mosek_params": {"MSK_DPAR_OPTIMIZER_MAX_TIME": seconds}}
+    option = TIME_LIMIT_OPTION.get(name)
+    if option is None:
+        logger.warning("solver %s has no time limit option; solving without a time limit",
+                       name)
+        return {}
+    return {option: seconds}
+
+
+def check_time_limit(seconds: Any, owner: Optional[str] = None) -> float:
+    """``seconds`` as a finite float > 0."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+            or not math.isfinite(seconds) or seconds <= 0:
+        where = f" of {owner}" if owner else ""
+        raise InvalidParameterError(
+            f"The 'time_limit' parameter{where} must be a number of seconds > 0; got "
+            f"{seconds!r}.")
+    return float(seconds)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: Optional[float]) -> Iterator[None]:
+    """Limit every solve inside the ``with`` block to ``seconds`` (None: no limit).
+
+    A limit already in a call's ``solver_opts`` wins.  A solve stopped by the
+    limit raises :class:`~structlp.exceptions.SolverError` saying so.
+    """
+    if seconds is not None:
+        seconds = check_time_limit(seconds)
+    token = _TIME_LIMIT.set(seconds)
+    try:
+        yield
+    finally:
+        _TIME_LIMIT.reset(token)
+
+
+_LIBC: List[Any] = []
+
+
+def _flush_c_stdio() -> None:
+    """Flush the C library's stdout buffer (what a solver wrote through printf/cout)."""
+    try:
+        if not _LIBC:
+            import ctypes
+            _LIBC.append(ctypes.CDLL(None))
+        _LIBC[0].fflush(None)
+    except (OSError, AttributeError, TypeError):  # pragma: no cover - no C library handle
+        pass
+
+
+_REDIRECT_LOCK = threading.Lock()
+_REDIRECT: Dict[str, int] = {"depth": 0, "saved": -1}
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to standard output (Python or C level) to standard error.
+
+    Solver banners (HiGHS prints one from C whatever its options) then never mix
+    with a program's results.  Nested and concurrent uses (threads) share one
+    redirection, undone when the last one ends.
+    """
+    sys.stdout.flush()
+    fd: Optional[int] = None
+    try:
+        fd, err = sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):   # captured streams (tests): Python level only
+        fd = None
+    if fd is not None:
+        with _REDIRECT_LOCK:
+            if _REDIRECT["depth"] == 0:
+                _REDIRECT["saved"] = os.dup(fd)
+                os.dup2(err, fd)
+            _REDIRECT["depth"] += 1
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if fd is not None:
+            sys.stdout.flush()
+            _flush_c_stdio()
+            with _REDIRECT_LOCK:
+                _REDIRECT["depth"] -= 1
+                if _REDIRECT["depth"] == 0:
+                    os.dup2(_REDIRECT["saved"], fd)
+                    os.close(_REDIRECT["saved"])
+
+
+def suitable_qp_solver() -> str:
+    """The preferred installed solver for the training QPs."""
+    inst = installed_solvers()
+    for name in QP_SOLVERS:
+        if name in inst:
+            return name
+    raise SolverError("No QP solver is installed; install clarabel (pip install clarabel).")
+
+
+def check_solver(solver: Optional[str], owner: Optional[str] = None, kind: str = "QP") -> str:
     """Validate a solver name (as cvxpy spells it); None gives the default.
 
     Returns the name in cvxpy's spelling.
@@ -60,7 +234,8 @@ def check_solver(solver, owner=None, kind="QP"):
         f"got {solver!r}.")
 
 
-def check_solver_opts(solver_opts, owner=None):
+def check_solver_opts(solver_opts: Optional[Dict[str, Any]],
+                      owner: Optional[str] = None) -> Dict[str, Any]:
     """Validate ``solver_opts`` (None or a dict); return a dict."""
     if solver_opts is None:
         return {}
@@ -72,12 +247,24 @@ def check_solver_opts(solver_opts, owner=None):
     return dict(solver_opts)
 
 
-def _alternatives(solver):
+def _has_time_limit(solver: str, opts: Dict[str, Any]) -> bool:
+    option = TIME_LIMIT_OPTION.get(solver.upper())
+    return (option is not None and option in opts) or "mosek_params" in opts
+
+
+def _limit_value(solver: str, opts: Dict[str, Any]) -> Any:
+    option = TIME_LIMIT_OPTION.get(solver.upper())
+    return opts.get(option, "set") if option else "set"
+
+
+def _alternatives(solver: str) -> str:
     others = [s for s in QP_SOLVERS if s in installed_solvers() and s != solver]
     return ", ".join(others[:3]) if others else "another solver"
 
 
-def solve(problem, solver, solver_opts=None, what="the problem", hints=None, note=""):
+def solve(problem: Any, solver: str, solver_opts: Optional[Dict[str, Any]] = None,
+          what: str = "the problem", hints: Optional[Dict[str, str]] = None,
+          note: str = "") -> float:
     """Solve a cvxpy problem; raise :class:`SolverError` unless it ends optimal.
 
     Parameters
@@ -94,12 +281,21 @@ def solve(problem, solver, solver_opts=None, what="the problem", hints=None, not
     """
     opts = dict(solver_opts or {})
     shown = ", ".join(f"{k}={v!r}" for k, v in opts.items())
+    limit = _TIME_LIMIT.get()
+    if limit is not None and not _has_time_limit(solver, opts):
+        opts.update(time_limit_options(solver, limit))
+    if solver_kind(solver) != "QP" and not problem.objective.expr.is_affine():
+        warnings.warn(
+            f"Solver {solver} is not suited to {what}, a QP: it suits LPs only (inference). "
+            f"Use solver={suitable_qp_solver()!r} (see `structlp solvers`).", UserWarning,
+            stacklevel=3)
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():
             # cvxpy warns "Solution may be inaccurate"; the status check below raises instead
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            problem.solve(solver=solver, **opts)
+            with stdout_to_stderr() if solver in _BANNER_SOLVERS else contextlib.nullcontext():
+                problem.solve(solver=solver, **opts)
     except cp.error.SolverError as exc:
         with_opts = f" with solver_opts ({shown})" if shown else ""
         raise SolverError(
@@ -116,7 +312,11 @@ def solve(problem, solver, solver_opts=None, what="the problem", hints=None, not
             cp.INFEASIBLE: " The program is infeasible.",
             cp.UNBOUNDED: " The program is unbounded.",
             cp.OPTIMAL_INACCURATE: " The solver stopped before reaching its accuracy "
-                                   "(for OSQP/SCS raise max_iter or loosen eps).",
+                                   "(for OSQP/SCS raise max_iter or loosen eps"
+                                   + (", or raise the time limit" if _has_time_limit(solver, opts)
+                                      else "") + ").",
+            cp.USER_LIMIT: " The solver stopped at a user limit (the time limit "
+                           f"{_limit_value(solver, opts)} s, or an iteration limit).",
         }.get(status, "")
         hint += (hints or {}).get(status, "")
         raise SolverError(

@@ -101,6 +101,16 @@ class SubgradientLearner(_FirstOrderLearner):
         (epoch 0: the start point).
     n_features_in_ : int
     fit_time_ : dict
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.datasets import make_bipartite_matching
+    >>> X, Y, w, model = make_bipartite_matching(n_samples=20, n_rows=4, random_state=0)
+    >>> sg = structlp.SubgradientLearner(model, C=0.1, max_iter=100, random_state=0).fit(X, Y)
+    >>> qp = structlp.MaxMarginLearner(model, C=0.1).fit(X, Y)
+    >>> bool(qp.objective_ <= sg.objective_ <= qp.objective_ + sg.suboptimality_bound_ + 1e-6)
+    True
     """
 
     def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, n_jobs=None, backend=None,

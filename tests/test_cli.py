@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_solvers_lists_installed(capsys):
     assert main(["solvers"]) == 0
     out = capsys.readouterr().out
-    assert "CLARABEL" in out and "QP and LP" in out
+    assert "CLARABEL" in out and "training QPs" in out
 
 
 def test_run_reviewer_assignment_writes_json(tmp_path, capsys):
@@ -49,3 +49,225 @@ def test_console_script_entry_point():
     out = subprocess.run([sys.executable, "-m", "structlp.cli", "solvers"], capture_output=True,
                          text=True, check=True).stdout
     assert "CLARABEL" in out
+
+
+# ------------------------------------------------------------ the CLI's behaviour
+import logging  # noqa: E402
+import warnings  # noqa: E402
+
+import pytest  # noqa: E402
+
+import structlp  # noqa: E402
+from structlp.datasets import make_bipartite_matching  # noqa: E402
+from structlp.solvers import solver_kind, time_limit, time_limit_options  # noqa: E402
+
+PROBLEM = '''
+"""A tiny problem: one inference LP solved by HiGHS (which prints a banner)."""
+import numpy as np
+from helper_beside import VALUE
+DESCRIPTION = "tiny test problem"
+
+
+def run(solver=None, C=None, seed=0, size=3, label="x", verbose=0):
+    from structlp._progress import Progress
+    from structlp.inference import solve_stacked_lp
+    from structlp.structures import BipartiteMatching
+    progress = Progress("tiny", verbose)
+    progress.message("solving")
+    print("chatter from the problem")
+    x = np.random.default_rng(seed).standard_normal((size, size, 1))
+    model = BipartiteMatching(R=1, P=2)
+    (mu,) = solve_stacked_lp([model.polytope(model.check_x(x))], [x.ravel()], solver="HIGHS")
+    open(MARKER, "w").write("ran")
+    return {"report": f"RESULT {label} {VALUE} {int(mu.sum())}", "size": size}
+'''
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    (tmp_path / "helper_beside.py").write_text("VALUE = 42\n")
+    marker = tmp_path / "ran.txt"
+    path = tmp_path / "tiny_problem.py"
+    path.write_text(PROBLEM.replace("MARKER", repr(str(marker))))
+    return path, marker
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "structlp.cli", *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"structlp {structlp.__version__}"
+
+
+def test_run_file_help_lists_the_problem_options(capsys):
+    assert main(["run", str(ROOT / "problems" / "sequence_alignment.py"), "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--quiet" in out and "problem options" in out
+    assert "n_train" in out and "60" in out and "regs" in out and "[0.003, 0.03]" in out
+    # a run(**overrides) problem: the keys of its DEFAULTS
+    assert main(["run", str(ROOT / "problems" / "reviewer_assignment.py"), "-h"]) == 0
+    out = capsys.readouterr().out
+    assert "n_reviewers" in out and "12" in out
+
+
+def test_unknown_and_malformed_options_list_the_valid_ones(tiny, capsys):
+    path, marker = tiny
+    assert main(["run", str(path), "-o", "sise=3"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown option 'sise'" in err and "size, label, verbose" in err
+    assert main(["run", str(path), "-o", "size"]) == 2
+    assert "malformed option 'size'" in capsys.readouterr().err
+    assert main(["run", str(path), "-o", "seed=3"]) == 2
+    assert "--seed" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_bad_problem_files_are_one_line_exit_2(tmp_path):
+    cases = {"notes.txt": "hello", "syntax.py": "def run(:\n", "imports.py": "import no_such_mod\n",
+             "norun.py": "DESCRIPTION = 'x'\n"}
+    expect = {"notes.txt": "must be a Python file", "syntax.py": "syntax error at line 1",
+              "imports.py": "ModuleNotFoundError", "norun.py": "must define run"}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        r = cli("run", tmp_path / name)
+        assert r.returncode == 2, name
+        assert expect[name] in r.stderr and "Traceback" not in r.stderr, (name, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""
+    r = cli("run", tmp_path / "syntax.py", "--debug")
+    assert r.returncode != 0 and "Traceback" in r.stderr
+
+
+def test_unwritable_json_path_fails_before_the_run(tiny, tmp_path):
+    path, marker = tiny
+    for bad in (tmp_path / "no" / "such" / "dir.json", tmp_path):
+        r = cli("run", path, "--json", bad)
+        assert r.returncode == 2 and "--json" in r.stderr and "Traceback" not in r.stderr
+    assert not marker.exists()
+
+
+def test_quiet_prints_only_the_result_and_banners_go_to_stderr(tiny, tmp_path):
+    path, marker = tiny
+    out = tmp_path / "res.json"
+    r = cli("run", path, "--quiet", "-o", "label=q", "--seed", "5", "--json", out)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "RESULT q 42 3\n"                   # the problem imported its neighbour
+    assert "chatter from the problem" in r.stderr and "HiGHS" in r.stderr
+    assert "solving" not in r.stderr                        # no progress lines when quiet
+    res = json.loads(out.read_text())
+    assert res["problem"] == "tiny_problem" and res["options"] == {"label": "q"}
+    assert res["seed"] == 5 and res["size"] == 3 and res["report"] == "RESULT q 42 3"
+    assert res["versions"]["structlp"] == structlp.__version__
+    assert res["versions"]["cvxpy"] and res["versions"]["highspy"]
+    assert res["timestamp"].endswith("+00:00")
+    r = cli("run", path, "-v")
+    assert r.stdout == "RESULT x 42 3\n" and "tiny: solving" in r.stderr
+    assert "running" in r.stderr and "finished in" in r.stderr
+
+
+def test_verbose_lines_reach_the_structlp_loggers(tiny, caplog, capsys):
+    path, _ = tiny
+    with caplog.at_level(logging.INFO, logger="structlp"):
+        assert main(["run", str(path), "-v"]) == 0
+    names = {r.name for r in caplog.records}
+    assert {"structlp", "structlp.cli"} <= names
+    assert any(r.getMessage() == "tiny: solving" for r in caplog.records)
+    assert capsys.readouterr().out.strip() == "RESULT x 42 3"
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="structlp"):
+        assert main(["run", str(path), "--quiet"]) == 0
+    assert not [r for r in caplog.records if r.levelno < logging.WARNING]
+    logging.getLogger("structlp").setLevel(logging.NOTSET)
+
+
+# ------------------------------------------------------------ solvers
+def test_solvers_says_what_each_solver_suits(capsys):
+    assert main(["solvers"]) == 0
+    out = capsys.readouterr().out
+    lines = {ln.split()[0]: ln for ln in out.splitlines()[1:] if ln.startswith("  ")}
+    assert "training QPs" in lines["CLARABEL"]
+    assert "inference LPs only" in lines["HIGHS"]
+    assert solver_kind("HIGHS") == "LP" and solver_kind("clarabel") == "QP"
+
+
+def test_time_limit_option_names():
+    assert time_limit_options("CLARABEL", 5) == {"time_limit": 5.0}
+    assert time_limit_options("OSQP", 5) == {"time_limit": 5.0}
+    assert time_limit_options("SCS", 5) == {"time_limit_secs": 5.0}
+    assert time_limit_options("HIGHS", 5) == {"time_limit": 5.0}
+    assert time_limit_options("ECOS", 5) == {}
+    assert time_limit_options("CLARABEL", None) == {}
+    with pytest.raises(structlp.InvalidParameterError, match="'time_limit'"):
+        time_limit_options("CLARABEL", 0)
+
+
+@pytest.mark.parametrize("solver", ["CLARABEL", "SCS", "OSQP"])
+def test_a_solve_stopped_by_the_time_limit_says_so(solver):
+    X, Y, _, model = make_bipartite_matching(n_samples=30, n_rows=5, random_state=0)
+    with time_limit(1e-9), pytest.raises(structlp.SolverError, match="time limit"):
+        structlp.MaxMarginLearner(model, solver=solver).fit(X, Y)
+    # the limit ends with the block; an explicit option in solver_opts wins over it
+    structlp.MaxMarginLearner(model, solver="CLARABEL").fit(X, Y)
+    with time_limit(1e-9):
+        structlp.MaxMarginLearner(model, solver="CLARABEL",
+                                  solver_opts={"time_limit": 100.0}).fit(X, Y)
+
+
+def test_an_lp_only_solver_for_the_qp_warns_naming_a_suitable_one():
+    X, Y, _, model = make_bipartite_matching(n_samples=5, n_rows=3, random_state=0)
+    with pytest.warns(UserWarning, match="not suited to the training QP.*'CLARABEL'"):
+        try:
+            structlp.MaxMarginLearner(model, solver="HIGHS").fit(X, Y)
+        except structlp.SolverError:      # HiGHS's QP method often fails on these QPs
+            pass
+    with warnings.catch_warnings():            # HiGHS for the LPs only: no warning
+        warnings.simplefilter("error")
+        structlp.FrankWolfeLearner(model, solver="HIGHS").fit(X, Y)
+
+
+# ------------------------------------------------------------ progress reporting
+def test_progress_lines_callback_and_bar(caplog, monkeypatch):
+    import io
+
+    from structlp import _progress
+    from structlp._progress import Progress
+    with caplog.at_level(logging.INFO, logger="structlp"):
+        p = Progress("job", verbose=1, callback=lambda info: info["iteration"] >= 2, total=5)
+        assert p.update(iteration=1, objective=2.5, gap=0.125) is False
+        assert p.update(iteration=2, objective=2.25, gap=0.0625) is True     # callback stops
+        p.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "structlp"]
+    assert lines[0].startswith("job: iteration 1, objective 2.5, gap 0.125, time ")
+    assert len(lines) == 2 and p.bar is None                                 # no tty: no bar
+    Progress("quiet", verbose=0).update(iteration=1)
+    assert len([r for r in caplog.records if r.name == "structlp"]) == 2
+
+    pytest.importorskip("tqdm")
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    monkeypatch.setattr(sys, "stderr", Tty())
+    p = Progress("bar", verbose=2, total=3)
+    assert p.bar is not None and _progress._OPEN_BARS == [p.bar]
+    p.update(iteration=1, objective=1.0)
+    p.close()
+    assert p.bar is None and _progress._OPEN_BARS == []
+
+
+def test_sequence_ssvm_verbose_logs_one_line_per_round(caplog):
+    from structlp.datasets import make_sequences
+    from structlp.sequence import HammingLoss, SequenceSSVM
+    X, Y, _, feats = make_sequences(n_samples=6, length=4, n_labels=2, n_inputs=2,
+                                    random_state=0)
+    with caplog.at_level(logging.INFO, logger="structlp"):
+        est = SequenceSSVM(HammingLoss(), feats, C=1.0, verbose=1).fit(X, Y)
+    lines = [r.getMessage() for r in caplog.records if r.name == "structlp.sequence.ssvm"]
+    assert len(lines) == est.n_iter_ - est.converged_ and lines
+    assert lines[0].startswith("SequenceSSVM: iteration 1, master_objective ")
+    with pytest.raises(structlp.InvalidParameterError, match="'verbose'"):
+        SequenceSSVM(HammingLoss(), feats, verbose=-1).fit(X, Y)

@@ -72,7 +72,9 @@ class TreeCRF(BaseEstimator):
 
     Attributes
     ----------
-    coef_ : ndarray; objective_ : float; n_iter_ : int
+    coef_ : ndarray
+    objective_ : float
+    n_iter_ : int
     """
 
     def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500):

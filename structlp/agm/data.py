@@ -3,7 +3,7 @@
 The data are for research use only (CK+ terms; DOC-Toolbox README) and are never
 copied into this repository: :func:`load_ck_emotion` reads them from
 ``data_path``, else the environment variable ``STRUCTLP_CK_PATH``, else
-``../shared/data/ck_emotion`` beside the repository root.  The directory holds
+``../shared/data/ck_emotion`` relative to the current working directory.  The directory holds
 ``ck.mat`` (167 sequences: ``X`` (25, T) features, ``H`` (T,) intensities 1..3,
 ``Y`` emotion class 1..6) and ``ids_random.mat`` (MAT v7.3 / HDF5, ``ids``
 (20, 167): the authors' random permutations, 1-based; the first 120 train).
@@ -28,7 +28,9 @@ class DataNotFoundError(InvalidInputError, FileNotFoundError):
 
 #: Environment variable naming the data directory.
 ENV_VAR = "STRUCTLP_CK_PATH"
-DEFAULT_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "ck_emotion"
+#: Default data directory, relative to the current working directory (a checkout's root), not
+#: to this file: an installed package lives in site-packages, where no data are.
+DEFAULT_PATH = Path("..") / "shared" / "data" / "ck_emotion"
 
 
 def ck_path(data_path=None):

@@ -161,7 +161,7 @@ def _absolute(A, w):
     return values, R
 
 
-_SQ_CACHE = {}
+_SQ_CACHE: dict = {}
 
 
 def _squared_triples(k):

@@ -102,7 +102,8 @@ class AdversarialGraphicalModel(BaseEstimator):
     Attributes
     ----------
     coef_ : ndarray (n_labels * d_v + n_labels**2 * d_e,)
-    theta_node_ : ndarray (n_labels, d_v); theta_edge_ : ndarray (n_labels, n_labels, d_e)
+    theta_node_ : ndarray (n_labels, d_v)
+    theta_edge_ : ndarray (n_labels, n_labels, d_e)
     objective_ : float
         The regularized AGM objective at ``coef_``: computed exactly (one LP per
         example) after the subgradient method; the QP's optimal value for "qp".

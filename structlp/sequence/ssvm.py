@@ -22,6 +22,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
+from .._progress import Progress, check_verbose
 from .._validation import check_scalar, check_sequence_of_examples
 from ..base import BaseEstimator
 from ..exceptions import ConvergenceWarning, InvalidInputError
@@ -48,6 +49,8 @@ class SequenceSSVM(BaseEstimator):
         Passes over the training set.
     solver, solver_opts :
         cvxpy solver for the master QP (default CLARABEL) and its options, untouched.
+    verbose : int >= 0, default=0
+        1: one log line per round (master objective, violated examples, working set).
 
     Attributes
     ----------
@@ -64,7 +67,7 @@ class SequenceSSVM(BaseEstimator):
     """
 
     def __init__(self, loss, features, C=1.0, tol=1e-4, max_iter=50, solver=None,
-                 solver_opts=None):
+                 solver_opts=None, verbose=0):
         self.loss = loss
         self.features = features
         self.C = C
@@ -72,6 +75,7 @@ class SequenceSSVM(BaseEstimator):
         self.max_iter = max_iter
         self.solver = solver
         self.solver_opts = solver_opts
+        self.verbose = verbose
 
     def _check_params(self):
         name = type(self).__name__
@@ -107,9 +111,8 @@ class SequenceSSVM(BaseEstimator):
         self
         """
         C, tol, max_iter, solver, opts = self._check_params()
-        X = check_sequence_of_examples(X, "X")
-        Y = check_sequence_of_examples(Y, "Y")
-        if len(X) != len(Y):
+from .._progress import Progress, check_verbose
+from .._validation import check_scalar, check_sequence_of_examples
             raise InvalidInputError(
                 f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
         examples = []
@@ -142,11 +145,8 @@ class SequenceSSVM(BaseEstimator):
             solve(problem, solver, opts, what="the SequenceSSVM master QP")
             w = np.asarray(wv.value, dtype=float)
             xi = np.asarray(xv.value, dtype=float)
-        if not converged:
-            warnings.warn(
-                f"SequenceSSVM stopped after max_iter={max_iter} passes with an example "
-                f"violated by more than tol={tol:g}; raise max_iter or tol.", ConvergenceWarning,
-                stacklevel=2)
+from .._progress import Progress, check_verbose
+from .._validation import check_scalar, check_sequence_of_examples
         _, hinges = self._hinges(examples, w)
         self.coef_ = w
         self.slack_ = np.maximum(hinges, 0.0)

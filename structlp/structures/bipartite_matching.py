@@ -54,6 +54,20 @@ class BipartiteMatching(StructuredModel):
     -----
     Prediction uses :func:`scipy.optimize.linear_sum_assignment` when
     ``R == P == 1`` and the inference LP otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.structures import BipartiteMatching
+    >>> model = BipartiteMatching()               # an assignment (R = P = 1)
+    >>> x = np.zeros((4, 4, 1))                    # 4 rows, 4 columns, 1 feature per edge
+    >>> model.inference(model.check_x(x), np.arange(16.0))   # best assignment for edge scores
+    array([[0, 0, 0, 1],
+           [0, 0, 1, 0],
+           [0, 1, 0, 0],
+           [1, 0, 0, 0]])
+
+    Training data with a planted model: :func:`structlp.datasets.make_bipartite_matching`.
     """
 
     formulations = ("minmax", "certificate")

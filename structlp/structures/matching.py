@@ -28,6 +28,15 @@ class Matching(GraphStructure):
     An example ``x`` is an array (n, n, d) of symmetric edge features, or a
     pair ``(features, mask)``; an output ``y`` is the 0/1 symmetric (n, n)
     adjacency of a matching.  The loss is the number of true edges missing.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.datasets import make_matching
+    >>> X, Y, w, model = make_matching(n_samples=10, n_nodes=6, random_state=0)
+    >>> learner = structlp.CuttingPlaneLearner(model, C=1.0).fit(X, Y)
+    >>> bool(learner.predict(X[:1])[0].sum(axis=0).max() <= 1)   # no node matched twice
+    True
     """
 
     formulations = ("certificate",)

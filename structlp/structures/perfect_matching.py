@@ -70,6 +70,15 @@ class PerfectMatching(GraphStructure):
     graph that has a perfect matching).  An output ``y`` is the 0/1 symmetric
     (n, n) adjacency of a perfect matching.  Parts are the edges ``j < k``; the
     loss is the number of true edges missing from ``y``.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.datasets import make_perfect_matching
+    >>> X, Y, w, model = make_perfect_matching(n_samples=10, n_nodes=6, random_state=0)
+    >>> learner = structlp.MaxMarginLearner(model, C=1.0, formulation="certificate").fit(X, Y)
+    >>> learner.predict(X[:1])[0].sum(axis=0).tolist()   # every node matched once
+    [1, 1, 1, 1, 1, 1]
     """
 
     formulations = ("certificate",)

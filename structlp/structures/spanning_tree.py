@@ -122,6 +122,15 @@ class SpanningTree(GraphStructure):
     Prediction uses :func:`scipy.sparse.csgraph.minimum_spanning_tree` on
     shifted negated scores (all spanning trees have ``n - 1`` edges, so a
     shift does not change the optimum).
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.datasets import make_spanning_tree
+    >>> X, Y, w, model = make_spanning_tree(n_samples=10, n_nodes=5, random_state=0)
+    >>> learner = structlp.MaxMarginLearner(model, C=1.0, formulation="certificate").fit(X, Y)
+    >>> int(learner.predict(X[:1])[0].sum()) // 2      # n_nodes - 1 tree edges
+    4
     """
 
     formulations = ("certificate", "minmax")

@@ -51,6 +51,17 @@ class TreeLabeling(StructuredModel):
     node_weights : None, "position" or callable ``x -> (n,)``
     normalize_weights : bool
         Divide each example's node weights by their sum.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.datasets import make_tree_labeling
+    >>> X, Y, w, model = make_tree_labeling(n_samples=10, n_nodes=5, n_labels=3, random_state=0)
+    >>> model
+    TreeLabeling(n_labels=3, loss='zero_one', node_weights=None, normalize_weights=False)
+    >>> learner = structlp.MaxMarginLearner(model, C=1.0).fit(X, Y)
+    >>> learner.predict(X[:1])[0].shape          # max-sum on the tree
+    (5,)
     """
 
     formulations = ("minmax",)

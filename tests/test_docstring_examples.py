@@ -1,0 +1,20 @@
+"""The Examples sections of the public docstrings run and print what they show."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["structlp.model", "structlp.learner", "structlp.frank_wolfe", "structlp.cutting_plane",
+           "structlp.subgradient", "structlp.polytope", "structlp.structures.bipartite_matching",
+           "structlp.structures.tree_labeling", "structlp.structures.spanning_tree",
+           "structlp.structures.perfect_matching", "structlp.structures.matching",
+           "structlp.datasets", "structlp.model_selection", "structlp.solvers"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0, f"{name} has no docstring example"
+    assert result.failed == 0
