@@ -111,8 +111,11 @@ class SequenceSSVM(BaseEstimator):
         self
         """
         C, tol, max_iter, solver, opts = self._check_params()
-from .._progress import Progress, check_verbose
-from .._validation import check_scalar, check_sequence_of_examples
+        X = check_sequence_of_examples(X, "X")
+        Y = check_sequence_of_examples(Y, "Y")
+        progress = Progress(self, check_verbose(self.verbose, type(self).__name__),
+                            total=max_iter)
+        if len(X) != len(Y) or len(Y) == 0:
             raise InvalidInputError(
                 f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
         examples = []
@@ -145,8 +148,14 @@ from .._validation import check_scalar, check_sequence_of_examples
             solve(problem, solver, opts, what="the SequenceSSVM master QP")
             w = np.asarray(wv.value, dtype=float)
             xi = np.asarray(xv.value, dtype=float)
-from .._progress import Progress, check_verbose
-from .._validation import check_scalar, check_sequence_of_examples
+            progress.update(iteration=it, master_objective=float(problem.value),
+                            violated=len(violated), constraints=len(rows))
+        progress.close()
+        if not converged:
+            warnings.warn(
+                f"SequenceSSVM stopped after max_iter={max_iter} passes with an example "
+                f"violated by more than tol={tol:g}; raise max_iter or tol.", ConvergenceWarning,
+                stacklevel=2)
         _, hinges = self._hinges(examples, w)
         self.coef_ = w
         self.slack_ = np.maximum(hinges, 0.0)
