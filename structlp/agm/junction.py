@@ -573,9 +573,13 @@ def jt_max_sum(gx, b, B):
     -------
     y : ndarray (n,) of ints; score : float
     """
-    k = b.shape[1]
+    return jt_max_sum_cliques(gx, clique_scores(gx, b, B), b.shape[1])
+
+
+def jt_max_sum_cliques(gx, scores, k):
+    """:func:`jt_max_sum` for clique-part scores ``scores`` (n_parts,) directly."""
     T = gx.tables(k)
-    belief, _ = _collect(gx, T.split(clique_scores(gx, b, B)), T, _max)
+    belief, _ = _collect(gx, T.split(np.asarray(scores, dtype=float)), T, _max)
     y = np.full(gx.n_nodes, -1, dtype=np.int64)
     root = gx.clique_order[0]
     y[gx.cliques[root]] = np.unravel_index(int(np.argmax(belief[root])), belief[root].shape)
