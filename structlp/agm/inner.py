@@ -238,3 +238,73 @@ def inner_dual_decomposition(ex, b, B, loss, weights, L, node_losses, u0=None,
             R_prev, R_win, w_win, restart = R_win / w_win, np.zeros((n, k)), 0.0, 2 * restart
             prev_new = True
     return lb, best_primal[0], best_primal[1], best_u, False, it
+
+
+def inner_junction_decomposition(gx, b, B, loss, weights, L, node_losses, u0=None,
+                                 max_iter=200, tol=1e-6, check_every=5):
+    """The inner maximum on a junction tree by dual decomposition: node games + max-sum.
+
+    Relaxing ``r_i = (marginal of node i)`` with multipliers ``u`` (n, k) splits
+    Eq. 6 into independent node games (Eq. 8, closed forms) and one max-sum on
+    the junction tree:
+
+    .. math::
+
+        D(u) = \\sum_i \\mathrm{value}(b_i + u_i, L_i)
+        + \\max_y \\Big[\\sum_e B_e(y_u, y_v) - \\sum_i u_i(y_i)\\Big]
+        \\;\\ge\\; \\text{the inner maximum},
+
+    minimized by subgradient steps (``r_i - e_{y_i}``) towards the level halfway
+    between the best upper bound and the best primal value.  Primal points, from
+    step-weighted averages restarted at iterations 2^j (as
+    :func:`inner_dual_decomposition`): the node marginals of the averaged max-sum
+    labellings and the averaged node-game strategies, each completed by the
+    multi-marginal recovery LP (:func:`~structlp.agm.recovery.recover_cliques`,
+    Eq. 9 on the junction tree).
+
+    Returns
+    -------
+    value, R (n, k), Q (E, k, k), u (n, k), converged, n_iter
+        As :func:`inner_dual_decomposition`.
+    """
+    from .junction import encode_pairwise, jt_max_sum
+    from .recovery import recover_cliques
+    n, k = b.shape
+    u = np.zeros((n, k)) if u0 is None else u0.copy()
+    best_ub, best_u, lb, best = np.inf, u.copy(), -np.inf, None
+    win = np.zeros((2, n, k))        # step-weighted sums of R and of the labellings' one-hots
+    w_win, prev, restart = 0.0, [], 2
+    it = 0
+    for it in range(1, max_iter + 1):
+        vals, R = node_games(b + u, loss, weights, L)
+        y, s = jt_max_sum(gx, -u, B)
+        g = float(vals.sum()) + s
+        if g < best_ub:
+            best_ub, best_u = g, u.copy()
+        onehot = np.eye(k)[y]
+        sg = R - onehot
+        nrm = float(np.sum(sg * sg))
+        if nrm <= 1e-18:          # the node games agree with the labelling: optimal
+            Q = encode_pairwise(gx, y, k)[n * k:].reshape(-1, k, k)
+            return primal_value(gx, b, B, R, Q, node_losses), R, Q, u, True, it
+        if it % check_every == 0 or it == max_iter:
+            Q_y = encode_pairwise(gx, y, k)[n * k:].reshape(-1, k, k)   # its only coupling
+            cands = [(onehot, Q_y)] + [(Rc, None) for Rc in
+                                       ([*(win / w_win)] if w_win > 0 else []) + prev]
+            prev = []
+            for Rc, Qc in cands:
+                Qc = recover_cliques(gx, Rc, B) if Qc is None else Qc
+                pv = primal_value(gx, b, B, Rc, Qc, node_losses)
+                if pv > lb:
+                    lb, best = pv, (Rc.copy(), Qc)
+            if best_ub - lb <= tol * max(1.0, abs(best_ub)):
+                return lb, best[0], best[1], best_u, True, it
+        target = lb + 0.02 * (best_ub - lb) if np.isfinite(lb) else g - 0.1 * abs(g) - 1.0
+        step = max(g - target, 1e-12) / nrm
+        u = u - step * sg
+        win[0] += step * R
+        win[1] += step * onehot
+        w_win += step
+        if it == restart:
+            prev, win, w_win, restart = [*(win / w_win)], np.zeros((2, n, k)), 0.0, 2 * restart
+    return lb, best[0], best[1], best_u, False, it

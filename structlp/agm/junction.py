@@ -429,6 +429,17 @@ class CliqueTables:
             self.sep.append(s)
             self.sep_in_self.append(np.searchsorted(gx.cliques[c], s))
             self.sep_in_parent.append(np.searchsorted(gx.cliques[p], s))
+        # per clique: the axes summed/maximized out towards the parent (and from the
+        # parent), and the broadcast shapes of a separator table in the clique / parent
+        size = [len(c) for c in gx.cliques]
+        self.out_self = [tuple(sorted(set(range(size[c])) - set(self.sep_in_self[c].tolist())))
+                         for c in range(m)]
+        self.out_parent = [tuple(sorted(set(range(size[p])) - set(self.sep_in_parent[c].tolist())))
+                           if p >= 0 else () for c, p in enumerate(gx.clique_parent)]
+        self.shape_self = [_sep_shape(self.sep_in_self[c], size[c], k) for c in range(m)]
+        self.shape_parent = [_sep_shape(self.sep_in_parent[c], size[p], k) if p >= 0 else ()
+                             for c, p in enumerate(gx.clique_parent)]
+        self.sep_set = [set(x.tolist()) for x in self.sep_in_self]
 
     def split(self, mu):
         """Clique tables of a clique-part vector: list of arrays of shape (k,)*|C|."""
@@ -526,12 +537,12 @@ def clique_game_polytope(gx, k, node_losses):
 
 
 # ---------------------------------------------------------------- message passing
-def _expand(msg, sep_pos, size):
-    """A separator table as a broadcastable table over a clique of ``size`` nodes."""
+def _sep_shape(sep_pos, size, k):
+    """Broadcast shape of a separator table inside a clique of ``size`` nodes."""
     shape = [1] * size
-    for p, d in zip(sep_pos, msg.shape):
-        shape[p] = d
-    return msg.reshape(shape)
+    for p in sep_pos:
+        shape[p] = k
+    return tuple(shape)
 
 
 def _collect(gx, tables, T, reduce):
@@ -542,9 +553,8 @@ def _collect(gx, tables, T, reduce):
         p = gx.clique_parent[c]
         if p < 0:
             continue
-        other = tuple(np.setdiff1d(np.arange(belief[c].ndim), T.sep_in_self[c]))
-        msgs[c] = reduce(belief[c], other)
-        belief[p] = belief[p] + _expand(msgs[c], T.sep_in_parent[c], belief[p].ndim)
+        msgs[c] = reduce(belief[c], T.out_self[c]).reshape(T.shape_parent[c])
+        belief[p] += msgs[c]
     return belief, msgs
 
 
@@ -586,12 +596,11 @@ def jt_max_sum_cliques(gx, scores, k):
     best = float(belief[root].max())
     for c in gx.clique_order[1:]:
         C = gx.cliques[c]
-        idx = tuple(int(y[v]) if j in set(T.sep_in_self[c].tolist()) else slice(None)
-                    for j, v in enumerate(C))
-        sub = belief[c][idx]
-        free = np.setdiff1d(np.arange(len(C)), T.sep_in_self[c])
-        if len(free):
-            y[C[free]] = np.unravel_index(int(np.argmax(sub)), sub.shape)
+        sep = T.sep_set[c]
+        sub = belief[c][tuple(int(y[v]) if j in sep else slice(None) for j, v in enumerate(C))]
+        free = T.out_self[c]
+        if free:
+            y[C[list(free)]] = np.unravel_index(int(np.argmax(sub)), sub.shape)
     return y, best
 
 
@@ -615,10 +624,8 @@ def jt_marginals(gx, b, B):
     log_Z = float(_lse(belief[root], tuple(range(belief[root].ndim))))
     full = list(belief)
     for c in gx.clique_order[1:]:
-        p = gx.clique_parent[c]
-        outside = full[p] - _expand(msgs[c], T.sep_in_parent[c], full[p].ndim)
-        other = tuple(np.setdiff1d(np.arange(outside.ndim), T.sep_in_parent[c]))
-        full[c] = belief[c] + _expand(_lse(outside, other), T.sep_in_self[c], belief[c].ndim)
+        outside = full[gx.clique_parent[c]] - msgs[c]
+        full[c] = belief[c] + _lse(outside, T.out_parent[c]).reshape(T.shape_self[c])
     mu = np.concatenate([np.exp(f - log_Z).ravel() for f in full])
     node, edge = pairwise_marginals(gx, mu, k)
     return log_Z, mu, node, edge

@@ -15,7 +15,8 @@ from ..exceptions import InvalidInputError, InvalidParameterError
 from ..formulations import block_diag
 from ..solvers import check_solver, check_solver_opts, solve
 from .game import check_loss
-from .inner import InnerLP, inner_dual_decomposition, inner_lp, inner_polytope
+from .inner import (InnerLP, inner_dual_decomposition, inner_junction_decomposition, inner_lp,
+                    inner_polytope)
 from .junction import (MAX_TREEWIDTH, GraphExample, as_tree, check_example, clique_polytope_rows,
                        clique_scores, encode_pairwise, graph_score, jt_max_sum)
 from .trees import (check_labels, check_tree_example, local_polytope_rows, max_sum, n_params,
@@ -309,9 +310,11 @@ class AdversarialGraphicalModel(BaseEstimator):
     def _inner(self, i, ex, b, B, loss_name, w, L, nl, U, polys):
         st = self.inner_stats_
         st["solves"] += 1
-        if self.inner == "dual_decomposition" and not isinstance(ex, GraphExample):
-            val, R, Q, u, ok, n_it = inner_dual_decomposition(
-                ex, b, B, loss_name, w, L, nl, u0=U[i], tol=float(self.inner_tol))
+        if self.inner == "dual_decomposition":
+            dd = (inner_junction_decomposition if isinstance(ex, GraphExample)
+                  else inner_dual_decomposition)
+            val, R, Q, u, ok, n_it = dd(ex, b, B, loss_name, w, L, nl, u0=U[i],
+                                        tol=float(self.inner_tol))
             U[i] = u
             st["dd_iterations"] += n_it
             if ok:
