@@ -8,12 +8,13 @@
 * :class:`TreeCRF`, :class:`JunctionTreeCRF` — the log-linear baselines.
 * :func:`graph`, :func:`skip_chain`, :func:`check_graph_example`,
   :func:`jt_max_sum` — graph examples and their junction trees
-  (:mod:`structlp.agm.junction`).
+  (:mod:`structlp.agm.junction`); :func:`make_loopy_data` — planted loopy data.
 """
 
 from .crf import JunctionTreeCRF, TreeCRF
 from .game import absolute_game, game_value, loss_matrix, squared_game, zero_one_game
 from .junction import check_graph_example, graph, jt_max_sum, skip_chain
+from .synthetic import make_loopy_data
 from .model import AdversarialGraphicalModel
 from .recovery import recover_pairwise
 from .trees import chain, check_parents, check_tree_example, max_sum
@@ -21,4 +22,4 @@ from .trees import chain, check_parents, check_tree_example, max_sum
 __all__ = ["game_value", "zero_one_game", "absolute_game", "squared_game", "loss_matrix",
            "recover_pairwise", "AdversarialGraphicalModel", "TreeCRF", "chain",
            "check_parents", "check_tree_example", "max_sum", "JunctionTreeCRF",
-           "check_graph_example", "graph", "jt_max_sum", "skip_chain"]
+           "check_graph_example", "graph", "jt_max_sum", "skip_chain", "make_loopy_data"]
