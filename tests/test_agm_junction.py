@@ -335,3 +335,36 @@ def test_skip_chain_builder():
     assert check_graph_example(x).width == 2
     with pytest.raises(InvalidInputError, match="skip_features"):
         skip_chain(np.ones((5, 2)), np.ones((4, 3)), skip_features=np.ones((2, 1)))
+
+
+@pytest.mark.parametrize("structure", ["cycle", "skip_chain", "grid"])
+def test_make_loopy_data(structure):
+    from structlp.agm import make_loopy_data
+    X, Xc, Y = make_loopy_data(structure, n_examples=3, n_nodes=6, random_state=0)
+    for x, xc, y in zip(X, Xc, Y):
+        gx, gc = check_graph_example(x, 3), check_graph_example(xc, 3)
+        assert gx.width == 2 and gx.width_exact and gc.width == 1
+        assert as_tree(gc) is not None                    # the chain takes the tree path
+        und = {tuple(sorted(e)) for e in x["edges"].tolist()}
+        assert {tuple(sorted(e)) for e in xc["edges"].tolist()} <= und
+        assert len(xc["edges"]) == 5 and y.shape == (6,) and set(y.tolist()) <= {0, 1, 2}
+    from structlp.exceptions import InvalidParameterError
+    with pytest.raises(InvalidParameterError, match="structure"):
+        make_loopy_data("torus")
+    with pytest.raises(InvalidParameterError, match="even n_nodes"):
+        make_loopy_data("grid", n_nodes=7)
+
+
+@pytest.mark.slow
+def test_loopy_models_beat_their_chain_versions():
+    from structlp.agm import make_loopy_data
+    X, Xc, Y = make_loopy_data("skip_chain", n_examples=200, n_nodes=8, random_state=0)
+
+    def err(est, XX):
+        P = est.fit(XX[:100], Y[:100]).predict(XX[100:])
+        return np.mean([np.mean(p != y) for p, y in zip(P, Y[100:])])
+
+    for mk in (lambda: AdversarialGraphicalModel(3, reg=0.05, method="qp"),
+               lambda: structlp.MaxMarginLearner(JunctionTreeLabeling(3)),
+               lambda: JunctionTreeCRF(3, reg=0.05)):
+        assert err(mk(), X) < err(mk(), Xc) - 0.05
