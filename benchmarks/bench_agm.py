@@ -9,8 +9,13 @@
 4. The tree CRF's vectorized (level-synchronous) sum-product vs per-node messages.
 5. The full CK+ emotion-intensity experiment (20 splits; skipped when the data are
    absent), wall time against the 20-minute budget.
+6. Junction trees (§3.2.4): one subgradient epoch vs the number of cliques (cycles,
+   width 2: linear) and vs the treewidth (path powers, n = 12: k^(w+1) per clique);
+   the exact QP vs the stochastic path on 20-node cycles; AGM, SSVM and CRF on
+   planted loopy data against their chain versions.
 
 Run: python benchmarks/bench_agm.py [--emotion-splits N] [--n-jobs J] [--skip-emotion]
+     [--only-junction]
 """
 
 import argparse
@@ -55,18 +60,19 @@ def _chains(rng, m, n, d_v=4, d_e=2, k=3):
     return X, Y
 
 
-def _epoch_seconds(X, Y, inner):
-    """Wall time of exactly one epoch of ``_fit_subgradient`` (no final objective)."""
+def _epoch_seconds(X, Y, inner, cpu=False, k=3):
+    """Wall (or CPU) time of exactly one epoch of ``_fit_subgradient`` (no final objective)."""
     from structlp.agm.model import check_tree_dataset
-    m = AdversarialGraphicalModel(3, max_epochs=1, average=False, random_state=0, inner=inner)
+    m = AdversarialGraphicalModel(k, max_epochs=1, average=False, random_state=0, inner=inner)
     k, loss_name, L = m._check_params()
-    exs, Ys, dv, de = check_tree_dataset(X, Y, k, "bench")
+    exs, Ys, dv, de = check_tree_dataset(X, Y, k, "bench", graphs=True)
     W = [np.ones(ex.n_nodes) for ex in exs]
     NL = [w[:, None, None] * L[None] for w in W]
     m.inner_stats_ = {"solves": 0, "lp_fallbacks": 0, "dd_iterations": 0}
-    t = time.perf_counter()
+    clock = time.process_time if cpu else time.perf_counter
+    t = clock()
     m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L)
-    return time.perf_counter() - t, m.inner_stats_
+    return clock() - t, m.inner_stats_
 
 
 def bench_epoch(lengths=(10, 30, 100, 300, 1000), m=5, rng=np.random.default_rng(1)):
@@ -170,12 +176,122 @@ def bench_emotion(splits=20, n_jobs=2):
           f"({'within' if dt <= 1200 else 'OVER'} the 20-minute budget)")
 
 
+def _graphs(rng, edges, m, k=3, d_v=4, d_e=2):
+    n = int(np.max(edges)) + 1
+    X = [{"node_features": rng.normal(size=(n, d_v)), "edges": edges,
+          "edge_features": rng.normal(size=(len(edges), d_e))} for _ in range(m)]
+    return X, [rng.integers(0, k, size=n) for _ in range(m)]
+
+
+def _two_epochs(X, Y, inner, k=3):
+    """CPU and wall seconds of one epoch (the second of two, so the LPs are built and hot)."""
+    from structlp.agm.junction import check_graph_example
+    from structlp.agm.model import check_tree_dataset
+    exs, Ys, dv, de = check_tree_dataset(X, Y, k, "bench", graphs=True)
+    m = AdversarialGraphicalModel(k, max_epochs=2, average=False, random_state=0, inner=inner)
+    _, loss_name, L = m._check_params()
+    W = [np.ones(ex.n_nodes) for ex in exs]
+    NL = [w[:, None, None] * L[None] for w in W]
+    m.inner_stats_ = {"solves": 0, "lp_fallbacks": 0, "dd_iterations": 0}
+    c1, w1 = time.process_time(), time.perf_counter()
+    m.max_epochs = 1
+    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L)
+    c2, w2 = time.process_time(), time.perf_counter()
+    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L)
+    c3, w3 = time.process_time(), time.perf_counter()
+    return (c3 - c2), (w3 - w2), (c2 - c1), exs, m.inner_stats_
+
+
+def bench_junction_cliques(lengths=(10, 30, 100, 300), m=3, rng=np.random.default_rng(5)):
+    from structlp.agm.synthetic import loopy_edges
+    print(f"One subgradient epoch on junction trees vs the number of cliques ({m} cycles, "
+          "width 2, k = 3, zero-one loss; epoch 1 builds the LPs, epoch 2 is hot)")
+    print(f"{'n':>5} {'cliques':>8} {'width':>6} {'build s':>8} {'lp cpu s':>9} {'lp wall':>8} "
+          f"{'ms/clique':>10} {'dd cpu s':>9} {'ms/clique':>10} {'dd its':>7} {'fallbacks':>10}")
+    for n in lengths:
+        X, Y = _graphs(rng, loopy_edges("cycle", n)[0], m)
+        c, w, build, exs, _ = _two_epochs(X, Y, "lp")
+        cl = sum(len(ex.cliques) for ex in exs)
+        cd, _, _, _, st = _two_epochs(X, Y, "dual_decomposition")
+        its = st["dd_iterations"] / max(st["solves"], 1)
+        print(f"{n:5d} {cl // m:8d} {exs[0].width:6d} {build:8.3f} {c:9.3f} {w:8.3f} "
+              f"{c / cl * 1e3:10.3f} {cd:9.3f} {cd / cl * 1e3:10.3f} {its:7.0f} "
+              f"{st['lp_fallbacks']:4d}/{st['solves']}")
+
+
+def bench_junction_width(widths=(1, 2, 3, 4, 5), n=12, m=3, k=3, rng=np.random.default_rng(6)):
+    print(f"One subgradient epoch vs the treewidth (path powers on {n} nodes: edges (i, j), "
+          f"0 < j - i <= w; {m} examples, k = {k}, inner LP, hot)")
+    print(f"{'w':>3} {'exact':>6} {'cliques':>8} {'k^(w+1)':>8} {'parts':>7} {'cpu s':>8} "
+          f"{'wall s':>8} {'us/clique-entry':>16}")
+    for w in widths:
+        edges = np.array([(i, j) for i in range(n) for j in range(i + 1, min(n, i + w + 1))])
+        X, Y = _graphs(rng, edges, m, k=k)
+        c, wall, _, exs, _ = _two_epochs(X, Y, "lp", k=k)
+        ex = exs[0]
+        cl = len(ex.cliques)
+        parts = ex.tables(k).n_parts
+        print(f"{ex.width:3d} {str(ex.width_exact):>6} {cl:8d} {k ** (ex.width + 1):8d} "
+              f"{parts:7d} {c:8.3f} {wall:8.3f} {c / (m * parts) * 1e6:16.2f}")
+
+
+def bench_cycle_qp_vs_subgradient(m=20, n=20, epochs=100):
+    from structlp.agm.synthetic import make_loopy_data
+    X, _, Y = make_loopy_data("cycle", n_examples=m, n_nodes=n, random_state=0)
+    print(f"Exact QP vs stochastic path, {m} examples on {n}-node cycles (k = 3, zero-one, "
+          "reg = 0.1)")
+    print(f"{'method':<28} {'cpu s':>8} {'wall s':>8} {'objective':>11} {'rel. excess':>12}")
+    rows = []
+    for label, kw in (("qp (CLARABEL)", dict(method="qp")),
+                      (f"subgradient lp, {epochs} ep", dict(max_epochs=epochs)),
+                      (f"subgradient dd, {epochs} ep",
+                       dict(max_epochs=epochs, inner="dual_decomposition"))):
+        c, w = time.process_time(), time.perf_counter()
+        est = AdversarialGraphicalModel(3, reg=0.1, random_state=0, **kw).fit(X, Y)
+        rows.append((label, time.process_time() - c, time.perf_counter() - w, est.objective_))
+    best = rows[0][3]
+    for label, c, w, obj in rows:
+        print(f"{label:<28} {c:8.2f} {w:8.2f} {obj:11.6f} {(obj - best) / abs(best):12.2e}")
+
+
+def bench_loopy_demo(n_train=100, n_test=100, n=8):
+    import structlp
+    from structlp.agm import JunctionTreeCRF
+    from structlp.agm.synthetic import make_loopy_data
+    from structlp.structures import JunctionTreeLabeling
+    print(f"Planted loopy dependencies (make_loopy_data, n = {n}, k = 3, {n_train} train / "
+          f"{n_test} test): test Hamming error (fraction of nodes), loopy graph vs its chain")
+    print(f"{'structure':<11} {'AGM loopy':>10} {'AGM chain':>10} {'SSVM loopy':>11} "
+          f"{'SSVM chain':>11} {'CRF loopy':>10} {'CRF chain':>10} {'cpu s':>7}")
+    makers = (lambda: AdversarialGraphicalModel(3, reg=0.05, method="qp"),
+              lambda: structlp.MaxMarginLearner(JunctionTreeLabeling(3), C=1.0),
+              lambda: JunctionTreeCRF(3, reg=0.05))
+    for structure in ("cycle", "skip_chain", "grid"):
+        X, Xc, Y = make_loopy_data(structure, n_examples=n_train + n_test, n_nodes=n,
+                                   random_state=0)
+        c = time.process_time()
+        errs = []
+        for mk in makers:
+            for XX in (X, Xc):
+                P = mk().fit(XX[:n_train], Y[:n_train]).predict(XX[n_train:])
+                errs.append(np.mean([np.mean(p != y) for p, y in zip(P, Y[n_train:])]))
+        print(f"{structure:<11} " + " ".join(f"{e:10.3f}" for e in errs)
+              + f" {time.process_time() - c:7.1f}")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--emotion-splits", type=int, default=20)
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--skip-emotion", action="store_true")
+    ap.add_argument("--only-junction", action="store_true")
     args = ap.parse_args()
+    for bench in (bench_junction_cliques, bench_junction_width, bench_cycle_qp_vs_subgradient,
+                  bench_loopy_demo):
+        bench()
+        print()
+    if args.only_junction:
+        raise SystemExit
     bench_games()
     print()
     bench_epoch()

@@ -1,18 +1,25 @@
-"""Adversarial graphical models (Fathony et al., NeurIPS 2018) on tree-structured data.
+"""Adversarial graphical models (Fathony et al., NeurIPS 2018) on trees and low-treewidth graphs.
 
 * :func:`game_value` — the node game (Eq. 8) with closed forms for the zero-one,
   absolute and squared losses; :func:`recover_pairwise` — Eq. 9 by optimal transport.
 * :class:`AdversarialGraphicalModel` — learning by the paper's stochastic
-  subgradient method or by one exact QP; prediction by max-sum and Eq. 10.
-* :class:`TreeCRF` — the log-linear baseline on the same data.
+  subgradient method or by one exact QP; prediction by max-sum and Eq. 10; on
+  tree examples and, through junction trees (§3.2.4), on graph examples.
+* :class:`TreeCRF`, :class:`JunctionTreeCRF` — the log-linear baselines.
+* :func:`graph`, :func:`skip_chain`, :func:`check_graph_example`,
+  :func:`jt_max_sum` — graph examples and their junction trees
+  (:mod:`structlp.agm.junction`); :func:`make_loopy_data` — planted loopy data.
 """
 
-from .crf import TreeCRF
+from .crf import JunctionTreeCRF, TreeCRF
 from .game import absolute_game, game_value, loss_matrix, squared_game, zero_one_game
+from .junction import check_graph_example, graph, jt_max_sum, skip_chain
+from .synthetic import make_loopy_data
 from .model import AdversarialGraphicalModel
 from .recovery import recover_pairwise
 from .trees import chain, check_parents, check_tree_example, max_sum
 
 __all__ = ["game_value", "zero_one_game", "absolute_game", "squared_game", "loss_matrix",
            "recover_pairwise", "AdversarialGraphicalModel", "TreeCRF", "chain",
-           "check_parents", "check_tree_example", "max_sum"]
+           "check_parents", "check_tree_example", "max_sum", "JunctionTreeCRF",
+           "check_graph_example", "graph", "jt_max_sum", "skip_chain", "make_loopy_data"]

@@ -149,3 +149,115 @@ class TreeCRF(BaseEstimator):
         k = self._check_params()[0]
         L = self._check_params()[1] if loss is None else check_loss(loss, k, "TreeCRF.predict")[1]
         return [np.argmin(P @ L.T, axis=1) for P in self.predict_proba(X)]
+
+
+def _graph_examples(X, Y, k, max_treewidth, owner):
+    """Graph examples (tree dicts become graphs with edges (parent, child)), checked."""
+    from .junction import GraphExample, check_graph_example, tree_as_graph
+    from .model import check_tree_dataset
+    exs, Ys, d_v, d_e = check_tree_dataset(X, Y, k, owner, graphs=True,
+                                           max_treewidth=max_treewidth)
+    out = [ex if isinstance(ex, GraphExample)
+           else check_graph_example(tree_as_graph(ex), k, max_treewidth, f"X[{i}]")
+           for i, ex in enumerate(exs)]
+    return out, Ys, d_v, d_e
+
+
+def crf_objective(theta, exs, Psi, k, reg):
+    """Regularized mean negative log-likelihood on graph examples and its gradient.
+
+    ``0.5 reg |theta|^2 + (1/m) sum_i [log Z(x_i) - theta . Psi_i]`` with
+    ``Psi`` the summed joint features of the labels; ``log Z`` and the marginals by
+    sum-product on each junction tree.
+
+    Returns
+    -------
+    f : float; g : ndarray like theta
+    """
+    from .junction import jt_marginals
+    from .trees import potentials
+    total, g = 0.0, np.zeros_like(theta)
+    for ex in exs:
+        b, B = potentials(ex, theta, k)
+        log_Z, _, node, edge = jt_marginals(ex, b, B)
+        total += log_Z
+        g += np.concatenate([(node.T @ ex.node_features).ravel(),
+                             np.einsum("eab,ef->abf", edge, ex.edge_features).ravel()])
+    m = len(exs)
+    return 0.5 * reg * theta @ theta + (total - theta @ Psi) / m, (g - Psi) / m + reg * theta
+
+
+class JunctionTreeCRF(TreeCRF):
+    """Log-linear model on low-treewidth graphs (sum-product on the junction tree), by L-BFGS.
+
+    Solves
+
+    .. math::
+
+        \\min_\\theta\\; \\frac{\\lambda}{2}\\|\\theta\\|^2 + \\frac1m\\sum_i
+        \\big[\\log Z_\\theta(x_i) - \\theta\\cdot\\Phi(x_i, y_i)\\big]
+
+    for graph examples (:mod:`structlp.agm.junction`: ``node_features`` (n, d_v),
+    ``edges`` (E, 2), ``edge_features`` (E, d_e)) or tree examples (read as graphs
+    with edges ``(parent, child)``), with the features of
+    :mod:`structlp.agm.trees`; ``log Z`` and the marginals come from sum-product on
+    each example's junction tree, in O(m_cliques k^(w+1)).  Prediction as
+    :class:`TreeCRF`: per node ``argmin_a sum_b L[a, b] P(y_i = b | x)``.
+
+    Parameters
+    ----------
+    n_labels : int >= 2
+    loss : {"zero_one", "absolute", "squared"} or array (n_labels, n_labels)
+    reg : float >= 0, default 1e-2
+    max_iter : int, default 500
+    max_treewidth : int, default 8
+        Refuse wider junction trees (see :func:`structlp.agm.junction.check_graph_example`).
+
+    Attributes
+    ----------
+    coef_ : ndarray; theta_node_, theta_edge_; objective_ : float; n_iter_ : int;
+    n_features_in_ : (d_v, d_e)
+    """
+
+    def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500, max_treewidth=8):
+        super().__init__(n_labels, loss=loss, reg=reg, max_iter=max_iter)
+        self.max_treewidth = max_treewidth
+
+    def _check_params(self):
+        out = super()._check_params()
+        check_scalar(self.max_treewidth, "max_treewidth", kind=numbers.Integral, low=0,
+                     owner=type(self).__name__)
+        return out
+
+    def fit(self, X, Y):
+        """Fit by L-BFGS on the regularized mean negative log-likelihood; returns self."""
+        from .junction import encode_pairwise
+        from .trees import part_features
+        k, L, reg = self._check_params()
+        exs, Ys, d_v, d_e = _graph_examples(X, Y, k, self.max_treewidth, type(self).__name__)
+        Psi = sum(part_features(ex, k).T @ encode_pairwise(ex, y, k) for ex, y in zip(exs, Ys))
+        res = minimize(crf_objective, np.zeros(n_params(d_v, d_e, k)), jac=True,
+                       args=(exs, np.asarray(Psi, dtype=float), k, reg), method="L-BFGS-B",
+                       options={"maxiter": int(self.max_iter), "gtol": 1e-7})
+        self.coef_ = res.x
+        self.theta_node_, self.theta_edge_ = split_theta(res.x, d_v, d_e, k)
+        self.objective_ = float(res.fun)
+        self.n_iter_ = int(res.nit)
+        self.n_features_in_ = (d_v, d_e)
+        return self
+
+    def _checked(self, X):
+        self._check_fitted()
+        k = self._check_params()[0]
+        exs, _, d_v, d_e = _graph_examples(X, None, k, self.max_treewidth, type(self).__name__)
+        if d_v != self.n_features_in_[0]:
+            raise InvalidInputError(
+                f"X has {d_v} node features; the model was fitted with {self.n_features_in_[0]}.")
+        return exs, k
+
+    def predict_proba(self, X):
+        """Node marginals ``P(y_i = a | x)`` of each example: list of (n_i, k) arrays."""
+        from .junction import jt_marginals
+        from .trees import potentials
+        exs, k = self._checked(X)
+        return [jt_marginals(ex, *potentials(ex, self.coef_, k))[2] for ex in exs]

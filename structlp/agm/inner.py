@@ -29,12 +29,36 @@ from scipy.optimize import linprog
 
 from ..exceptions import SolverError
 from .game import node_games
+from .junction import GraphExample, clique_game_polytope, clique_scores, pairwise_marginals
 from .recovery import emd_max
 from .trees import game_polytope
 
 #: Lower bound of the level gap ``delta`` as a fraction of the certified gap
 #: ``best upper bound - best lower bound`` (0 = the plain halving rule).
 _DELTA_FLOOR = 0.1
+
+
+def inner_polytope(ex, k, node_losses):
+    """The inner LP's polytope: tree local marginals, or junction-tree clique marginals, + v."""
+    if isinstance(ex, GraphExample):
+        return clique_game_polytope(ex, k, node_losses)
+    return game_polytope(ex, k, node_losses)
+
+
+def _lp_costs(ex, b, B):
+    """Objective of the inner LP over its parts (marginals, then v)."""
+    s = clique_scores(ex, b, B) if isinstance(ex, GraphExample) else np.concatenate(
+        [b.ravel(), B.ravel()])
+    return np.concatenate([s, np.ones(ex.n_nodes)])
+
+
+def _lp_marginals(ex, x, k):
+    """Node (n, k) and edge (E, k, k) marginals of an inner LP solution ``x``."""
+    x = np.clip(x, 0, None)
+    n = ex.n_nodes
+    if isinstance(ex, GraphExample):
+        return pairwise_marginals(ex, x[:ex.tables(k).n_parts], k)
+    return x[:n * k].reshape(n, k), x[n * k:n * k + (n - 1) * k * k].reshape(n - 1, k, k)
 
 
 def primal_value(ex, b, B, R, Q, node_losses):
@@ -53,14 +77,14 @@ class InnerLP:
 
     Parameters
     ----------
-    ex : TreeExample; k : int; node_losses : ndarray (n, k, k)
+    ex : TreeExample or GraphExample; k : int; node_losses : ndarray (n, k, k)
     """
 
     def __init__(self, ex, k, node_losses):
         import highspy
         import scipy.sparse as sp
-        P = game_polytope(ex, k, node_losses)
-        self.n, self.k = ex.n_nodes, k
+        P = inner_polytope(ex, k, node_losses)
+        self.ex, self.k = ex, k
         self.n_cols = P.A.shape[1]
         M = sp.vstack([P.A, P.E], format="csc")
         lp = highspy.HighsLp()
@@ -80,17 +104,13 @@ class InnerLP:
         self._ok = highspy.HighsModelStatus.kOptimal
 
     def solve(self, b, B):
-        """Maximum of Eq. 6 for potentials ``b`` (n, k), ``B`` (n-1, k, k): value, R, Q."""
-        n, k = self.n, self.k
-        s = np.concatenate([b.ravel(), B.ravel(), np.ones(n)])
-        self.h.changeColsCost(self.n_cols, self._idx, s)
+        """Maximum of Eq. 6 for potentials ``b`` (n, k), ``B`` (E, k, k): value, R, Q."""
+        self.h.changeColsCost(self.n_cols, self._idx, _lp_costs(self.ex, b, B))
         self.h.run()
         if self.h.getModelStatus() != self._ok:
             raise SolverError("HiGHS failed on the AGM inner LP: "
                               f"{self.h.modelStatusToString(self.h.getModelStatus())}")
-        x = np.asarray(self.h.getSolution().col_value)
-        R = np.clip(x[:n * k].reshape(n, k), 0, None)
-        Q = np.clip(x[n * k:n * k + (n - 1) * k * k].reshape(n - 1, k, k), 0, None)
+        R, Q = _lp_marginals(self.ex, np.asarray(self.h.getSolution().col_value), self.k)
         return float(self.h.getInfo().objective_function_value), R, Q
 
 
@@ -98,22 +118,21 @@ def inner_lp(ex, b, B, node_losses, polytope=None):
     """Exact inner maximum by one LP (HiGHS through scipy).
 
     Solves ``max_{(r, Q, v)} b.r + <B, Q> + sum_i v_i`` over the local marginal
-    polytope with ``v_i <= (L_i r_i)_j`` for every label ``j``.
+    polytope of a tree (or, for a graph example, over the clique marginals of its
+    junction tree, ``r`` and ``Q`` their marginals) with ``v_i <= (L_i r_i)_j`` for
+    every label ``j``.
 
     Returns
     -------
-    value : float; R : ndarray (n, k); Q : ndarray (n-1, k, k)
+    value : float; R : ndarray (n, k); Q : ndarray (E, k, k)
     """
-    n, k = b.shape
-    P = polytope if polytope is not None else game_polytope(ex, k, node_losses)
-    s = np.concatenate([b.ravel(), B.ravel(), np.ones(n)])
-    res = linprog(-s, A_ub=P.A, b_ub=P.b, A_eq=P.E, b_eq=P.e,
+    k = b.shape[1]
+    P = polytope if polytope is not None else inner_polytope(ex, k, node_losses)
+    res = linprog(-_lp_costs(ex, b, B), A_ub=P.A, b_ub=P.b, A_eq=P.E, b_eq=P.e,
                   bounds=np.column_stack([P.lb, P.ub]), method="highs")
     if res.status != 0:
         raise SolverError(f"HiGHS failed on the AGM inner LP: {res.message}")
-    x = res.x
-    R = np.clip(x[:n * k].reshape(n, k), 0, None)
-    Q = np.clip(x[n * k:n * k + (n - 1) * k * k].reshape(n - 1, k, k), 0, None)
+    R, Q = _lp_marginals(ex, res.x, k)
     return -float(res.fun), R, Q
 
 
@@ -219,3 +238,73 @@ def inner_dual_decomposition(ex, b, B, loss, weights, L, node_losses, u0=None,
             R_prev, R_win, w_win, restart = R_win / w_win, np.zeros((n, k)), 0.0, 2 * restart
             prev_new = True
     return lb, best_primal[0], best_primal[1], best_u, False, it
+
+
+def inner_junction_decomposition(gx, b, B, loss, weights, L, node_losses, u0=None,
+                                 max_iter=200, tol=1e-6, check_every=5):
+    """The inner maximum on a junction tree by dual decomposition: node games + max-sum.
+
+    Relaxing ``r_i = (marginal of node i)`` with multipliers ``u`` (n, k) splits
+    Eq. 6 into independent node games (Eq. 8, closed forms) and one max-sum on
+    the junction tree:
+
+    .. math::
+
+        D(u) = \\sum_i \\mathrm{value}(b_i + u_i, L_i)
+        + \\max_y \\Big[\\sum_e B_e(y_u, y_v) - \\sum_i u_i(y_i)\\Big]
+        \\;\\ge\\; \\text{the inner maximum},
+
+    minimized by subgradient steps (``r_i - e_{y_i}``) towards the level halfway
+    between the best upper bound and the best primal value.  Primal points, from
+    step-weighted averages restarted at iterations 2^j (as
+    :func:`inner_dual_decomposition`): the node marginals of the averaged max-sum
+    labellings and the averaged node-game strategies, each completed by the
+    multi-marginal recovery LP (:func:`~structlp.agm.recovery.recover_cliques`,
+    Eq. 9 on the junction tree).
+
+    Returns
+    -------
+    value, R (n, k), Q (E, k, k), u (n, k), converged, n_iter
+        As :func:`inner_dual_decomposition`.
+    """
+    from .junction import encode_pairwise, jt_max_sum
+    from .recovery import recover_cliques
+    n, k = b.shape
+    u = np.zeros((n, k)) if u0 is None else u0.copy()
+    best_ub, best_u, lb, best = np.inf, u.copy(), -np.inf, None
+    win = np.zeros((2, n, k))        # step-weighted sums of R and of the labellings' one-hots
+    w_win, prev, restart = 0.0, [], 2
+    it = 0
+    for it in range(1, max_iter + 1):
+        vals, R = node_games(b + u, loss, weights, L)
+        y, s = jt_max_sum(gx, -u, B)
+        g = float(vals.sum()) + s
+        if g < best_ub:
+            best_ub, best_u = g, u.copy()
+        onehot = np.eye(k)[y]
+        sg = R - onehot
+        nrm = float(np.sum(sg * sg))
+        if nrm <= 1e-18:          # the node games agree with the labelling: optimal
+            Q = encode_pairwise(gx, y, k)[n * k:].reshape(-1, k, k)
+            return primal_value(gx, b, B, R, Q, node_losses), R, Q, u, True, it
+        if it % check_every == 0 or it == max_iter:
+            Q_y = encode_pairwise(gx, y, k)[n * k:].reshape(-1, k, k)   # its only coupling
+            cands = [(onehot, Q_y)] + [(Rc, None) for Rc in
+                                       ([*(win / w_win)] if w_win > 0 else []) + prev]
+            prev = []
+            for Rc, Qc in cands:
+                Qc = recover_cliques(gx, Rc, B) if Qc is None else Qc
+                pv = primal_value(gx, b, B, Rc, Qc, node_losses)
+                if pv > lb:
+                    lb, best = pv, (Rc.copy(), Qc)
+            if best_ub - lb <= tol * max(1.0, abs(best_ub)):
+                return lb, best[0], best[1], best_u, True, it
+        target = lb + 0.02 * (best_ub - lb) if np.isfinite(lb) else g - 0.1 * abs(g) - 1.0
+        step = max(g - target, 1e-12) / nrm
+        u = u - step * sg
+        win[0] += step * R
+        win[1] += step * onehot
+        w_win += step
+        if it == restart:
+            prev, win, w_win, restart = [*(win / w_win)], np.zeros((2, n, k)), 0.0, 2 * restart
+    return lb, best[0], best[1], best_u, False, it

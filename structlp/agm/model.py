@@ -16,26 +16,39 @@ from ..exceptions import InvalidInputError, InvalidParameterError
 from ..formulations import block_diag
 from ..solvers import check_solver, check_solver_opts, solve
 from .game import check_loss
-from .inner import InnerLP, inner_dual_decomposition, inner_lp
-from .trees import (check_labels, check_tree_example, encode, game_polytope, max_sum,
-                    n_params, node_weights_of, part_features, potentials, split_theta)
+from .inner import (InnerLP, inner_dual_decomposition, inner_junction_decomposition, inner_lp,
+                    inner_polytope)
+from .junction import (MAX_TREEWIDTH, GraphExample, as_tree, check_example, clique_polytope_rows,
+                       clique_scores, encode_pairwise, graph_score, jt_max_sum)
+from .trees import (check_labels, check_tree_example, local_polytope_rows, max_sum, n_params,
+                    node_weights_of, part_features, potentials, split_theta)
 
 
-def check_tree_dataset(X, Y, n_labels, owner):
-    """Validate a list of tree examples (and labellings); return them checked."""
+def check_tree_dataset(X, Y, n_labels, owner, graphs=False, max_treewidth=MAX_TREEWIDTH):
+    """Validate a list of tree examples (and labellings); return them checked.
+
+    With ``graphs=True`` graph examples (dicts with ``edges``; see
+    :mod:`structlp.agm.junction`) are accepted too: those whose edges form a tree
+    directed away from a root become tree examples (the tree fast path), the others
+    :class:`~structlp.agm.junction.GraphExample` with their junction tree.
+    """
     X = check_sequence_of_examples(X, "X")
-    exs = [check_tree_example(x, f"X[{i}]") for i, x in enumerate(X)]
+    if graphs:
+        exs = [check_example(x, n_labels, max_treewidth, f"X[{i}]") for i, x in enumerate(X)]
+        exs = [(as_tree(ex) or ex) if isinstance(ex, GraphExample) else ex for ex in exs]
+    else:
+        exs = [check_tree_example(x, f"X[{i}]") for i, x in enumerate(X)]
     d_v = exs[0].node_features.shape[1]
-    # edge feature size from the first tree with an edge (a one-node tree has none, wherever
-    # it comes in the list)
-    d_e = next((ex.edge_features.shape[1] for ex in exs if ex.n_nodes > 1),
+    # edge feature size from the first example with an edge (a one-node tree has none,
+    # wherever it comes in the list)
+    d_e = next((ex.edge_features.shape[1] for ex in exs if len(ex.edge_child)),
                exs[0].edge_features.shape[1])
     for i, ex in enumerate(exs):
-        if ex.node_features.shape[1] != d_v or (ex.n_nodes > 1 and ex.edge_features.shape[1] != d_e):
+        if ex.node_features.shape[1] != d_v or (len(ex.edge_child) and ex.edge_features.shape[1] != d_e):
             raise InvalidInputError(
                 f"X[{i}] has (node, edge) feature sizes ({ex.node_features.shape[1]}, "
                 f"{ex.edge_features.shape[1]}); the others have ({d_v}, {d_e}).")
-        if ex.n_nodes == 1 and ex.edge_features.shape[1] != d_e:
+        if len(ex.edge_child) == 0 and ex.edge_features.shape[1] != d_e:
             ex.edge_features = np.zeros((0, d_e))
     if Y is None:
         return exs, None, d_v, d_e
@@ -47,8 +60,35 @@ def check_tree_dataset(X, Y, n_labels, owner):
     return exs, Ys, d_v, d_e
 
 
+def lp_encode(ex, y, k):
+    """Part vector of ``y`` in the inner LP's layout (pairwise for trees, cliques for graphs)."""
+    from .junction import encode_cliques
+    return encode_cliques(ex, y, k) if isinstance(ex, GraphExample) else encode_pairwise(ex, y, k)
+
+
+def lp_features(ex, k):
+    """Feature matrix of the inner LP's marginal parts (pairwise for trees, ``P^T Phi`` for graphs)."""
+    F = part_features(ex, k)
+    return ex.tables(k).PT @ F if isinstance(ex, GraphExample) else F
+
+
+def marginal_rows(ex, k):
+    """Equality rows of the marginal polytope of ``ex`` and the node-part selector.
+
+    Returns ``(E, e, N)`` with ``N`` (n_parts, n k) the sparse map from node
+    marginals' coefficients to the parts (identity on the node parts of a tree,
+    ``P^T`` restricted to node rows for a graph).
+    """
+    n = ex.n_nodes
+    if isinstance(ex, GraphExample):
+        E, e = clique_polytope_rows(ex, k)
+        return E, e, sp.csr_array(ex.tables(k).PT[:, :n * k])
+    E, e = local_polytope_rows(ex, k)
+    return E, e, sp.eye_array(E.shape[1], n * k, format="csr")
+
+
 class AdversarialGraphicalModel(BaseEstimator):
-    """Adversarial graphical model on trees (Fathony et al. 2018, Eq. 5).
+    """Adversarial graphical model on trees and low-treewidth graphs (Fathony et al. 2018, Eq. 5).
 
     Learns ``theta`` by
 
@@ -62,6 +102,14 @@ class AdversarialGraphicalModel(BaseEstimator):
     ``r_j``, edge marginals ``Q``), ``L_j = w_j L`` the node's weighted loss matrix
     and ``Phi(x, Q)`` the expected features.  ``m`` is the number of examples and
     ``lambda`` is ``reg``.
+
+    A graph example (dict with ``edges``; :mod:`structlp.agm.junction`) that is
+    not a tree directed away from a root is handled by its junction tree (§3.2.4):
+    ``M(x_i)`` becomes the clique-marginal polytope (exact on a junction tree),
+    ``r_j`` and ``Q`` its node and edge marginals; the QP dualizes that LP, the
+    subgradient method solves it (``inner="lp"``; ``"dual_decomposition"`` falls
+    back to the LP on such graphs), prediction is max-sum on the junction tree.
+    The cost per example is O(m_cliques k^(w+1)) for width ``w``.
 
     Parameters
     ----------
@@ -98,6 +146,9 @@ class AdversarialGraphicalModel(BaseEstimator):
     solver, solver_opts
         cvxpy QP solver for ``method="qp"`` (default CLARABEL) and its options;
         predict_proba uses an LP solver (HiGHS by default).
+    max_treewidth : int, default 8
+        Refuse graph examples whose junction tree is wider (an error giving the
+        width and the clique table size k^(w+1), before anything is allocated).
 
     Attributes
     ----------
@@ -117,7 +168,7 @@ class AdversarialGraphicalModel(BaseEstimator):
     def __init__(self, n_labels, loss="zero_one", node_weights=None, normalize_weights=False,
                  reg=1e-2, method="subgradient", inner="lp", max_epochs=100, learning_rate=0.1,
                  batch_size=1, average=True, inner_tol=1e-6, random_state=None, solver=None,
-                 solver_opts=None):
+                 solver_opts=None, max_treewidth=MAX_TREEWIDTH):
         self.n_labels = n_labels
         self.loss = loss
         self.node_weights = node_weights
@@ -133,6 +184,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         self.random_state = random_state
         self.solver = solver
         self.solver_opts = solver_opts
+        self.max_treewidth = max_treewidth
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -151,6 +203,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         check_bool(self.normalize_weights, "normalize_weights", owner=name)
         check_bool(self.average, "average", owner=name)
         check_random_state(self.random_state, owner=name)
+        check_scalar(self.max_treewidth, "max_treewidth", kind=numbers.Integral, low=0, owner=name)
         if not (self.node_weights is None or self.node_weights == "position"
                 or callable(self.node_weights)):
             raise InvalidParameterError(
@@ -161,13 +214,18 @@ class AdversarialGraphicalModel(BaseEstimator):
     def _weights(self, ex):
         return node_weights_of(ex, self.node_weights, bool(self.normalize_weights))
 
+    def _dataset(self, X, Y, k):
+        return check_tree_dataset(X, Y, k, type(self).__name__, graphs=True,
+                                  max_treewidth=self.max_treewidth)
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, Y):
         """Learn ``theta`` from tree examples ``X`` and labellings ``Y``.
 
         Parameters
         ----------
-        X : list of m tree examples (dicts; see :mod:`structlp.agm.trees`)
+        X : list of m tree or graph examples (dicts; see :mod:`structlp.agm.trees`
+            and :mod:`structlp.agm.junction`)
         Y : list of m int arrays (n_i,), labels in 0..n_labels-1
 
         Returns
@@ -176,7 +234,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         """
         k, loss_name, L = self._check_params()
         t0 = time.perf_counter()
-        exs, Ys, d_v, d_e = check_tree_dataset(X, Y, k, type(self).__name__)
+        exs, Ys, d_v, d_e = self._dataset(X, Y, k)
         W = [self._weights(ex) for ex in exs]
         NL = [w[:, None, None] * L[None] for w in W]
         self.n_features_in_ = (d_v, d_e)
@@ -204,8 +262,7 @@ class AdversarialGraphicalModel(BaseEstimator):
             b, B = potentials(ex, theta, k)
             val = (lps[i].solve(b, B)[0] if lps is not None and i in lps
                    else inner_lp(ex, b, B, nl)[0])
-            total += val - float(b[np.arange(len(y)), y].sum()
-                                 + B[np.arange(len(y) - 1), y[ex.edge_parent], y[ex.edge_child]].sum())
+            total += val - graph_score(ex, b, B, y)
         return float(0.5 * float(self.reg) * theta @ theta + total / len(exs))
 
     def objective(self, X, Y, theta=None):
@@ -214,7 +271,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         if theta is None:
             self._check_fitted()
             theta = self.coef_
-        exs, Ys, _, _ = check_tree_dataset(X, Y, k, type(self).__name__)
+        exs, Ys, _, _ = self._dataset(X, Y, k)
         NL = [self._weights(ex)[:, None, None] * L[None] for ex in exs]
         return self._objective(np.asarray(theta, dtype=float), exs, Ys, NL, k)
 
@@ -263,8 +320,10 @@ class AdversarialGraphicalModel(BaseEstimator):
         st = self.inner_stats_
         st["solves"] += 1
         if self.inner == "dual_decomposition":
-            val, R, Q, u, ok, n_it = inner_dual_decomposition(
-                ex, b, B, loss_name, w, L, nl, u0=U[i], tol=float(self.inner_tol))
+            dd = (inner_junction_decomposition if isinstance(ex, GraphExample)
+                  else inner_dual_decomposition)
+            val, R, Q, u, ok, n_it = dd(ex, b, B, loss_name, w, L, nl, u0=U[i],
+                                        tol=float(self.inner_tol))
             U[i] = u
             st["dd_iterations"] += n_it
             if ok:
@@ -285,13 +344,13 @@ class AdversarialGraphicalModel(BaseEstimator):
         #   min e . nu  s.t.  A^T lam + E^T nu >= Phi theta + c,  lam >= 0.
         Phis, As, Es, es, cs, psis = [], [], [], [], [], []
         for ex, y, nl in zip(exs, Ys, NL):
-            F = part_features(ex, k)
+            F = lp_features(ex, k)
             n = ex.n_nodes
-            P = game_polytope(ex, k, nl)
+            P = inner_polytope(ex, k, nl)
             Phis.append(sp.vstack([F, sp.csr_array((n, F.shape[1]))], format="csr"))
             As.append(P.A); Es.append(P.E); es.append(P.e)
             cs.append(np.concatenate([np.zeros(F.shape[0]), np.ones(n)]))
-            psis.append(F.T @ encode(ex, y, k))
+            psis.append(F.T @ lp_encode(ex, y, k))
         D = n_params(d_v, d_e, k)
         m = len(exs)
         Phi = sp.vstack(Phis, format="csr")
@@ -322,21 +381,25 @@ class AdversarialGraphicalModel(BaseEstimator):
     def _checked(self, X):
         self._check_fitted()
         k = self._check_params()[0]
-        exs, _, d_v, d_e = check_tree_dataset(X, None, k, type(self).__name__)
+        exs, _, d_v, d_e = self._dataset(X, None, k)
         if (d_v, d_e) != tuple(self.n_features_in_) and not (
-                d_v == self.n_features_in_[0] and all(ex.n_nodes == 1 for ex in exs)):
+                d_v == self.n_features_in_[0] and all(len(ex.edge_child) == 0 for ex in exs)):
             raise InvalidInputError(
                 f"X has (node, edge) feature sizes ({d_v}, {d_e}); the model was fitted with "
                 f"{tuple(self.n_features_in_)}.")
         return exs, k
 
     def decision_potentials(self, X):
-        """Node potentials (n, k) and edge potentials (n-1, k, k) of each example."""
+        """Node potentials (n, k) and edge potentials (E, k, k) of each example.
+
+        (A graph example that is a tree directed from a root has its edges in the
+        tree's order: by child node.)
+        """
         exs, k = self._checked(X)
         return [potentials(ex, self.coef_, k) for ex in exs]
 
     def predict(self, X):
-        """The highest-potential labelling of each example, by max-sum on its tree.
+        """The highest-potential labelling of each example, by max-sum on its (junction) tree.
 
         Solves ``argmax_y theta . Phi(x, y)``.
 
@@ -345,7 +408,8 @@ class AdversarialGraphicalModel(BaseEstimator):
         list of int arrays (n_i,)
         """
         exs, k = self._checked(X)
-        return [max_sum(ex, *potentials(ex, self.coef_, k))[0] for ex in exs]
+        return [(jt_max_sum if isinstance(ex, GraphExample) else max_sum)(
+            ex, *potentials(ex, self.coef_, k))[0] for ex in exs]
 
     def predict_proba(self, X):
         """The predictor's node marginals of Eq. 10, one LP for all examples.
@@ -358,7 +422,8 @@ class AdversarialGraphicalModel(BaseEstimator):
             \\sum_j p_j^T L_j r_j + \\theta\\cdot\\Phi(x, Q),
 
         with the inner max replaced by its LP dual over the local marginal
-        polytope ``{E mu = e, mu >= 0}``: ``min e.nu  s.t.  E^T nu >= Phi theta + M p``.
+        polytope ``{E mu = e, mu >= 0}`` (a graph example: its clique-marginal
+        polytope): ``min e.nu  s.t.  E^T nu >= Phi theta + M p``.
 
         Returns
         -------
@@ -366,11 +431,10 @@ class AdversarialGraphicalModel(BaseEstimator):
         """
         exs, k = self._checked(X)
         _, _, L = self._check_params()
-        from .trees import local_polytope_rows
         Es, es, scores, Ms, sizes = [], [], [], [], []
         for ex in exs:
             n = ex.n_nodes
-            E, e = local_polytope_rows(ex, k)
+            E, e, Nsel = marginal_rows(ex, k)
             b, B = potentials(ex, self.coef_, k)
             Lw = self._weights(ex)[:, None, None] * L[None]
             # node part (i, b) gets sum_j p[i, j] L_i[j, b]
@@ -378,10 +442,11 @@ class AdversarialGraphicalModel(BaseEstimator):
             i_idx = rows // k
             b_idx = rows % k
             j_idx = np.tile(np.arange(k), n * k)
-            M = sp.csr_array((Lw[i_idx, j_idx, b_idx], (rows, i_idx * k + j_idx)),
-                             shape=(E.shape[1], n * k))
-            Es.append(E); es.append(e); Ms.append(M); sizes.append(n)
-            scores.append(np.concatenate([b.ravel(), B.ravel()]))
+            M = Nsel @ sp.csr_array((Lw[i_idx, j_idx, b_idx], (rows, i_idx * k + j_idx)),
+                                    shape=(n * k, n * k))
+            Es.append(E); es.append(e); Ms.append(sp.csr_array(M)); sizes.append(n)
+            scores.append(clique_scores(ex, b, B) if isinstance(ex, GraphExample)
+                          else np.concatenate([b.ravel(), B.ravel()]))
         E = block_diag(Es)
         M = block_diag(Ms)
         s = np.concatenate(scores)
@@ -400,6 +465,7 @@ class AdversarialGraphicalModel(BaseEstimator):
 
 
 def _edge_onehot(ex, y, k):
-    Z = np.zeros((ex.n_nodes - 1, k, k))
-    Z[np.arange(ex.n_nodes - 1), y[ex.edge_parent], y[ex.edge_child]] = 1.0
+    m = len(ex.edge_child)
+    Z = np.zeros((m, k, k))
+    Z[np.arange(m), y[ex.edge_parent], y[ex.edge_child]] = 1.0
     return Z

@@ -136,3 +136,40 @@ def recover_pairwise(r_parent, r_child, B, method="emd", reg=1e-2, solver=None, 
             f"{off:.3g} > {MARGINAL_TOL:g}. Increase 'reg' (e.g. 1e-2), or use method='emd' "
             "(exact).")
     return Q
+
+
+def recover_cliques(gx, R, B):
+    """Eq. 9 on a junction tree: the adversary's clique marginals for given node marginals.
+
+    Solves the multi-marginal transport LP
+
+    .. math::
+
+        \\max_{\\mu \\in \\mathcal M(G)} \\sum_e \\langle Q_e(\\mu), B_e\\rangle
+        \\quad\\text{s.t.}\\quad r_i(\\mu) = R_i \\;\\; \\forall i
+
+    over the clique-marginal polytope of the graph example ``gx``
+    (:mod:`structlp.agm.junction`), by HiGHS.  Always feasible (the product of
+    the ``R_i`` is a joint distribution with these marginals); on a tree it is
+    Eq. 9 for every edge at once.
+
+    Parameters
+    ----------
+    gx : GraphExample; R : ndarray (n, k), rows distributions; B : ndarray (E, k, k)
+
+    Returns
+    -------
+    Q : ndarray (E, k, k), the edge marginals of the optimal clique marginals
+    """
+    from scipy.optimize import linprog
+    import scipy.sparse as sp
+    from .junction import clique_polytope_rows, clique_scores, pairwise_marginals
+    n, k = R.shape
+    T = gx.tables(k)
+    E, e = clique_polytope_rows(gx, k)
+    c = clique_scores(gx, np.zeros((n, k)), B)
+    res = linprog(-c, A_eq=sp.vstack([E, T.P[:n * k]], format="csr"),
+                  b_eq=np.concatenate([e, np.ravel(R)]), bounds=(0, None), method="highs")
+    if res.status != 0:
+        raise SolverError(f"HiGHS failed on the clique recovery LP: {res.message}")
+    return pairwise_marginals(gx, np.clip(res.x, 0, None), k)[1]

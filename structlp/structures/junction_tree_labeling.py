@@ -1,0 +1,115 @@
+"""Labellings of low-treewidth graphs: the clique-marginal polytope of a junction tree."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import check_scalar
+from ..agm.game import check_loss
+from ..agm.junction import (MAX_TREEWIDTH, GraphExample, check_example, check_graph_example,
+                            clique_polytope, encode_cliques, jt_max_sum_cliques,
+                            pairwise_marginals, tree_as_graph)
+from ..agm.trees import check_labels, node_weights_of, part_features
+from ..exceptions import InvalidParameterError
+from ..model import StructuredModel
+
+
+class JunctionTreeLabeling(StructuredModel):
+    """Labellings ``y`` (n,) in ``0..k-1`` of a graph's nodes, scored by node and edge parts.
+
+    An example is a graph dict (``node_features`` (n, d_v), ``edges`` (E, 2),
+    ``edge_features`` (E, d_e); see :mod:`structlp.agm.junction`) or a tree dict
+    (read as a graph with edges ``(parent, child)``).  The score of ``y`` is
+    ``sum_i theta_v[y_i] . v_i + sum_e theta_e[y_u, y_v] . f_e`` (the parameters of
+    :class:`~structlp.structures.TreeLabeling`).  Parts are the clique tables
+    ``mu_C(y_C)`` of the example's junction tree (``k^{|C|}`` entries per clique),
+    and the output polytope is the clique-marginal polytope
+
+    .. math::
+
+        \\sum_{y_C} \\mu_C(y_C) = 1,\\quad
+        \\sum_{y_C \\sim s} \\mu_C(y_C) = \\sum_{y_D \\sim s} \\mu_D(y_D)\\;
+        \\text{(each junction-tree edge } (C, D)\\text{, separator labelling } s),
+        \\quad \\mu \\ge 0,
+
+    the graph's marginal polytope (integral).  A part's features are the sum of
+    the node and edge features assigned to its clique.  The loss is additive over
+    nodes, ``loss(y_true, y) = sum_i w_i L[y_i, y_true_i]``.  Inference is exact
+    max-sum on the junction tree, O(m_cliques k^(w+1)).
+
+    Parameters
+    ----------
+    n_labels : int >= 2
+    loss : {"zero_one", "absolute", "squared"} or array (k, k), non-negative
+    node_weights : None, "position" or callable ``x -> (n,)``
+    normalize_weights : bool
+    max_treewidth : int, default 8
+        Refuse junction trees wider than this (error with the width and k^(w+1)).
+    """
+
+    formulations = ("minmax",)
+
+    def __init__(self, n_labels, loss="zero_one", node_weights=None, normalize_weights=False,
+                 max_treewidth=MAX_TREEWIDTH):
+        self.n_labels = n_labels
+        self.loss = loss
+        self.node_weights = node_weights
+        self.normalize_weights = normalize_weights
+        self.max_treewidth = max_treewidth
+
+    def _k(self):
+        return check_scalar(self.n_labels, "n_labels", kind=numbers.Integral, low=2,
+                            owner="JunctionTreeLabeling")
+
+    def check_x(self, x):
+        k = self._k()
+        check_loss(self.loss, k, owner="JunctionTreeLabeling")
+        if not (self.node_weights is None or self.node_weights == "position"
+                or callable(self.node_weights)):
+            raise InvalidParameterError(
+                "The 'node_weights' parameter of JunctionTreeLabeling must be None, "
+                f"'position' or a callable; got {self.node_weights!r}.")
+        ex = check_example(x, k, self.max_treewidth)
+        if not isinstance(ex, GraphExample):
+            ex = check_graph_example(tree_as_graph(ex), k, self.max_treewidth)
+        return ex
+
+    def n_parts(self, x):
+        return x.tables(self._k()).n_parts
+
+    def features(self, x):
+        k = self._k()
+        return x.tables(k).PT @ part_features(x, k)
+
+    def polytope(self, x):
+        return clique_polytope(x, self._k())
+
+    def polytope_key(self, x):
+        return x.key() + (self._k(),)
+
+    def encode(self, x, y):
+        k = self._k()
+        return encode_cliques(x, check_labels(y, x.n_nodes, k), k)
+
+    def decode(self, x, mu):
+        node, _ = pairwise_marginals(x, np.asarray(mu, dtype=float), self._k())
+        return np.argmax(node, axis=1)
+
+    def loss_coefficients(self, x, y_true):
+        k = self._k()
+        y = check_labels(y_true, x.n_nodes, k, "y_true")
+        _, L = check_loss(self.loss, k, owner="JunctionTreeLabeling")
+        w = node_weights_of(x, self.node_weights, bool(self.normalize_weights))
+        T = x.tables(k)
+        c = np.zeros(T.P.shape[0])
+        c[:x.n_nodes * k] = (w[:, None] * L[:, y].T).ravel()   # node i, label a: w_i L[a, y_i]
+        return T.PT @ c, 0.0
+
+    def inference(self, x, scores):
+        return jt_max_sum_cliques(x, scores, self._k())[0]
+
+    def inference_parts(self, x, scores):
+        k = int(self.n_labels)             # checked with x by check_x
+        return encode_cliques(x, jt_max_sum_cliques(x, scores, k)[0], k)
