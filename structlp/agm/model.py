@@ -142,6 +142,9 @@ class AdversarialGraphicalModel(BaseEstimator):
     average : bool, default True
         Return the average of the iterates of the second half of the epochs.
     inner_tol : float > 0, default 1e-6
+    init : float or array (k * d_v + k**2 * d_e,), default 0.0
+        Starting ``theta`` of the subgradient method (a constant fills every
+        entry; the authors' code starts from -0.5).
     random_state : int or None
     solver, solver_opts
         cvxpy QP solver for ``method="qp"`` (default CLARABEL) and its options;
@@ -168,7 +171,7 @@ class AdversarialGraphicalModel(BaseEstimator):
     def __init__(self, n_labels, loss="zero_one", node_weights=None, normalize_weights=False,
                  reg=1e-2, method="subgradient", inner="lp", max_epochs=100, learning_rate=0.1,
                  batch_size=1, average=True, inner_tol=1e-6, random_state=None, solver=None,
-                 solver_opts=None, max_treewidth=MAX_TREEWIDTH):
+                 solver_opts=None, max_treewidth=MAX_TREEWIDTH, init=0.0):
         self.n_labels = n_labels
         self.loss = loss
         self.node_weights = node_weights
@@ -185,6 +188,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         self.solver = solver
         self.solver_opts = solver_opts
         self.max_treewidth = max_treewidth
+        self.init = init
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -278,7 +282,7 @@ class AdversarialGraphicalModel(BaseEstimator):
     def _fit_subgradient(self, exs, Ys, W, NL, k, d_v, d_e, loss_name, L):
         rng = np.random.default_rng(self.random_state)
         D = n_params(d_v, d_e, k)
-        theta = np.zeros(D)
+        theta = self._initial_theta(D)
         G = np.zeros(D)
         avg, n_avg = np.zeros(D), 0
         m = len(exs)
@@ -315,6 +319,15 @@ class AdversarialGraphicalModel(BaseEstimator):
         if st["solves"]:
             st["dd_iterations"] = st["dd_iterations"] / st["solves"]
         return (avg if (self.average and n_avg) else theta), polys
+
+    def _initial_theta(self, D):
+        init = np.asarray(self.init, dtype=float) if isinstance(
+            self.init, (numbers.Real, np.ndarray, list, tuple)) else None
+        if init is None or init.shape not in ((), (D,)) or not np.all(np.isfinite(init)):
+            raise InvalidParameterError(
+                f"The 'init' parameter of {type(self).__name__} must be a finite number or an "
+                f"array of shape ({D},) (the length of theta); got {self.init!r}.")
+        return np.full(D, float(init)) if init.shape == () else init.copy()
 
     def _inner(self, i, ex, b, B, loss_name, w, L, nl, U, polys):
         st = self.inner_stats_
