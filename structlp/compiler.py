@@ -57,7 +57,10 @@ def prepare(model, X, Y, need_polytopes=True, operators=False):
     if len(X) != len(Y):
         raise InvalidInputError(
             f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
-    Phis, polys, cs, ds, mus, Xs = [], [], [], [], [], []
+    Phis, polys, ds, Xs = [], [], [], []
+    # with operators, the loss coefficients and true outputs are kept by their nonzeros
+    # from the start (m dense part vectors are never held at once)
+    cs, mus = (SparseVectors(), SparseVectors()) if operators else ([], [])
     cache = {}
     n_features = None
     for i, (x, y) in enumerate(zip(X, Y)):
@@ -97,8 +100,6 @@ def prepare(model, X, Y, need_polytopes=True, operators=False):
         ds.append(float(d))
         mus.append(mu)
         Xs.append(x)
-    if operators:     # loss coefficients and true outputs by their nonzeros
-        cs, mus = SparseVectors(cs), SparseVectors(mus)
     return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs, Y, int(n_features))
 
 
@@ -107,14 +108,17 @@ class SparseVectors(Sequence):
     vector, made afresh (so that m dense part vectors are never held at once:
     ``prepare(..., operators=True)`` stores ``c`` and ``mu_true`` so)."""
 
-    def __init__(self, vectors):
+    def __init__(self, vectors=()):
         self._idx, self._val, self._len = [], [], []
         for v in vectors:
-            v = np.asarray(v, dtype=float)
-            idx = np.flatnonzero(v)
-            self._idx.append(idx.astype(np.int32) if v.size < 2 ** 31 else idx)
-            self._val.append(v[idx])
-            self._len.append(v.size)
+            self.append(v)
+
+    def append(self, v):
+        v = np.asarray(v, dtype=float)
+        idx = np.flatnonzero(v)
+        self._idx.append(idx.astype(np.int32) if v.size < 2 ** 31 else idx)
+        self._val.append(v[idx])
+        self._len.append(v.size)
 
     def __len__(self):
         return len(self._len)

@@ -583,3 +583,21 @@ def test_warm_start_continues_the_dual_state(rng):
     a = fit_quiet(FrankWolfeLearner(BipartiteMatching(), max_iter=2, random_state=0), X, Y)
     coef = a.coef_.copy()
     np.testing.assert_array_equal(fit_quiet(a, X, Y).coef_, coef)
+
+
+def test_prepare_with_operators_keeps_the_same_data(rng):
+    """prepare(operators=True): operators equal to the matrices, c and mu_true by their
+    nonzeros but item by item the same dense vectors."""
+    from structlp.compiler import SparseVectors, prepare
+    X, Y = chains(rng, 5)
+    model = TreeLabeling(3)
+    a = prepare(model, X, Y)
+    b = prepare(model, X, Y, operators=True)
+    assert isinstance(b.c, SparseVectors) and isinstance(b.mu_true, SparseVectors)
+    assert len(b.c) == 5 and len(b.mu_true[1:3]) == 2
+    for i in range(5):
+        np.testing.assert_array_equal(b.c[i], a.c[i])
+        np.testing.assert_array_equal(b.mu_true[i], a.mu_true[i])
+        np.testing.assert_allclose(b.Phi[i].toarray(), a.Phi[i].toarray(), atol=1e-15)
+    np.testing.assert_array_equal(b.n_parts, a.n_parts)
+    assert b.n_features == a.n_features
