@@ -269,14 +269,12 @@ class _Writer:
         return {"type": kind, "file": name}
 
     def node(self, v, where):
-        if v is None or isinstance(v, (bool, str)):
-            return v
-        if isinstance(v, numbers.Integral) and type(v) is int:
+        if isinstance(v, np.generic):   # before str/float: numpy scalars keep their type
+            return self.array(np.asarray(v), kind="scalar")
+        if v is None or type(v) in (bool, int, str):
             return v
         if type(v) is float:
             return v if math.isfinite(v) else {"type": "float", "value": repr(v)}
-        if isinstance(v, np.generic):
-            return self.array(np.asarray(v), kind="scalar")
         if isinstance(v, np.ndarray):
             return self.array(v)
         if sp.issparse(v):
@@ -390,7 +388,7 @@ class _Reader:
             return out
         if kind in ("ndarray", "scalar"):
             name = n.get("file")
-            if name not in self.arrays:
+            if not isinstance(name, str) or name not in self.arrays:
                 raise PersistenceError(f"Refusing a malformed file: no array {name!r}.")
             a = self.arrays[name].copy()
             return a[()] if kind == "scalar" else a

@@ -211,7 +211,8 @@ def test_file_objects_and_values_of_every_plain_type(tmp_path):
     est = MaxMarginLearner(BipartiteMatching())
     est.misc_ = {"int": 3, "float": 0.1, "nan": float("nan"), "inf": -float("inf"),
                  "bool": True, "none": None, "str": "é", "tuple": (1, (2.5, "a")),
-                 "list": [np.int64(4), np.float32(1.5), np.arange(3, dtype=np.int16)],
+                 "list": [np.int64(4), np.float32(1.5), np.arange(3, dtype=np.int16),
+                          np.str_("s"), np.float64(2.0), np.bool_(True)],
                  7: "int key", (1, 2): "tuple key",
                  "csr": sp.csr_array(np.eye(3)), "csc_matrix": sp.csc_matrix(np.eye(2)),
                  "coo": sp.coo_array(np.ones((2, 3))), "bool_array": np.array([True, False]),
@@ -339,6 +340,12 @@ def test_refuses_unknown_nodes_and_attribute_names(saved):
         meta["root"]["attributes"]["coef_"] = {"type": "pickle", "data": "gASV"}
     _rewrite(saved, bad_node)
     with pytest.raises(PersistenceError, match="unknown node type 'pickle'"):
+        structlp.load(saved)
+
+    def bad_file(meta):
+        meta["root"]["attributes"]["coef_"] = {"type": "ndarray", "file": ["arrays/0.npy"]}
+    _rewrite(saved, bad_file)
+    with pytest.raises(PersistenceError, match="no array"):
         structlp.load(saved)
 
     def dunder(meta):
