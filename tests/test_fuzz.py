@@ -133,7 +133,7 @@ def _bad_scalar(draw, kind="positive"):
 def _mutated_array(draw, a, nan_at=None, allow=()):
     """A random invalid version of the numeric array ``a`` (never valid for its use)."""
     a = np.asarray(a, dtype=float)
-    kinds = ["complex", "str", "object", "nan", "inf", "ndim", "empty", "ragged"]
+    kinds = ["complex", "str", "object", "nan", "inf", "ndim", "empty", "ragged", "datetime"]
     kind = draw(st.sampled_from([k for k in kinds if k not in allow]))
     idx = nan_at if nan_at is not None else (0,) * a.ndim
     if a.size == 0 and kind in ("object", "nan", "inf", "empty"):
@@ -142,6 +142,8 @@ def _mutated_array(draw, a, nan_at=None, allow=()):
         return a + 0.5j
     if kind == "str":
         return a.astype(str)
+    if kind == "datetime":
+        return np.full(a.shape, np.datetime64("2020-01-01")).tolist()
     if kind == "object":
         b = a.astype(object)
         b[idx] = draw(st.sampled_from([None, "x", 1 + 2j]))
