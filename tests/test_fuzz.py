@@ -40,8 +40,18 @@ error / ValueError / TypeError whose message contains one of ``names`` as a
 word.  Helpers: :func:`_mutated_array` (a random bad version of an array, with
 the names its error must mention), :func:`_bad_scalar`, the ``_*_problem``
 generators of tiny valid problems with their oracles.  Exception and warning
-classes are covered by :func:`_exception_entry` (one line each).  Keep
-``examples`` small for entries that solve a QP (each case costs ~0.1 s).
+classes exported in ``__all__`` are covered automatically by
+:func:`_exception_entry` (e.g. a new ``PersistenceError``).  Keep ``examples``
+small for entries that solve a QP (each case costs ~0.1 s).
+
+Sketches for exports being added elsewhere: ``structlp.save``/``load`` — fit a
+tiny learner with :func:`_learner_entry`'s problems, save to ``tmp_path``-like
+``tempfile`` path, load, ``check`` equal ``predict``; mutations: a path in a
+missing directory, a file that is not a structlp archive (names ``path``).
+``structlp.clone`` — clone of a random learner has equal ``get_params()`` and is
+unfitted.  ``datasets.make_*`` — draw the size arguments, ``check`` the shapes and
+that a learner accepts the data; mutations via :func:`_bad_scalar` (names the
+size argument).  A junction-tree AGM class — reuse :func:`_tree_learner_entry`.
 """
 
 from __future__ import annotations
