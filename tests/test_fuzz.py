@@ -146,7 +146,7 @@ def _mutated_array(draw, a, nan_at=None, allow=()):
     kinds = ["complex", "str", "object", "nan", "inf", "ndim", "empty", "ragged", "datetime"]
     kind = draw(st.sampled_from([k for k in kinds if k not in allow]))
     idx = nan_at if nan_at is not None else (0,) * a.ndim
-    if a.size == 0 and kind in ("object", "nan", "inf", "empty"):
+    if a.size == 0 and kind in ("object", "nan", "inf", "empty", "datetime"):
         kind = "complex"
     if kind == "complex":
         return a + 0.5j
