@@ -79,12 +79,11 @@ def check_choice(value, name, choices, owner=None):
 
 
 def _first_non_real(values):
-    """The first entry of an object array that is not a real number, or None."""
+    """``[v]`` for the first entry of an object array that is not a real number, or ``[]``."""
     for v in values:
-        if isinstance(v, (str, bytes, complex, np.complexfloating)) \
-                or not isinstance(v, (numbers.Real, np.bool_)):
-            return v
-    return None
+        if not isinstance(v, (numbers.Real, np.bool_)):
+            return [v]
+    return []
 
 
 def check_real(a, name):
@@ -96,26 +95,26 @@ def check_real(a, name):
     follows (its error is reported there).
     """
     if sp.issparse(a):
-        kind = a.dtype.kind
-        bad = None
+        dtype, bad = a.dtype, []
     else:
         try:
             raw = a if isinstance(a, np.ndarray) else np.asarray(a)
         except (TypeError, ValueError):
             return
-        kind = raw.dtype.kind
-        bad = _first_non_real(raw.ravel()) if kind == "O" else None
-    if kind == "c" or isinstance(bad, (complex, np.complexfloating)):
+        dtype = raw.dtype
+        bad = _first_non_real(raw.ravel()) if dtype.kind == "O" else []
+    kind = dtype.kind
+    if kind == "c" or (bad and isinstance(bad[0], (complex, np.complexfloating))):
         raise InvalidInputError(
             f"{name} must be real; got complex values (numpy would drop the imaginary part). "
             "Pass the real part (np.real) or split it into features explicitly.")
-    if kind in "USV" or (kind == "O" and bad is not None):
-        what = repr(bad) if bad is not None else f"dtype {np.asarray(a).dtype}"
+    if kind in "USV" or bad:
+        what = repr(bad[0]) if bad else f"dtype {dtype}"
         raise InvalidInputError(
             f"{name} must be a numeric array; got non-numeric entries ({what[:60]}). "
             "Convert strings to numbers yourself (e.g. np.asarray(x, dtype=float)).")
     if kind in "mM":
-        raise InvalidInputError(f"{name} must be a numeric array; got dtype {a.dtype}.")
+        raise InvalidInputError(f"{name} must be a numeric array; got dtype {dtype}.")
 
 
 def check_finite_array(a, name, *, ndim=None, shape=None, dtype=float, allow_sparse=False):

@@ -219,7 +219,8 @@ def test_complex_and_string_outputs_are_refused(data, how):
         fit(X, _mutate(Y, how))
 
 
-@pytest.mark.parametrize("bad", [np.array([1.0, "2"], dtype=object), [1, 2 + 0j], ["1", "2"]])
+@pytest.mark.parametrize("bad", [np.array([1.0, "2"], dtype=object), [1, 2 + 0j], ["1", "2"],
+                                 [np.datetime64("2020-01-01")], np.array([None, 1.0])])
 def test_check_finite_array_refuses_non_real(bad):
     from structlp._validation import check_finite_array
     with pytest.raises(InvalidInputError, match="^w must be"):

@@ -40,8 +40,18 @@ error / ValueError / TypeError whose message contains one of ``names`` as a
 word.  Helpers: :func:`_mutated_array` (a random bad version of an array, with
 the names its error must mention), :func:`_bad_scalar`, the ``_*_problem``
 generators of tiny valid problems with their oracles.  Exception and warning
-classes are covered by :func:`_exception_entry` (one line each).  Keep
-``examples`` small for entries that solve a QP (each case costs ~0.1 s).
+classes exported in ``__all__`` are covered automatically by
+:func:`_exception_entry` (e.g. a new ``PersistenceError``).  Keep ``examples``
+small for entries that solve a QP (each case costs ~0.1 s).
+
+Sketches for exports being added elsewhere: ``structlp.save``/``load`` — fit a
+tiny learner with :func:`_learner_entry`'s problems, save to ``tmp_path``-like
+``tempfile`` path, load, ``check`` equal ``predict``; mutations: a path in a
+missing directory, a file that is not a structlp archive (names ``path``).
+``structlp.clone`` — clone of a random learner has equal ``get_params()`` and is
+unfitted.  ``datasets.make_*`` — draw the size arguments, ``check`` the shapes and
+that a learner accepts the data; mutations via :func:`_bad_scalar` (names the
+size argument).  A junction-tree AGM class — reuse :func:`_tree_learner_entry`.
 """
 
 from __future__ import annotations
@@ -67,6 +77,7 @@ import structlp.structures as structures
 from oracles import (enumerate_bmatchings, enumerate_matchings, enumerate_perfect_matchings,
                      enumerate_spanning_trees)
 from structlp import ConvergenceWarning, StructlpError
+from structlp.compiler import prepare
 
 _spec = importlib.util.spec_from_file_location(
     "_fuzz_seq_oracles", Path(__file__).parent / "sequence" / "seq_oracles.py")
@@ -132,15 +143,17 @@ def _bad_scalar(draw, kind="positive"):
 def _mutated_array(draw, a, nan_at=None, allow=()):
     """A random invalid version of the numeric array ``a`` (never valid for its use)."""
     a = np.asarray(a, dtype=float)
-    kinds = ["complex", "str", "object", "nan", "inf", "ndim", "empty", "ragged"]
+    kinds = ["complex", "str", "object", "nan", "inf", "ndim", "empty", "ragged", "datetime"]
     kind = draw(st.sampled_from([k for k in kinds if k not in allow]))
     idx = nan_at if nan_at is not None else (0,) * a.ndim
-    if a.size == 0 and kind in ("object", "nan", "inf", "empty"):
+    if a.size == 0 and kind in ("object", "nan", "inf", "empty", "datetime"):
         kind = "complex"
     if kind == "complex":
         return a + 0.5j
     if kind == "str":
         return a.astype(str)
+    if kind == "datetime":
+        return np.full(a.shape, np.datetime64("2020-01-01")).tolist()
     if kind == "object":
         b = a.astype(object)
         b[idx] = draw(st.sampled_from([None, "x", 1 + 2j]))
@@ -153,9 +166,8 @@ def _mutated_array(draw, a, nan_at=None, allow=()):
         return a[..., None] if draw(st.booleans()) or a.ndim == 1 else a.reshape(-1)
     if kind == "empty":
         return np.zeros((0,) * a.ndim)
-    rows = [list(r) for r in a.reshape(a.shape[0], -1)] if a.ndim > 1 else [list(a), list(a)]
-    rows[-1] = rows[-1][:-1] or [1.0, 2.0]
-    return rows
+    rows = [list(r) for r in a.reshape(a.shape[0], -1)] if a.ndim > 1 and a.shape[0] else [[1.0]]
+    return rows + [rows[0] + [1.0]]           # rows of different lengths
 
 
 def _seed(draw):
@@ -305,12 +317,13 @@ def _mutated_x(draw, p):
         if key == "parents":
             x["parents"] = draw(st.sampled_from([np.array([0] * len(p.x["parents"])),
                                                  np.append(p.x["parents"][:-1], 99),
-                                                 p.x["parents"] + 0.5, [-1, 0, 0.5][:2]]))
+                                                 p.x["parents"] + 0.5]))
             if len(x["parents"]) != len(p.x["parents"]):
                 x["node_features"] = p.x["node_features"][:len(x["parents"])]
                 x["edge_features"] = p.x["edge_features"][:len(x["parents"]) - 1]
             return x, ("parents",)
-        allow = ("empty",) if key == "edge_features" and len(p.x["parents"]) == 1 else ()
+        # a one-node tree may give its (absent) edge features as [] or (0, d_e)
+        allow = ("empty", "ndim") if key == "edge_features" and len(p.x["parents"]) == 1 else ()
         x[key] = _mutated_array(draw, p.x[key], allow=allow)
         return x, (key,)
     return _mutated_array(draw, p.x, nan_at=p.nan_at), ("x", "X")
@@ -324,8 +337,10 @@ def _structure_entry(name):
             x, names = _mutated_x(draw, p)
             return Case(lambda: p.model.features(p.model.check_x(x)), names=names)
         if mode == "y":
-            y = p.y_bad(draw)
-            return Case(lambda: p.model.encode(p.model.check_x(p.x), y), names=("y",))
+            y = p.y_bad(draw)          # checked where outputs enter: prepare (encode + polytope)
+            need = "minmax" in p.model.formulations
+            return Case(lambda: prepare(p.model, [p.x], [y], need_polytopes=need),
+                        names=("y", "Y[0]"))
         if mode == "param":
             params = {"BipartiteMatching": ["R", "P"],
                       "TreeLabeling": ["n_labels", "loss", "normalize_weights"]}.get(name)
@@ -459,7 +474,8 @@ def _polytope(draw):
                                    b.astype(str)]))
         return Case(lambda: structlp.Polytope(A=A, b=bb), names=("b",))
     if mode == "n_parts":
-        return Case(lambda: structlp.Polytope(n_parts=_bad_scalar(draw, "int")),
+        bad = draw(st.sampled_from([-1, 2.5, np.inf, "3", True, 1j]))
+        return Case(lambda: structlp.Polytope(n_parts=bad),
                     names=("n_parts",))
     if mode == "lb":
         return Case(lambda: structlp.Polytope(A=A, b=b, lb=np.ones(n), ub=np.zeros(n)),
@@ -500,7 +516,7 @@ def _structured_model(draw):
 
     def check(est):
         for x, p, s in zip(X, est.predict(X), est.decision_scores(X)):
-            assert int(np.argmax(p)) == int(np.argmax(s)) and p.sum() == 1
+            assert p.sum() == 1 and s[int(np.argmax(p))] >= s.max() - 1e-6   # LP tolerance
     return Case(lambda: structlp.CuttingPlaneLearner(Pick(), max_iter=30).fit(X, Y), check)
 
 
@@ -736,8 +752,9 @@ def _seq_loss_entry(name):
             if not params:
                 return Case(lambda: cls(bogus=1), names=("bogus",))
             param = draw(st.sampled_from(params))
-            bad = draw(st.sampled_from([0.5, np.nan, "1", True, None]
-                                       + ([-1] if param not in ("mismatch", "gap") else [5])))
+            bad = draw(st.sampled_from([np.nan, "1", True, None]
+                                       + ([-1] if param not in ("mismatch", "gap") else [5])
+                                       + ([0.5] if param != "smoothing" else [0.0])))
             return Case(lambda: cls(**{param: bad}), names=(param,))
         if mode == "y":
             return Case(lambda: cls()(_bad_sequence(draw, y, k), ref, alphabet_size=k),
