@@ -139,8 +139,8 @@ LEARNERS = {"certificate": None, "exact": ["exact"], "cutting_plane": ["exact"],
 SLACKS = ("two_sided", "part", "shared")
 #: Default grids (C for the linear and the RBF models; sigma in units of the median pair
 #: distance), wide enough that the choices made on the inner splits are interior.
-C_GRID = {"linear": (0.003, 0.01, 0.03, 0.1, 0.3), "rbf": (0.3, 1.0, 3.0, 10.0)}
-SIGMAS = (0.05, 0.1, 0.2, 0.4)
+C_GRID = {"linear": (0.003, 0.01, 0.03, 0.1, 0.3), "rbf": (0.1, 0.3, 1.0, 3.0, 10.0)}
+SIGMAS = (0.025, 0.05, 0.1, 0.2, 0.4)
 
 
 def _estimator(learner, kernel, gamma, C, solver, max_rank):
