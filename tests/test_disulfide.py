@@ -80,7 +80,7 @@ def test_problem_file_runs():
     assert isinstance(mod.DESCRIPTION, str)
     out = mod.run(folds=2, max_train=80, learner="both", Cs=(0.01, 0.1))
     assert "precision" in out["report"] and "bootstrap" in out["report"]
-    assert [r["K"] for r in out["results"]] == [2, 3, 4, 5, "all"]
+    assert [r["K"] for r in out["results"]] == [2, 3, 4, 5] and out["overall"]["K"] == "all"
     assert out["learners"] == ["two_sided", "pairs"]
     assert all(f["C"] in (0.01, 0.1) for f in out["fits"]["two_sided"])
     import json
@@ -97,8 +97,8 @@ def test_rbf_and_pair_baseline_run_small():
                          sigmas=(0.5, 1.0), C=1.0, n_boot=200)
     assert "two_sided" in out["report"] and "peak memory" in out["report"]
     assert "resamples of proteins / of families" in out["report"]
-    for r in out["results"]:
-        for key in ("two_sided_precision", "pairs_precision", "two_sided_accuracy",
+    for r in out["results"] + [out["overall"]]:
+        for key in ("precision", "accuracy", "two_sided_precision", "pairs_precision", "two_sided_accuracy",
                     "pairs_accuracy"):
             assert 0.0 <= r[key] <= 1.0
         est, lo, hi = r["two_sided_minus_pairs_protein_ci"]

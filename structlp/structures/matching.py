@@ -23,7 +23,8 @@ class Matching(GraphStructure):
     :class:`PerfectMatching` on the copy graph (``2 (2L + n)`` rows,
     ``4n - 1`` potentials per example) certifies the matching.  The copy graph
     is not bipartite in general, so the certificate is sufficient but not
-    necessary, as for :class:`PerfectMatching`.
+    necessary, as for :class:`PerfectMatching`; the per-part slacks still bound
+    the hinge (the node-to-copy edges are no parts and carry no slack).
 
     An example ``x`` is an array (n, n, d) of symmetric edge features, or a
     pair ``(features, mask)``; an output ``y`` is the 0/1 symmetric (n, n)

@@ -61,9 +61,13 @@ class PerfectMatching(GraphStructure):
     certificate rejects it (:func:`structlp.certificates.odd_cycle_counterexample`).
     On random complete 6-node graphs about 1% of optimal perfect matchings are
     rejected.  The certificate QP is then conservative: it demands more than
-    optimality of the true matchings, so its objective is >= the exact
-    max-margin objective (:class:`~structlp.cutting_plane.CuttingPlaneLearner`)
-    when the slacks vanish.
+    optimality of the true matchings.  With the default per-part slacks
+    (``slack="two_sided"`` or ``"part"``, :class:`~structlp.certificates.Certificate`)
+    each example's slack bounds its structured hinge, so the objective is >=
+    the exact max-margin objective (:class:`~structlp.cutting_plane.CuttingPlaneLearner`)
+    on any data; on noisy random 6- and 10-node instances the exact objective
+    at the certificate's ``w`` was within 0.4% of the optimum
+    (``benchmarks/bench_certificates.py``).
 
     An example ``x`` is an array (n, n, d) of symmetric edge features, ``n``
     even, or a pair ``(features, mask)`` (boolean symmetric (n, n) mask of a
