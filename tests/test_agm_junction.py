@@ -368,3 +368,20 @@ def test_loopy_models_beat_their_chain_versions():
                lambda: structlp.MaxMarginLearner(JunctionTreeLabeling(3)),
                lambda: JunctionTreeCRF(3, reg=0.05)):
         assert err(mk(), X) < err(mk(), Xc) - 0.05
+
+
+def test_emotion_skip_chain_examples(rng):
+    from structlp.agm.data import emotion_examples
+    frames = [rng.normal(size=(6, 3)), rng.normal(size=(2, 3)), rng.normal(size=(1, 3))]
+    chain = emotion_examples(frames, [1, 0, 1], n_classes=2)
+    skip = emotion_examples(frames, [1, 0, 1], n_classes=2, edges="skip2")
+    assert [check_graph_example(x).width for x in skip] == [2, 1, 0]
+    np.testing.assert_array_equal(skip[0]["edge_features"][:5, :8], chain[0]["edge_features"])
+    np.testing.assert_allclose(skip[0]["edge_features"][5, 12:15],
+                               np.abs(frames[0][2] - frames[0][0]))
+    Y = [rng.integers(0, 3, size=len(f)) for f in frames]
+    agm = AdversarialGraphicalModel(3, reg=0.5, method="qp").fit(skip, Y)
+    assert [p.shape for p in agm.predict(skip)] == [(6,), (2,), (1,)]
+    from structlp.exceptions import InvalidParameterError
+    with pytest.raises(InvalidParameterError, match="edges"):
+        emotion_examples(frames, [0, 0, 0], n_classes=2, edges="skip3")

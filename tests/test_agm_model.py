@@ -118,12 +118,21 @@ def test_crf_marginals_and_gradient(rng):
         np.testing.assert_allclose(node[i], [P[[y[i] == a for y in ys]].sum() for a in range(k)])
     # objective gradient by finite differences
     X, Y = random_tree_data(rng, 3, 4)
-    crf = TreeCRF(3, reg=0.1, max_iter=3).fit(X, Y)
-    th = rng.normal(size=crf.coef_.size)
-    f, g = crf._fg(th)
+    from structlp.agm.crf import forest_objective, labels_statistic
+    from structlp.agm.trees import Forest
+    from structlp.agm.model import check_tree_dataset
+    exs, Ys, _, _ = check_tree_dataset(X, Y, 3, "test")
+    F = Forest(exs)
+    args = (F, labels_statistic(F, Ys, 3), 3, 0.1)
+    th = rng.normal(size=n_params(3, 2, 3))
+    f, g = forest_objective(th, *args)
     e = rng.normal(size=th.size)
     h = 1e-6
-    assert (crf._fg(th + h * e)[0] - crf._fg(th - h * e)[0]) / (2 * h) == pytest.approx(g @ e, rel=1e-5)
+    assert ((forest_objective(th + h * e, *args)[0] - forest_objective(th - h * e, *args)[0])
+            / (2 * h) == pytest.approx(g @ e, rel=1e-5))
+    import pickle
+    crf = pickle.loads(pickle.dumps(TreeCRF(3, reg=0.1, max_iter=3).fit(X, Y)))  # plain state
+    assert crf.predict(X)[0].shape == (4,)
 
 
 def test_predict_proba_and_predict(rng):

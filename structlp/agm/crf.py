@@ -47,6 +47,35 @@ def tree_marginals(ex, b, B):
     return float(log_Z[0]), node, edge
 
 
+def labels_statistic(F, Ys, k):
+    """``Psi = sum_i Phi(x_i, y_i)``, the summed joint features of the labels of a Forest."""
+    y_all = np.concatenate(Ys)
+    zv = np.eye(k)[y_all]                                   # (N, k) one-hot labels
+    ze = np.zeros((F.edge_child.size, k, k))
+    ze[np.arange(F.edge_child.size), y_all[F.edge_parent], y_all[F.edge_child]] = 1.0
+    return np.concatenate([(zv.T @ F.node_features).ravel(),
+                           np.einsum("eab,ef->abf", ze, F.edge_features).ravel()])
+
+
+def forest_objective(theta, F, Psi, k, reg):
+    """Regularized mean negative log-likelihood of the trees of a Forest, and its gradient.
+
+    ``0.5 reg |theta|^2 + (1/m) sum_i [log Z(x_i) - theta . Psi_i]`` by batched
+    sum-product (:func:`structlp.agm.trees.forest_marginals`).
+
+    Returns
+    -------
+    f : float; g : ndarray like theta
+    """
+    b, B = F.potentials(theta, k)
+    log_Z, node, edge = forest_marginals(F, b, B)
+    m = F.n_examples
+    f = 0.5 * reg * theta @ theta + (log_Z.sum() - theta @ Psi) / m
+    g = np.concatenate([(node.T @ F.node_features).ravel(),
+                        np.einsum("eab,ef->abf", edge, F.edge_features).ravel()])
+    return f, (g - Psi) / m + reg * theta
+
+
 class TreeCRF(BaseEstimator):
     """Log-linear model on trees, L2-regularized, fitted by L-BFGS.
 
@@ -93,41 +122,30 @@ class TreeCRF(BaseEstimator):
 
     def fit(self, X, Y):
         """Fit by L-BFGS on the regularized mean negative log-likelihood; returns self."""
-        from .model import check_tree_dataset
         k, L, reg = self._check_params()
-        exs, Ys, d_v, d_e = check_tree_dataset(X, Y, k, type(self).__name__)
-        m = len(exs)
+        exs, Ys, d_v, d_e = self._examples(X, Y, k)
         F = Forest(exs)
-        y_all = np.concatenate(Ys)
-        zv = np.eye(k)[y_all]                                   # (N, k) one-hot labels
-        ze = np.zeros((F.edge_child.size, k, k))
-        ze[np.arange(F.edge_child.size), y_all[F.edge_parent], y_all[F.edge_child]] = 1.0
-        V, Ef = F.node_features, F.edge_features
-        Psi = np.concatenate([(zv.T @ V).ravel(), np.einsum("eab,ef->abf", ze, Ef).ravel()])
-
-        def fg(theta):
-            b, B = F.potentials(theta, k)
-            log_Z, node, edge = forest_marginals(F, b, B)
-            f = 0.5 * reg * theta @ theta + (log_Z.sum() - theta @ Psi) / m
-            g = np.concatenate([(node.T @ V).ravel(),
-                                np.einsum("eab,ef->abf", edge, Ef).ravel()])
-            return f, (g - Psi) / m + reg * theta
-
-        res = minimize(fg, np.zeros(n_params(d_v, d_e, k)), jac=True, method="L-BFGS-B",
+        res = minimize(forest_objective, np.zeros(n_params(d_v, d_e, k)), jac=True,
+                       args=(F, labels_statistic(F, Ys, k), k, reg), method="L-BFGS-B",
                        options={"maxiter": int(self.max_iter), "gtol": 1e-7})
+        return self._fitted(res, d_v, d_e, k)
+
+    def _fitted(self, res, d_v, d_e, k):
         self.coef_ = res.x
         self.theta_node_, self.theta_edge_ = split_theta(res.x, d_v, d_e, k)
         self.objective_ = float(res.fun)
         self.n_iter_ = int(res.nit)
         self.n_features_in_ = (d_v, d_e)
-        self._fg = fg
         return self
 
-    def _checked(self, X):
+    def _examples(self, X, Y, k):
         from .model import check_tree_dataset
+        return check_tree_dataset(X, Y, k, type(self).__name__)
+
+    def _checked(self, X):
         self._check_fitted()
         k = self._check_params()[0]
-        exs, _, d_v, d_e = check_tree_dataset(X, None, k, type(self).__name__)
+        exs, _, d_v, d_e = self._examples(X, None, k)
         if d_v != self.n_features_in_[0]:
             raise InvalidInputError(
                 f"X has {d_v} node features; the model was fitted with {self.n_features_in_[0]}.")
@@ -234,26 +252,15 @@ class JunctionTreeCRF(TreeCRF):
         from .junction import encode_pairwise
         from .trees import part_features
         k, L, reg = self._check_params()
-        exs, Ys, d_v, d_e = _graph_examples(X, Y, k, self.max_treewidth, type(self).__name__)
+        exs, Ys, d_v, d_e = self._examples(X, Y, k)
         Psi = sum(part_features(ex, k).T @ encode_pairwise(ex, y, k) for ex, y in zip(exs, Ys))
         res = minimize(crf_objective, np.zeros(n_params(d_v, d_e, k)), jac=True,
                        args=(exs, np.asarray(Psi, dtype=float), k, reg), method="L-BFGS-B",
                        options={"maxiter": int(self.max_iter), "gtol": 1e-7})
-        self.coef_ = res.x
-        self.theta_node_, self.theta_edge_ = split_theta(res.x, d_v, d_e, k)
-        self.objective_ = float(res.fun)
-        self.n_iter_ = int(res.nit)
-        self.n_features_in_ = (d_v, d_e)
-        return self
+        return self._fitted(res, d_v, d_e, k)
 
-    def _checked(self, X):
-        self._check_fitted()
-        k = self._check_params()[0]
-        exs, _, d_v, d_e = _graph_examples(X, None, k, self.max_treewidth, type(self).__name__)
-        if d_v != self.n_features_in_[0]:
-            raise InvalidInputError(
-                f"X has {d_v} node features; the model was fitted with {self.n_features_in_[0]}.")
-        return exs, k
+    def _examples(self, X, Y, k):
+        return _graph_examples(X, Y, k, self.max_treewidth, type(self).__name__)
 
     def predict_proba(self, X):
         """Node marginals ``P(y_i = a | x)`` of each example: list of (n_i, k) arrays."""

@@ -105,25 +105,48 @@ def load_ck_emotion(data_path=None):
             "splits": _read_ids(path / "ids_random.mat")}
 
 
-def emotion_examples(frames, emotion, n_classes=6):
-    """Chain examples with the authors' features, each in its emotion's block.
+def emotion_examples(frames, emotion, n_classes=6, edges="chain"):
+    """Chain (or skip-chain) examples with the authors' features, each in its emotion's block.
 
     Node feature of frame t: ``[x_t; 1]``; edge feature (t-1 -> t):
     ``[|x_t - x_{t-1}|; 1]``; both placed in block ``emotion`` of ``n_classes``
-    blocks (size ``n_classes * (d + 1)``).
+    blocks (size ``n_classes * (d + 1)``).  With ``edges="skip2"`` the examples are
+    graph examples (:func:`structlp.agm.junction.skip_chain`, treewidth 2) with
+    the skip edges ``(t, t + 2)`` too, their features ``[|x_{t+2} - x_t|; 1]`` in
+    the same block but in their own columns (edge features of size
+    ``2 n_classes (d + 1)``: chain edges first half, skip edges second half).
+
+    Parameters
+    ----------
+    frames : list of arrays (T_i, d); emotion : int array (m,)
+    n_classes : int
+    edges : {"chain", "skip2"}
 
     Returns
     -------
-    list of tree example dicts
+    list of tree example dicts ("chain") or graph example dicts ("skip2")
     """
+    from .._validation import check_choice
+    from .junction import skip_chain
+    check_choice(edges, "edges", ("chain", "skip2"), owner="emotion_examples")
     out = []
     for F, z in zip(frames, emotion):
         T, d = F.shape
-        V = np.zeros((T, n_classes * (d + 1)))
-        V[:, z * (d + 1):z * (d + 1) + d] = F
-        V[:, z * (d + 1) + d] = 1.0
-        Ef = np.zeros((T - 1, n_classes * (d + 1)))
-        Ef[:, z * (d + 1):z * (d + 1) + d] = np.abs(np.diff(F, axis=0))
-        Ef[:, z * (d + 1) + d] = 1.0
-        out.append({"node_features": V, "edge_features": Ef, "parents": np.arange(-1, T - 1)})
+        V = _in_block(F, z, n_classes)
+        Ef = _in_block(np.abs(np.diff(F, axis=0)), z, n_classes)
+        if edges == "chain":
+            out.append({"node_features": V, "edge_features": Ef,
+                        "parents": np.arange(-1, T - 1)})
+        else:
+            S = _in_block(np.abs(F[2:] - F[:-2]), z, n_classes)
+            out.append(skip_chain(V, Ef, skip_features=S, skip=2))
+    return out
+
+
+def _in_block(F, z, n_classes):
+    """Rows ``[F; 1]`` placed in block ``z`` of ``n_classes`` blocks of size d + 1."""
+    T, d = F.shape
+    out = np.zeros((T, n_classes * (d + 1)))
+    out[:, z * (d + 1):z * (d + 1) + d] = F
+    out[:, z * (d + 1) + d] = 1.0
     return out

@@ -359,7 +359,10 @@ def skip_chain(node_features, edge_features, skip_features=None, skip=2):
         own parameters), shape (n - 1 + max(n - skip, 0), d_e + d_s).
     """
     V = np.asarray(node_features, dtype=float)
-    Ef = np.asarray(edge_features, dtype=float).reshape(max(len(V) - 1, 0), -1)
+    Ef = np.asarray(edge_features, dtype=float)
+    if Ef.ndim != 2:
+        raise InvalidInputError(
+            f"edge_features must have shape (n - 1, d_e) = ({len(V) - 1}, d_e); got {Ef.shape}.")
     skip = check_scalar(skip, "skip", kind=numbers.Integral, low=2, owner="skip_chain")
     n = len(V)
     m = max(n - skip, 0)
