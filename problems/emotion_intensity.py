@@ -279,13 +279,16 @@ def _task(job):
             if clarabel and cfg["n_jobs"] > 1:
                 opts["max_threads"] = 1   # one solver thread per worker process
             try:
-                fitted = PerClass(_make(model, key, reg, solver, opts)).fit(Xtr, Ytr, Ztr)
+                fitted = _fit_with_fallback(model, key, reg, solver, opts, clarabel,
+                                            Xtr, Ytr, Ztr)
             except structlp.SolverError:
-                if not clarabel:
+                if job.phase != "cv":
                     raise
-                # without iterative refinement Clarabel may stop short: redo with its defaults
-                opts = {k: v for k, v in opts.items() if k not in FAST_CLARABEL}
-                fitted = PerClass(_make(model, key, reg, solver, opts)).fit(Xtr, Ytr, Ztr)
+                # a CV value the solver cannot reach (e.g. reg = 1e4: theta ~ 0, badly
+                # scaled): it counts as the worst value and stops the grid's extension
+                return job, {key: float("inf")}, {
+                    "fit": time.perf_counter() - t0, "fit_cpu": time.process_time() - c0,
+                    "predict": 0.0, "predict_cpu": 0.0, "solver": 0.0, "fits": 0}
             solver_s = fitted.solver_seconds()
         n_fits = len(fitted.models)
         t1, c1 = time.perf_counter(), time.process_time()
@@ -295,6 +298,17 @@ def _task(job):
     timing = {"fit": t1 - t0, "fit_cpu": c1 - c0, "predict": t2 - t1, "predict_cpu": c2 - c1,
               "solver": solver_s, "fits": n_fits}
     return job, out, timing
+
+
+def _fit_with_fallback(model, key, reg, solver, opts, clarabel, X, Y, Z):
+    try:
+        return PerClass(_make(model, key, reg, solver, opts)).fit(X, Y, Z)
+    except structlp.SolverError:
+        if not clarabel:
+            raise
+        # without iterative refinement Clarabel may stop short: redo with its defaults
+        opts = {k: v for k, v in opts.items() if k not in FAST_CLARABEL}
+        return PerClass(_make(model, key, reg, solver, opts)).fit(X, Y, Z)
 
 
 def _run_tasks(jobs, n_jobs, progress):
@@ -362,6 +376,10 @@ def cross_validate(train, grid, n_folds, n_jobs, extend, timings, progress):
         for mk, by_reg in scores.items():
             best = _best(by_reg)
             regs = sorted(by_reg)
+            failed = [r for r, v in by_reg.items() if not np.all(np.isfinite(v))]
+            if failed and not any(f"{mk[0]}/{metric_name(*mk[1])}: solver" in n for n in notes):
+                notes.append(f"{mk[0]}/{metric_name(*mk[1])}: solver failed at reg "
+                             f"{', '.join(f'{r:g}' for r in sorted(failed))} (counted as worst)")
             if best == regs[-1] and best * 10 <= EXACT_LIMITS[1]:
                 todo[mk] = [best * 10]
             elif best == regs[0] and best / 10 >= EXACT_LIMITS[0]:

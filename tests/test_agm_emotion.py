@@ -343,3 +343,33 @@ def test_fast_solver_settings_fall_back_to_defaults(monkeypatch):
             assert out == ref
     with pytest.raises(StructlpError):      # the fast settings alone do fail here
         E._make("AGM", key, 0.1, None, {"max_iter": 1})(6, 6).fit(X[:6], Y[:6])
+
+
+def test_a_cv_value_the_solver_cannot_reach_counts_as_worst(monkeypatch):
+    """In CV a failed QP is the worst value (noted, no further extension); in a final fit it raises."""
+    from agm_oracles import random_tree_data
+    from structlp.exceptions import SolverError
+    E = load_problem(PROBLEM)
+    rng = np.random.default_rng(0)
+    X, Y = random_tree_data(rng, 8, 5, k=3, chain=True)
+    monkeypatch.setattr(E, "_DATA", {"X": X, "Y": Y, "Z": np.array([0, 1] * 4),
+                                     "cfg": {"protocol": "exact", "solver": None, "seed": 0,
+                                             "n_jobs": 1}})
+    real = E._fit_with_fallback
+
+    def failing(model, key, reg, *args):
+        if reg >= 100:
+            raise SolverError("Solver CLARABEL ended with status 'optimal_inaccurate'.")
+        return real(model, key, reg, *args)
+
+    monkeypatch.setattr(E, "_fit_with_fallback", failing)
+    key, train, test = ("zero_one", False), np.arange(6), np.arange(6, 8)
+    _, out, tm = E._task(E.Job("AGM", key, 100.0, train, test, "cv", 0))
+    assert out == {key: float("inf")} and tm["fits"] == 0
+    with pytest.raises(SolverError):
+        E._task(E.Job("SSVM", key, 100.0, train, test, "final", 0))
+    monkeypatch.setattr(E, "METRICS", [key])
+    chosen, cv_loss, notes = E.cross_validate(np.arange(8), [1.0, 100.0], 2, 1, True, [],
+                                              E.Progress("test", verbose=0))
+    assert chosen[("AGM", key)] <= 1.0 and cv_loss[("AGM", key)][100.0] == float("inf")
+    assert any(n.startswith("AGM/zero-one, unweighted: solver failed at reg 100") for n in notes)
