@@ -31,16 +31,25 @@ Two protocols (option ``protocol``):
   validated on one 70/30 split; here, as the paper's text says, by k-fold
   cross-validation.  Ties go to the larger lambda (their ``indmin`` order).
 
-Where the time goes (exact protocol): 72 per-class QPs per split (6 metrics x
-2 models x 6 classes), about 0.3-1.5 s each in Clarabel's interior point
-method (the 312 shared parameters of a class make every KKT factorization
-dense-ish); compilation is under 10 %, prediction and the CRF a few %.  The
-output gives the breakdown (fit, prediction, solver seconds, per model and
-phase).  The QP count is what the protocol costs; the grid search only
-evaluates the values it needs.  Faster Clarabel settings were measured and
-kept only where they paid: no iterative refinement (``FAST_CLARABEL``) 20-30 %;
-the faer direct solver and looser tolerances gave nothing measurable; OSQP and
-Frank-Wolfe to a 1e-6 gap were slower than the QP.
+Where the time goes (exact protocol; CPU seconds measured in this run's
+tasks, which report fit / prediction / solver seconds per model and phase):
+72 per-class QPs per split (6 metrics x 2 models x 6 classes), 0.6-0.9 CPU-s
+each (an AGM or SSVM task = one model and metric on 6 classes: 3.7-3.9 CPU-s
+on a CV fold of 80 sequences, about 5.5 on a split's 120), about 80-85 % of it
+inside Clarabel's interior point method (the 312 shared parameters of a class
+make every KKT factorization dense-ish), compilation under 10 %, prediction
+and the CRF (L-BFGS) a few %.  A split's final fits cost about 76 CPU-s, the
+CV about 600 (3 folds x 3-5 grid values x 72 QPs of 2/3 the size), the whole
+20-split run about 2,100 CPU-s: some 18 minutes on two idle cores (CPU
+seconds / 2), no faster than the former 70/30 validation (2,302 CPU-s,
+19 min 41 s).  Tried and not kept: Clarabel's faer solver and looser
+tolerances (no measurable gain), OSQP (slower), Frank-Wolfe to a 1e-6 duality
+gap for the SSVM (1.8x, 7x and over 25x slower than the QP at reg 10, 1, 0.1).  Kept: Clarabel
+without iterative refinement (``FAST_CLARABEL``, 20-30 %), one solver thread
+per worker, tasks longest first, and a grid search that only evaluates the
+decades it needs.  The paper protocol costs about 82 CPU-s per split (AGM
+9 CPU-s per 100-pass fit: one hot-started HiGHS inner LP per example and
+step; CRF 13, SSVM 2.5) plus about 600 for its CV.
 
 The data (research use only) are read from ``data_path`` (option), else
 ``$STRUCTLP_CK_PATH``, else ``../shared/data/ck_emotion``; never copied here.

@@ -323,15 +323,20 @@ def test_agm_init_starts_the_subgradient_method():
             AdversarialGraphicalModel(3, init=bad, **kw).fit(X, Y)
 
 
-def test_fast_solver_settings_fall_back_to_defaults(monkeypatch):
-    """A task whose fast Clarabel settings fail is redone with Clarabel's defaults."""
+def _two_class_problem(monkeypatch):
+    """The problem module on 8 random chains of two "emotion classes" (no CK+ data)."""
     from agm_oracles import random_tree_data
     E = load_problem(PROBLEM)
-    rng = np.random.default_rng(0)
-    X, Y = random_tree_data(rng, 8, 5, k=3, chain=True)
+    X, Y = random_tree_data(np.random.default_rng(0), 8, 5, k=3, chain=True)
     monkeypatch.setattr(E, "_DATA", {"X": X, "Y": Y, "Z": np.array([0, 1] * 4),
                                      "cfg": {"protocol": "exact", "solver": None, "seed": 0,
                                              "n_jobs": 1}})
+    return E, X, Y
+
+
+def test_fast_solver_settings_fall_back_to_defaults(monkeypatch):
+    """A task whose fast Clarabel settings fail is redone with Clarabel's defaults."""
+    E, X, Y = _two_class_problem(monkeypatch)
     train, test = np.arange(6), np.arange(6, 8)
     key = ("absolute", True)
     ref = E._task(E.Job("AGM", key, 0.1, train, test, "final", 0))[1]
@@ -347,14 +352,8 @@ def test_fast_solver_settings_fall_back_to_defaults(monkeypatch):
 
 def test_a_cv_value_the_solver_cannot_reach_counts_as_worst(monkeypatch):
     """In CV a failed QP is the worst value (noted, no further extension); in a final fit it raises."""
-    from agm_oracles import random_tree_data
     from structlp.exceptions import SolverError
-    E = load_problem(PROBLEM)
-    rng = np.random.default_rng(0)
-    X, Y = random_tree_data(rng, 8, 5, k=3, chain=True)
-    monkeypatch.setattr(E, "_DATA", {"X": X, "Y": Y, "Z": np.array([0, 1] * 4),
-                                     "cfg": {"protocol": "exact", "solver": None, "seed": 0,
-                                             "n_jobs": 1}})
+    E, X, Y = _two_class_problem(monkeypatch)
     real = E._fit_with_fallback
 
     def failing(model, key, reg, *args):
