@@ -31,16 +31,25 @@ Two protocols (option ``protocol``):
   validated on one 70/30 split; here, as the paper's text says, by k-fold
   cross-validation.  Ties go to the larger lambda (their ``indmin`` order).
 
-Where the time goes (exact protocol): 72 per-class QPs per split (6 metrics x
-2 models x 6 classes), about 0.3-1.5 s each in Clarabel's interior point
-method (the 312 shared parameters of a class make every KKT factorization
-dense-ish); compilation is under 10 %, prediction and the CRF a few %.  The
-output gives the breakdown (fit, prediction, solver seconds, per model and
-phase).  The QP count is what the protocol costs; the grid search only
-evaluates the values it needs.  Faster Clarabel settings were measured and
-kept only where they paid: no iterative refinement (``FAST_CLARABEL``) 20-30 %;
-the faer direct solver and looser tolerances gave nothing measurable; OSQP and
-Frank-Wolfe to a 1e-6 gap were slower than the QP.
+Where the time goes (exact protocol; CPU seconds measured in this run's
+tasks, which report fit / prediction / solver seconds per model and phase):
+72 per-class QPs per split (6 metrics x 2 models x 6 classes), 0.6-0.9 CPU-s
+each (an AGM or SSVM task = one model and metric on 6 classes: 3.7-3.9 CPU-s
+on a CV fold of 80 sequences, about 5.5 on a split's 120), about 80-85 % of it
+inside Clarabel's interior point method (the 312 shared parameters of a class
+make every KKT factorization dense-ish), compilation under 10 %, prediction
+and the CRF (L-BFGS) a few %.  A split's final fits cost about 76 CPU-s, the
+CV about 600 (3 folds x 3-5 grid values x 72 QPs of 2/3 the size), the whole
+20-split run about 2,100 CPU-s: some 18 minutes on two idle cores (CPU
+seconds / 2), no faster than the former 70/30 validation (2,302 CPU-s,
+19 min 41 s).  Tried and not kept: Clarabel's faer solver and looser
+tolerances (no measurable gain), OSQP (slower), Frank-Wolfe to a 1e-6 duality
+gap for the SSVM (1.8x, 7x and over 25x slower than the QP at reg 10, 1, 0.1).  Kept: Clarabel
+without iterative refinement (``FAST_CLARABEL``, 20-30 %), one solver thread
+per worker, tasks longest first, and a grid search that only evaluates the
+decades it needs.  The paper protocol costs about 82 CPU-s per split (AGM
+9 CPU-s per 100-pass fit: one hot-started HiGHS inner LP per example and
+step; CRF 13, SSVM 2.5) plus about 600 for its CV.
 
 The data (research use only) are read from ``data_path`` (option), else
 ``$STRUCTLP_CK_PATH``, else ``../shared/data/ck_emotion``; never copied here.
@@ -279,13 +288,16 @@ def _task(job):
             if clarabel and cfg["n_jobs"] > 1:
                 opts["max_threads"] = 1   # one solver thread per worker process
             try:
-                fitted = PerClass(_make(model, key, reg, solver, opts)).fit(Xtr, Ytr, Ztr)
+                fitted = _fit_with_fallback(model, key, reg, solver, opts, clarabel,
+                                            Xtr, Ytr, Ztr)
             except structlp.SolverError:
-                if not clarabel:
+                if job.phase != "cv":
                     raise
-                # without iterative refinement Clarabel may stop short: redo with its defaults
-                opts = {k: v for k, v in opts.items() if k not in FAST_CLARABEL}
-                fitted = PerClass(_make(model, key, reg, solver, opts)).fit(Xtr, Ytr, Ztr)
+                # a CV value the solver cannot reach (e.g. reg = 1e4: theta ~ 0, badly
+                # scaled): it counts as the worst value and stops the grid's extension
+                return job, {key: float("inf")}, {
+                    "fit": time.perf_counter() - t0, "fit_cpu": time.process_time() - c0,
+                    "predict": 0.0, "predict_cpu": 0.0, "solver": 0.0, "fits": 0}
             solver_s = fitted.solver_seconds()
         n_fits = len(fitted.models)
         t1, c1 = time.perf_counter(), time.process_time()
@@ -295,6 +307,17 @@ def _task(job):
     timing = {"fit": t1 - t0, "fit_cpu": c1 - c0, "predict": t2 - t1, "predict_cpu": c2 - c1,
               "solver": solver_s, "fits": n_fits}
     return job, out, timing
+
+
+def _fit_with_fallback(model, key, reg, solver, opts, clarabel, X, Y, Z):
+    try:
+        return PerClass(_make(model, key, reg, solver, opts)).fit(X, Y, Z)
+    except structlp.SolverError:
+        if not clarabel:
+            raise
+        # without iterative refinement Clarabel may stop short: redo with its defaults
+        opts = {k: v for k, v in opts.items() if k not in FAST_CLARABEL}
+        return PerClass(_make(model, key, reg, solver, opts)).fit(X, Y, Z)
 
 
 def _run_tasks(jobs, n_jobs, progress):
@@ -362,6 +385,10 @@ def cross_validate(train, grid, n_folds, n_jobs, extend, timings, progress):
         for mk, by_reg in scores.items():
             best = _best(by_reg)
             regs = sorted(by_reg)
+            failed = [r for r, v in by_reg.items() if not np.all(np.isfinite(v))]
+            if failed and not any(f"{mk[0]}/{metric_name(*mk[1])}: solver" in n for n in notes):
+                notes.append(f"{mk[0]}/{metric_name(*mk[1])}: solver failed at reg "
+                             f"{', '.join(f'{r:g}' for r in sorted(failed))} (counted as worst)")
             if best == regs[-1] and best * 10 <= EXACT_LIMITS[1]:
                 todo[mk] = [best * 10]
             elif best == regs[0] and best / 10 >= EXACT_LIMITS[0]:

@@ -4,15 +4,20 @@ The data are research-use only and never shipped: the tests that need them skip
 when ``../shared/data/ck_emotion`` (or ``$STRUCTLP_CK_PATH``) is absent.
 """
 
+import itertools
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from structlp.agm import AdversarialGraphicalModel
+from structlp.agm.crf import tree_marginals
 from structlp.agm.data import DataNotFoundError, ck_path, emotion_examples, load_ck_emotion
+from structlp.agm.trees import check_tree_example, potentials, score
 from structlp.cli import load_problem, main
-from structlp.exceptions import InvalidInputError, StructlpError
+from structlp.exceptions import InvalidInputError, InvalidParameterError, StructlpError
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "emotion_intensity.py"
 
@@ -63,6 +68,16 @@ def test_problem_rejects_bad_options(tmp_path):
         run(n_jobs=0, data_path=tmp_path)
     with pytest.raises(StructlpError, match="Unknown option"):
         run(split=3, data_path=tmp_path)
+    with pytest.raises(StructlpError, match="protocol must be 'exact' or 'paper'"):
+        run(protocol="early", data_path=tmp_path)
+    with pytest.raises(StructlpError, match="cv must be an integer"):
+        run(cv=0, data_path=tmp_path)
+    with pytest.raises(StructlpError, match="positive regularization.*exact"):
+        run(reg_grid=[0.0, 1.0], data_path=tmp_path)      # reg = 0: the exact QP is unbounded
+    with pytest.raises(StructlpError, match="verbose"):
+        run(verbose="loud", data_path=tmp_path)
+    with pytest.raises(DataNotFoundError):                 # 0 is in the authors' grid
+        run(protocol="paper", reg_grid=[0.1, 0.0], data_path=tmp_path)
 
 
 def test_emotion_features_follow_the_authors():
@@ -79,6 +94,7 @@ def test_emotion_features_follow_the_authors():
 
 
 @needs_ck
+@pytest.mark.data
 def test_ck_data_shapes():
     D = load_ck_emotion()
     assert len(D["frames"]) == len(D["labels"]) == 167
@@ -90,12 +106,13 @@ def test_ck_data_shapes():
 
 
 @needs_ck
+@pytest.mark.data
 @pytest.mark.slow
 def test_emotion_experiment_one_split(tmp_path, capsys):
     """``structlp run problems/emotion_intensity.py -o splits=1`` end to end (the CI run).
 
-    One regularization value (no selection on the validation split), so that CI
-    fits 12 models x 6 classes once (a few minutes) rather than 4 times.
+    One regularization value (no selection), so that CI fits 12 models x 6
+    classes once (a few minutes) rather than for every fold and grid value.
     """
     out = tmp_path / "emotion.json"
     assert main(["run", str(PROBLEM), "-o", "splits=1", "-o", "reg_grid=[0.01]",
@@ -103,7 +120,7 @@ def test_emotion_experiment_one_split(tmp_path, capsys):
     report = capsys.readouterr().out
     assert "zero-one, unweighted" in report and "paper: AGM" in report
     res = json.loads(out.read_text())
-    assert res["splits"] == 1
+    assert res["splits"] == 1 and res["protocol"] == "exact"
     for metric, row in res["table"].items():
         bound = 4.0 if metric.startswith("squared") else 1.0
         for model in ("AGM", "CRF", "SSVM"):
@@ -117,21 +134,241 @@ def test_emotion_experiment_one_split(tmp_path, capsys):
         assert res["table"]["zero-one, unweighted"][model]["mean"] < trivial
 
 
-def test_fast_solver_settings_fall_back_to_defaults(monkeypatch):
-    """A task whose fast Clarabel settings fail is redone with Clarabel's defaults."""
+def _ck_subset(E, monkeypatch):
+    """5 sequences per emotion class, class-interleaved: 24 train (4 per class), 6 test.
+
+    Every fold of a 2-fold CV and every split then holds each class in its
+    training part (the per-class models need it).
+    """
+    D = load_ck_emotion()
+    order = np.concatenate([np.flatnonzero(D["emotion"] == z)[:5]
+                            for z in range(6)]).reshape(6, 5).T.ravel()
+    sub = {"frames": [D["frames"][i] for i in order],
+           "labels": [D["labels"][i] for i in order], "emotion": D["emotion"][order],
+           "splits": np.tile(np.arange(30), (20, 1))}
+    monkeypatch.setattr(E, "load_ck_emotion", lambda path=None: sub)
+    monkeypatch.setattr(E, "N_TRAIN", 24)
+    return sub
+
+
+def _check_result(res, protocol, n_split):
+    assert res["protocol"] == protocol and res["splits"] == n_split
+    assert set(res["table"]) == {"zero-one, unweighted", "absolute, unweighted",
+                                 "squared, unweighted", "zero-one, weighted",
+                                 "absolute, weighted", "squared, weighted"}
+    for metric, row in res["table"].items():
+        bound = 4.0 if metric.startswith("squared") else 1.0
+        for model in ("AGM", "CRF", "SSVM"):
+            assert all(0.0 <= v <= bound for v in row[model]["per_split"])
+            assert row[model]["paper"] > 0
+    for key in ("final/AGM", "final/CRF", "final/SSVM"):
+        assert res["breakdown"][key]["tasks"] >= 1 and res["breakdown"][key]["fit"] > 0
+    assert res["cpu_seconds"] > 0 and "ours - paper" in res["report"]
+
+
+@needs_ck
+@pytest.mark.data
+@pytest.mark.slow
+def test_exact_protocol_smoke_with_cv_and_progress(monkeypatch, caplog):
+    """The exact protocol on a CK+ subset: 2-fold CV, one split; progress lines logged.
+
+    About 70 CPU-seconds (some 300 small per-class QPs), hence slow-marked; the
+    grid extension itself is checked without data below.
+    """
+    E = load_problem(PROBLEM)
+    _ck_subset(E, monkeypatch)
+    monkeypatch.setattr(E, "EXACT_LIMITS", (1.0, 100.0))   # extend at most to 100
+    with caplog.at_level(logging.INFO, logger="structlp"):
+        res = E.run(splits=1, cv=2, reg_grid=[1.0, 10.0], n_jobs=1, verbose=1)
+    _check_result(res, "exact", 1)
+    assert set(res["reg"].values()) <= {1.0, 10.0, 100.0}
+    for cv_loss in res["cv_loss"].values():          # every value tried, on both folds
+        assert {"1.0", "10.0"} <= set(cv_loss)
+    text = caplog.text
+    assert "[fold 1] AGM reg=" in text and "[fold 2] SSVM reg=" in text
+    assert "[split 1] CRF reg=" in text and "chosen:" in text
+
+
+@needs_ck
+@pytest.mark.data
+def test_paper_protocol_smoke(monkeypatch):
+    """The paper protocol on a CK+ subset (2 and 3 AdaGrad passes instead of 50 and 100)."""
+    E = load_problem(PROBLEM)
+    _ck_subset(E, monkeypatch)
+    monkeypatch.setattr(E, "PAPER_PASSES", {"cv": 2, "final": 3})
+    res = E.run(splits=2, protocol="paper", cv=2, reg_grid=[0.1, 0.0], n_jobs=1)
+    _check_result(res, "paper", 2)
+    assert set(res["reg"].values()) <= {0.1, 0.0} and not res["grid_extensions"]
+    a = E.run(splits=1, protocol="paper", reg_grid=[0.0], n_jobs=1)      # same seed: same run
+    b = E.run(splits=1, protocol="paper", reg_grid=[0.0], n_jobs=1)
+    assert a["table"] == b["table"]
+
+
+def _fake_task(best):
+    """A stand-in for one task: validation loss |log10 reg - log10 best[model]|."""
+    def task(job):
+        keys = E_METRICS if job.model == "CRF" else [job.key]
+        loss = abs(np.log10(job.reg) - np.log10(best[job.model]))
+        return job, {k: loss for k in keys}, {"fit": 0.0, "fit_cpu": 0.0, "predict": 0.0,
+                                              "predict_cpu": 0.0, "solver": 0.0, "fits": 1}
+    return task
+
+
+E_METRICS = load_problem(PROBLEM).METRICS
+
+
+def test_cross_validation_extends_the_grid_past_its_edges(monkeypatch):
+    """A best value on an edge of the grid gets the next decade tried, until interior."""
+    E = load_problem(PROBLEM)
+    best = {"AGM": 1e3, "SSVM": 1e-3, "CRF": 1.0}
+    monkeypatch.setattr(E, "_task", _fake_task(best))
+    progress = E.Progress("test", verbose=0)
+    timings = []
+    chosen, cv_loss, notes = E.cross_validate(np.arange(12), [0.1, 1.0, 10.0], 3, 1, True,
+                                              timings, progress)
+    for (model, _), reg in chosen.items():
+        assert reg == pytest.approx(best[model])
+        regs = sorted(cv_loss[(model, _)])
+        assert regs[0] < reg < regs[-1]                          # interior
+    assert any("AGM/" in n and "best 100 on the grid's edge, tried 1000" in n for n in notes)
+    assert any("SSVM/" in n and "tried 0.001" in n for n in notes)
+    assert not any(n.startswith("CRF/") for n in notes)
+    # the paper protocol does not extend: its best may sit on the edge
+    chosen, _, notes = E.cross_validate(np.arange(12), [0.1, 1.0, 10.0], 3, 1, False, [],
+                                        progress)
+    assert chosen[("AGM", E_METRICS[0])] == 10.0 and not notes
+
+
+def test_ties_go_to_the_larger_regularization():
+    E = load_problem(PROBLEM)
+    assert E._best({0.0: [0.3, 0.3], 1e-3: [0.2, 0.4], 1e-1: [0.25, 0.35]}) == 1e-1
+    assert E._best({0.0: [0.1], 1e-1: [0.2]}) == 0.0
+
+
+def test_paper_gradients_against_finite_differences_and_enumeration():
+    """The CRF and SSVM per-example (sub)gradients of the paper protocol, by independent oracles.
+
+    CRF: the gradient of ``log Z - theta . Phi(x, y)`` equals central differences.
+    SSVM: the loss-augmented labelling equals enumeration of all 3^4 labellings, and
+    the returned vector is ``Phi(x, y*) - Phi(x, y)``.
+    """
     from agm_oracles import random_tree_data
     E = load_problem(PROBLEM)
-    rng = np.random.default_rng(0)
-    X, Y = random_tree_data(rng, 8, 5, k=3, chain=True)
-    monkeypatch.setattr(E, "_DATA", {"X": X, "Y": Y, "Z": np.array([0, 1] * 4), "n_jobs": 1})
+    rng = np.random.default_rng(3)
+    X, Y = random_tree_data(rng, 1, 4, k=3, chain=True)
+    ex, y, k = check_tree_example(X[0]), Y[0], 3
+    D = 3 * 3 + 9 * 2
+    theta = rng.normal(size=D)
+
+    def crf_loss(t):
+        b, B = potentials(ex, t, k)
+        return tree_marginals(ex, b, B)[0] - score(ex, b, B, y)
+
+    _, R, Q = tree_marginals(ex, *potentials(ex, theta, k))
+    g = E._feature_gradient(ex, R, Q, y, k)
+    h = 1e-6
+    fd = np.array([(crf_loss(theta + h * e) - crf_loss(theta - h * e)) / (2 * h)
+                   for e in np.eye(D)])
+    np.testing.assert_allclose(g, fd, atol=1e-6)
+
+    from structlp.agm.game import check_loss
+    for loss, weighted in itertools.product(("zero_one", "absolute", "squared"), (False, True)):
+        L = check_loss(loss, k)[1]
+        w = E._weights(ex.n_nodes, weighted)
+        b, B = potentials(ex, theta, k)
+        best = max(itertools.product(range(k), repeat=ex.n_nodes),
+                   key=lambda z: score(ex, b, B, np.array(z))
+                   + float(np.sum(w * L[np.array(z), y])))
+        captured = {}
+
+        def fake_adagrad(grad, theta0, m, reg, passes, rng_):
+            captured["g"] = grad(0, theta)
+            return theta0
+
+        orig = E.adagrad
+        E.adagrad = fake_adagrad
+        try:
+            E._paper_fit("SSVM", (loss, weighted), 0.0, [ex], [y], 1, 0)
+        finally:
+            E.adagrad = orig
+        R, Q = E._one_hot(ex, np.array(best), k)
+        np.testing.assert_allclose(captured["g"], E._feature_gradient(ex, R, Q, y, k))
+
+
+def test_adagrad_is_the_authors_update():
+    """One pass on one example: theta - lr g / (|g| + eps) per coordinate, g incl. reg theta."""
+    E = load_problem(PROBLEM)
+    theta0 = np.array([1.0, -2.0, 0.5])
+    c = np.array([0.3, -0.1, 0.0])
+    out = E.adagrad(lambda i, t: c.copy(), theta0, 1, 0.5, 1, np.random.default_rng(0))
+    g = c + 0.5 * theta0
+    np.testing.assert_allclose(out, theta0 - 0.1 * g / (np.abs(g) + 1e-8))
+
+
+def test_agm_init_starts_the_subgradient_method():
+    from agm_oracles import random_tree_data
+    rng = np.random.default_rng(1)
+    X, Y = random_tree_data(rng, 3, 4, k=3, chain=True)
+    D = 3 * 3 + 9 * 2
+    kw = dict(method="subgradient", max_epochs=1, learning_rate=1e-9, average=False,
+              random_state=0)
+    m = AdversarialGraphicalModel(3, init=-0.5, **kw).fit(X, Y)
+    np.testing.assert_allclose(m.coef_, -0.5, atol=1e-6)
+    start = rng.normal(size=D)
+    m = AdversarialGraphicalModel(3, init=start, **kw).fit(X, Y)
+    np.testing.assert_allclose(m.coef_, start, atol=1e-6)
+    assert m.get_params()["init"] is start
+    for bad in (np.zeros(D + 1), "zeros", np.nan):
+        with pytest.raises(InvalidParameterError, match="'init'.*shape \\(27,\\)"):
+            AdversarialGraphicalModel(3, init=bad, **kw).fit(X, Y)
+
+
+def _two_class_problem(monkeypatch):
+    """The problem module on 8 random chains of two "emotion classes" (no CK+ data)."""
+    from agm_oracles import random_tree_data
+    E = load_problem(PROBLEM)
+    X, Y = random_tree_data(np.random.default_rng(0), 8, 5, k=3, chain=True)
+    monkeypatch.setattr(E, "_DATA", {"X": X, "Y": Y, "Z": np.array([0, 1] * 4),
+                                     "cfg": {"protocol": "exact", "solver": None, "seed": 0,
+                                             "n_jobs": 1}})
+    return E, X, Y
+
+
+def test_fast_solver_settings_fall_back_to_defaults(monkeypatch):
+    """A task whose fast Clarabel settings fail is redone with Clarabel's defaults."""
+    E, X, Y = _two_class_problem(monkeypatch)
     train, test = np.arange(6), np.arange(6, 8)
     key = ("absolute", True)
-    ref = E._task(("AGM", key, 0.1, train, test, None, "qp", 0))[1]
+    ref = E._task(E.Job("AGM", key, 0.1, train, test, "final", 0))[1]
     monkeypatch.setattr(E, "FAST_CLARABEL", {"max_iter": 1})      # always stops short
     for model in ("AGM", "SSVM"):
-        out = E._task((model, key, 0.1, train, test, None, "qp", 0))[1]
+        out = E._task(E.Job(model, key, 0.1, train, test, "final", 0))[1]
         assert 0.0 <= out[key] <= 2.0
         if model == "AGM":
             assert out == ref
     with pytest.raises(StructlpError):      # the fast settings alone do fail here
-        E._make("AGM", key, 0.1, None, "qp", {"max_iter": 1})(6, 6).fit(X[:6], Y[:6])
+        E._make("AGM", key, 0.1, None, {"max_iter": 1})(6, 6).fit(X[:6], Y[:6])
+
+
+def test_a_cv_value_the_solver_cannot_reach_counts_as_worst(monkeypatch):
+    """In CV a failed QP is the worst value (noted, no further extension); in a final fit it raises."""
+    from structlp.exceptions import SolverError
+    E, X, Y = _two_class_problem(monkeypatch)
+    real = E._fit_with_fallback
+
+    def failing(model, key, reg, *args):
+        if reg >= 100:
+            raise SolverError("Solver CLARABEL ended with status 'optimal_inaccurate'.")
+        return real(model, key, reg, *args)
+
+    monkeypatch.setattr(E, "_fit_with_fallback", failing)
+    key, train, test = ("zero_one", False), np.arange(6), np.arange(6, 8)
+    _, out, tm = E._task(E.Job("AGM", key, 100.0, train, test, "cv", 0))
+    assert out == {key: float("inf")} and tm["fits"] == 0
+    with pytest.raises(SolverError):
+        E._task(E.Job("SSVM", key, 100.0, train, test, "final", 0))
+    monkeypatch.setattr(E, "METRICS", [key])
+    chosen, cv_loss, notes = E.cross_validate(np.arange(8), [1.0, 100.0], 2, 1, True, [],
+                                              E.Progress("test", verbose=0))
+    assert chosen[("AGM", key)] <= 1.0 and cv_loss[("AGM", key)][100.0] == float("inf")
+    assert any(n.startswith("AGM/zero-one, unweighted: solver failed at reg 100") for n in notes)
