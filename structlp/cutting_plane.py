@@ -16,7 +16,7 @@ from ._validation import check_bool, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import prepare
 from .exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
-from .inference import argmax_parts, check_oracle_solver
+from .inference import argmax_parts
 from .solvers import solve
 
 #: Largest n-slack working set whose master QP is solved by the built-in dual method
@@ -310,7 +310,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     callback : callable or None
         ``callback(info)`` after every round (``iteration``, ``time``,
         ``master_objective``, ``n_constraints``, ``oracle``, and at oracle
-        rounds ``objective`` and ``max_violation``); returning True stops.
+        rounds ``objective`` and ``max_violation``, with ``coef_`` set to the
+        iterate they belong to); returning True stops.
     warm_start : bool, default=False
         Start from the previous fit's working set (and cache) when fitted again
         on the same training set (e.g. with another ``C``); on other data the
@@ -403,7 +404,6 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         t0 = time.perf_counter()
         data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model))
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
-        check_oracle_solver(self.model, data, polys, owner=type(self).__name__)
         m, d = data.n_examples, data.n_features
         parts = _Parts(data)
         one = bool(self.one_slack)
@@ -437,6 +437,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                 if history:
                     history[-1].update(objective=float(obj), max_violation=last_gap,
                                        time=time.perf_counter() - t0)
+                self.coef_ = np.array(w)     # the iterate just evaluated (for callbacks)
                 if history and progress.update(
                         iteration=it - 1, objective=float(obj), max_violation=last_gap,
                         master_objective=history[-1]["master_objective"],
@@ -570,7 +571,7 @@ class _WorkingSet:
         self.w = np.zeros(d)
         self.xi = np.array(self.b[:self.n_groups])
         self.master_value = float(self.cap @ self.xi)
-        self.seen = [{_key(mt)} for mt in data.mu_true] if not one else [set()]
+        self.seen = [{_key(mt)} for mt in data.mu_true] if not one else None
         self.truth_keys = [_key(mt) for mt in data.mu_true]
         self.cache = _Cache(m, d, cache_size) if cache_size else None
         self.reattach(data, parts, C)
@@ -631,10 +632,7 @@ class _WorkingSet:
             if self.cache is not None:
                 new = [i for i in range(m) if keys[i] != self.truth_keys[i]]
                 self.cache.add(new, [keys[i] for i in new], rows[new], losses[new], now)
-            joint = hashlib.sha1(b"".join(keys)).digest()
-            if joint in self.seen[0]:
-                return 0
-            self.seen[0].add(joint)
+            # a cut violated beyond tol is not in the master QP (solved to 1e-3 tol)
             g = np.asarray(rows.sum(axis=0)).ravel() / m
             self._append(g[None, :], [float(losses.mean())], [0])
             return 1
@@ -684,7 +682,7 @@ class _WorkingSet:
             return
         keep = np.flatnonzero(~drop)
         T = len(keep)
-        G = self.Gbuf[:self.n_rows, :self.n_rows][np.ix_(keep, keep)]
+        G = self._gram()[np.ix_(keep, keep)]
         self.Gbuf[:T, :T] = G
         self.n_gram = T
         self.R[:T] = self.R[keep]
