@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -83,8 +84,9 @@ print(json.dumps({"per_call": per_call, "fw": t_fw, "fw_obj": fw.objective_,
 
 def run(pythonpath, m):
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    # cwd outside any checkout: "python -c" puts the cwd first on sys.path
     out = subprocess.run([sys.executable, "-c", CHILD, str(m)], capture_output=True, text=True,
-                         env=env, cwd=ROOT)
+                         env=env, cwd=tempfile.gettempdir())
     if out.returncode:
         raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -93,7 +95,7 @@ def run(pythonpath, m):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default=None, help="checkout of the previous release")
-    ap.add_argument("--m", type=int, default=40, help="training examples")
+    ap.add_argument("--m", type=int, default=10, help="training examples")
     args = ap.parse_args(argv)
     rows = [("this checkout", run(ROOT, args.m))]
     if args.base:

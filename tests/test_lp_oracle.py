@@ -3,28 +3,21 @@
 
 import warnings
 
-import cvxpy as cp
 import numpy as np
 import pytest
+import test_declared_model
 
 import structlp.inference as inf
 from structlp import (FractionalSolutionError, FrankWolfeLearner, InvalidParameterError,
-                      MaxMarginLearner, StructuredModel, SubgradientLearner)
+                      MaxMarginLearner, SubgradientLearner)
 from structlp.cutting_plane import CuttingPlaneLearner
 
 
-class DeclaredMatching(StructuredModel):
+class DeclaredMatching(test_declared_model.DeclaredMatching):
     """A perfect bipartite matching declared with cvxpy constraints (no fast path)."""
 
-    def n_parts(self, x):
-        return x.shape[0] * x.shape[1]
-
-    def features(self, x):
-        return x.reshape(-1, x.shape[2])
-
-    def constraints(self, x, mu):
-        M = cp.reshape(mu, x.shape[:2], order="C")
-        return [cp.sum(M, axis=0) == 1, cp.sum(M, axis=1) == 1, mu >= 0, mu <= 1]
+    def decode(self, x, mu):
+        return np.rint(mu)
 
     def polytope_key(self, x):
         return x.shape[:2]
