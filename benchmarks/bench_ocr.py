@@ -36,9 +36,9 @@ K = 26
 LEARNERS = {
     "FrankWolfeLearner": "FrankWolfeLearner(TreeLabeling(26), C=C, tol=1e-3, max_iter=1000, "
                          "random_state=0)",
-    "CuttingPlane (one-slack, cache)": "CuttingPlaneLearner(TreeLabeling(26), C=C, tol=tol, "
+    "CuttingPlane one-slack (cache)": "CuttingPlaneLearner(TreeLabeling(26), C=C, tol=tol, "
                                        "one_slack=True, max_iter=100000)",
-    "CuttingPlane (one-slack, no cache)": "CuttingPlaneLearner(TreeLabeling(26), C=C, "
+    "CuttingPlane one-slack (no cache)": "CuttingPlaneLearner(TreeLabeling(26), C=C, "
                                           "tol=tol, one_slack=True, inference_cache=0, "
                                           "max_iter=100000)",
     "CuttingPlane (n-slack)": "CuttingPlaneLearner(TreeLabeling(26), C=C, tol=tol, "
@@ -148,8 +148,8 @@ def main(argv=None):
     ap.add_argument("--scale", action="store_true", help="6,251 words instead of fold 1")
     ap.add_argument("--base", default=None, help="checkout of the previous release")
     ap.add_argument("--plot", default=None, help="file for the objective-vs-time plot")
-    ap.add_argument("--learners", default=",".join(LEARNERS),
-                    help="comma-separated subset of: " + ", ".join(LEARNERS))
+    ap.add_argument("--learners", default=";".join(LEARNERS),
+                    help="semicolon-separated subset of: " + "; ".join(LEARNERS))
     ap.add_argument("--tol", type=float, default=1e-4, help="relative tolerance of the fits")
     ap.add_argument("--budget", type=float, default=600.0, help="CPU seconds per fit")
     ap.add_argument("--json", default=None)
@@ -159,8 +159,12 @@ def main(argv=None):
         runs.append(run_child("FrankWolfeLearner (previous release)",
                               LEARNERS["FrankWolfeLearner"], args.scale, args.tol, args.budget,
                               Path(args.base).resolve()))
-    for name in args.learners.split(","):
+    for name in args.learners.split(";"):
+        if name not in LEARNERS:
+            raise SystemExit(f"unknown learner {name!r}; choose from {list(LEARNERS)}")
         runs.append(run_child(name, LEARNERS[name], args.scale, args.tol, args.budget, ROOT))
+        print(f"{name}: {runs[-1]['cpu']:.1f} CPU s, final F {runs[-1]['curve'][-1][2]:.6f}",
+              file=sys.stderr, flush=True)
     best = min(f for r in runs for _, _, f in r["curve"])
     print(f"OCR letters, {'6,251 words (all folds but 0)' if args.scale else 'fold 1 (704 words)'}"
           f", C = {C}; best F = {best:.6f}; CPU seconds (wall in brackets); loaded machine\n")
