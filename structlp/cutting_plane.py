@@ -16,7 +16,7 @@ from ._validation import check_bool, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import prepare
 from .exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
-from .inference import argmax_parts, check_oracle_solver
+from .inference import argmax_parts
 from .solvers import solve
 
 #: Largest n-slack working set whose master QP is solved by the built-in dual method
@@ -166,7 +166,23 @@ def solve_master_dual(G, b, group, cap, alpha=None, tol=1e-10, max_iter=None):
             a[blocking] = 0.0
             free[blocking] = False
     a = np.maximum(a, 0.0)
+    # polish: the unregularized optimum on the final face (removes the ridge's bias when
+    # it stays feasible; least squares, G_FF may be singular)
+    F = np.flatnonzero(a > 0.0)
+    nF, gF = len(F), group[F]
+    K = np.zeros((nF + n_groups, nF + n_groups))
+    K[:nF, :nF] = G[np.ix_(F, F)]
+    K[np.arange(nF), nF + gF] = 1.0
+    K[nF + gF, np.arange(nF)] = 1.0
     grad = b - G @ a
+    p = np.linalg.lstsq(K, np.concatenate([grad[F], np.zeros(n_groups)]), rcond=None)[0][:nF]
+    if np.all(a[F] + p >= 0.0) and np.abs(np.bincount(gF, p, n_groups)).max(
+            initial=0.0) <= 1e-12 * cap.max():
+        trial = a.copy()
+        trial[F] += p
+        tgrad = b - G @ trial
+        if 0.5 * trial @ (b + tgrad) >= 0.5 * a @ (b + grad):
+            a, grad = trial, tgrad
     return a, grad, float(0.5 * a @ (b + grad)), float(viol)
 
 
@@ -310,7 +326,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     callback : callable or None
         ``callback(info)`` after every round (``iteration``, ``time``,
         ``master_objective``, ``n_constraints``, ``oracle``, and at oracle
-        rounds ``objective`` and ``max_violation``); returning True stops.
+        rounds ``objective`` and ``max_violation``, with ``coef_`` set to the
+        iterate they belong to); returning True stops.
     warm_start : bool, default=False
         Start from the previous fit's working set (and cache) when fitted again
         on the same training set (e.g. with another ``C``); on other data the
@@ -413,7 +430,6 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         t0 = time.perf_counter()
         data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model))
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
-        check_oracle_solver(self.model, data, polys, owner=type(self).__name__)
         m, d = data.n_examples, data.n_features
         parts = _Parts(data)
         one = bool(self.one_slack)
@@ -447,7 +463,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                 if history:
                     history[-1].update(objective=float(obj), max_violation=last_gap,
                                        time=time.perf_counter() - t0)
-                if history and progress.update(
+                self.coef_ = np.array(w)     # the iterate just evaluated (for callbacks)
+                if history and not stopped and progress.update(
                         iteration=it - 1, objective=float(obj), max_violation=last_gap,
                         master_objective=history[-1]["master_objective"],
                         n_constraints=history[-1]["n_constraints"], oracle=True):
@@ -478,16 +495,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
             if not use_oracle and progress.update(
                     iteration=it, master_objective=ws.master_value, n_constraints=ws.n_rows,
                     oracle=False):
-                stopped = True
-                ti = time.perf_counter()
-                mus, hinge = self._oracle(data, parts, w, polys)
-                t_inf += time.perf_counter() - ti
-                n_oracle += 1
-                viol = ws.violation(hinge)
-                obj = 0.5 * w @ w + C * hinge.sum()
-                history[-1].update(objective=float(obj), max_violation=float(viol.max()),
-                                   time=time.perf_counter() - t0)
-                break
+                stopped = use_oracle = True   # a last oracle pass: the exact objective of w
         progress.close()
         if not converged and not stopped:
             warnings.warn(
@@ -581,7 +589,7 @@ class _WorkingSet:
         self.w = np.zeros(d)
         self.xi = np.array(self.b[:self.n_groups])
         self.master_value = float(self.cap @ self.xi)
-        self.seen = [{_key(mt)} for mt in data.mu_true] if not one else [set()]
+        self.seen = [{_key(mt)} for mt in data.mu_true] if not one else None
         self.truth_keys = [_key(mt) for mt in data.mu_true]
         self.cache = _Cache(m, d, cache_size) if cache_size else None
         self.reattach(data, parts, C)
@@ -642,10 +650,7 @@ class _WorkingSet:
             if self.cache is not None:
                 new = [i for i in range(m) if keys[i] != self.truth_keys[i]]
                 self.cache.add(new, [keys[i] for i in new], rows[new], losses[new], now)
-            joint = hashlib.sha1(b"".join(keys)).digest()
-            if joint in self.seen[0]:
-                return 0
-            self.seen[0].add(joint)
+            # a cut violated beyond tol is not in the master QP (solved to 1e-3 tol)
             g = np.asarray(rows.sum(axis=0)).ravel() / m
             self._append(g[None, :], [float(losses.mean())], [0])
             return 1
@@ -695,7 +700,7 @@ class _WorkingSet:
             return
         keep = np.flatnonzero(~drop)
         T = len(keep)
-        G = self.Gbuf[:self.n_rows, :self.n_rows][np.ix_(keep, keep)]
+        G = self._gram()[np.ix_(keep, keep)]
         self.Gbuf[:T, :T] = G
         self.n_gram = T
         self.R[:T] = self.R[keep]

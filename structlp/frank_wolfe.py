@@ -15,6 +15,7 @@ from .compiler import prepare
 from .cutting_plane import _needs_polytopes
 from .exceptions import ConvergenceWarning
 from .exceptions import InvalidInputError, InvalidParameterError
+from .inference import check_oracle_solver
 from .parallel import OraclePool, check_backend, check_n_jobs
 from .solvers import check_solver
 
@@ -54,6 +55,7 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
         """Prepare the data, open the oracle pool, ``run(pool, data, t0)``, record timings."""
         t0 = time.perf_counter()
         data, polys = self._prepare(X, Y)
+        check_oracle_solver(self.model, data.X, polys, self.solver, type(self).__name__)
         t_prep = time.perf_counter() - t0
         with self._pool(data, polys, solver, opts, timeout) as pool:
             run(pool, data, t0)

@@ -17,21 +17,125 @@ silently.
 
 from __future__ import annotations
 
+import os
+import time
+import warnings
+
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
 from .compiler import stacked_scores
-from .exceptions import FractionalSolutionError
+from .exceptions import FractionalSolutionError, InvalidParameterError, SolverError
 from .formulations import block_diag
 from .solvers import check_solver, solve
 
 #: Largest distance to {0, 1} accepted for an LP solution read as an output.
 INTEGRALITY_TOL = 1e-5
+#: LP solvers that return a point inside the optimal face (not a vertex) when scores tie:
+#: unusable as output oracles.
+INTERIOR_POINT_SOLVERS = ("CLARABEL", "ECOS", "SCS", "OSQP", "PIQP", "PROXQP", "QOCO",
+                          "CVXOPT", "SCIP_IPM", "NAG", "DAQP")
+#: An inference LP slower than this (seconds per call, measured at fit time) draws a
+#: warning from the first-order learners.
+SLOW_ORACLE_SECONDS = 2e-3
+
+_HIGHS = {}            # id(polytope) -> (polytope, Highs): one compiled LP per polytope
+_BANNER_SILENCED = False
+
+
+def _new_highs():
+    """A quiet ``highspy.Highs`` (its banner, printed on the first construction in a
+    process, goes to stdout from C++: silenced at the file-descriptor level)."""
+    import highspy
+    global _BANNER_SILENCED
+    if not _BANNER_SILENCED:
+        _BANNER_SILENCED = True
+        try:
+            saved = os.dup(1)
+        except OSError:            # pragma: no cover - no stdout descriptor
+            saved = None
+        if saved is not None:
+            try:
+                with open(os.devnull, "w") as null:
+                    os.dup2(null.fileno(), 1)
+                    h = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+            h.setOptionValue("output_flag", False)
+            return h
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+class _HighsLP:
+    """``max s . mu, mu in P`` for one polytope, compiled once into HiGHS (dual simplex,
+    warm-started from the previous basis at every new objective)."""
+
+    def __init__(self, poly):
+        import highspy
+        L = poly.n_parts
+        h = _new_highs()
+        h.setOptionValue("solver", "simplex")
+        inf = highspy.kHighsInf
+        lb = np.where(np.isfinite(poly.lb), poly.lb, -inf)
+        ub = np.where(np.isfinite(poly.ub), poly.ub, inf)
+        h.addVars(L, lb.astype(float), ub.astype(float))
+        M = sp.vstack([poly.A, poly.E], format="csr")
+        lo = np.concatenate([np.full(poly.A.shape[0], -inf), poly.e])
+        hi = np.concatenate([poly.b, poly.e])
+        if M.shape[0]:
+            h.addRows(M.shape[0], lo.astype(float), hi.astype(float), M.nnz,
+                      M.indptr.astype(np.int32), M.indices.astype(np.int32),
+                      M.data.astype(float))
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self.h, self.L, self.idx = h, L, np.arange(L, dtype=np.int32)
+        self.optimal = highspy.HighsModelStatus.kOptimal
+
+    def solve(self, s):
+        h = self.h
+        h.changeColsCost(self.L, self.idx, np.asarray(s, dtype=float))
+        h.run()
+        status = h.getModelStatus()
+        if status != self.optimal:
+            text = h.modelStatusToString(status)
+            hint = " A declared output polytope is empty." if "nfeasible" in text else \
+                " A declared output polytope is unbounded; give every part finite bounds." \
+                if "nbounded" in text else ""
+            raise SolverError(f"HiGHS ended with status {text!r} on the inference LP.{hint}")
+        return np.array(h.getSolution().col_value, dtype=float)
+
+
+def _compiled_lp(poly):
+    entry = _HIGHS.get(id(poly))
+    if entry is None or entry[0] is not poly:
+        entry = (poly, _HighsLP(poly))
+        if len(_HIGHS) > 10_000:          # a bound on what is kept alive
+            _HIGHS.clear()
+        _HIGHS[id(poly)] = entry
+    return entry[1]
+
+
+def _direct_highs(solver, solver_opts):
+    """Whether the inference LPs go to HiGHS directly (default solver, no options)."""
+    if solver_opts or solver not in (None, "HIGHS"):
+        return False
+    try:
+        import highspy  # noqa: F401
+    except ImportError:  # pragma: no cover - a dependency
+        return False
+    return True
 
 
 def solve_stacked_lp(polytopes, scores, solver=None, solver_opts=None):
-    """Solve ``max s_i . mu_i, mu_i in P_i`` for all i as one LP.
+    """Solve ``max s_i . mu_i, mu_i in P_i`` for all i.
+
+    With the default solver (HiGHS) and no options, each polytope is compiled
+    once into HiGHS and re-solved warm from its last basis for every new score
+    vector (no cvxpy problem per call); otherwise all examples form one
+    block-diagonal cvxpy LP.
 
     Parameters
     ----------
@@ -43,9 +147,11 @@ def solve_stacked_lp(polytopes, scores, solver=None, solver_opts=None):
     list of (L_i,) arrays
         The LP solutions (not rounded).
     """
-    solver = check_solver(solver, kind="LP")
     for p in polytopes:
         p.check_bounded()
+    if _direct_highs(solver, solver_opts):
+        return [_compiled_lp(p).solve(sc) for p, sc in zip(polytopes, scores)]
+    solver = check_solver(solver, kind="LP")
     A = block_diag([p.A for p in polytopes])
     E = block_diag([p.E for p in polytopes])
     b = np.concatenate([p.b for p in polytopes])
@@ -75,16 +181,22 @@ def solve_stacked_lp(polytopes, scores, solver=None, solver_opts=None):
                                                                sizes))]
 
 
-def _check_integral(model, i, sol):
-    """``sol`` rounded to 0/1, or FractionalSolutionError."""
+def _check_integral(model, i, sol, solver=None):
+    """``sol`` rounded to 0/1, or FractionalSolutionError (blaming the right culprit)."""
     r = np.rint(sol)
     gap = float(np.max(np.abs(sol - r))) if len(sol) else 0.0
     if gap > INTEGRALITY_TOL:
+        head = (f"The inference LP of example {i} has a fractional solution (an entry "
+                f"{gap:.3g} away from 0/1)")
+        if solver is not None and str(solver).upper() in INTERIOR_POINT_SOLVERS:
+            raise FractionalSolutionError(
+                f"{head}, solved by {str(solver).upper()}, an interior-point method: on "
+                "tied scores it returns a point inside the optimal face, not a vertex, "
+                "whether or not the polytope is integral. Use a simplex solver "
+                "(solver='HIGHS', the default) for the inference LPs.")
         raise FractionalSolutionError(
-            f"The inference LP of example {i} has a fractional solution (an entry "
-            f"{gap:.3g} away from 0/1): the output polytope of "
-            f"{type(model).__name__} is not integral for these scores. Define "
-            "inference(x, scores) for an exact combinatorial decoder.")
+            f"{head}: the output polytope of {type(model).__name__} is not integral for "
+            "these scores. Define inference(x, scores) for an exact combinatorial decoder.")
     return r
 
 
@@ -105,7 +217,7 @@ def argmax_parts(model, X, scores, polytopes=None, solver=None, solver_opts=None
                  for i in pending]
         sols = solve_stacked_lp(polys, [scores[i] for i in pending], solver, solver_opts)
         for i, sol in zip(pending, sols):
-            mus[i] = _check_integral(model, i, sol)
+            mus[i] = _check_integral(model, i, sol, solver)
     return mus
 
 
@@ -139,7 +251,7 @@ def maximize(model, X, scores, polytopes=None, solver=None, solver_opts=None):
                  for i in pending]
         sols = solve_stacked_lp(polys, [scores[i] for i in pending], solver, solver_opts)
         for i, sol in zip(pending, sols):
-            r = _check_integral(model, i, sol)
+            r = _check_integral(model, i, sol, solver)
             outputs[i] = model.decode(X[i], r)
             mus[i] = r
     return outputs, mus
@@ -182,6 +294,67 @@ def loss_augmented(model, data, w=None, solver=None, solver_opts=None, scores=No
     return (outputs, hinge, mus) if return_mus else (outputs, hinge)
 
 
-def check_oracle_solver(model, data, polytopes=None, solver=None, owner=None):
-    """Placeholder: filled in with the LP-oracle checks."""
-    return None
+def has_fast_path(model, x, n_parts):
+    """Whether ``model`` answers ``inference_parts`` for example ``x`` (no LP needed)."""
+    return model.inference_parts(x, np.zeros(n_parts)) is not None
+
+
+def check_oracle_solver(model, X, polytopes=None, solver=None, owner=None, n_calls=None):
+    """Fit-time checks of the loss-augmented oracle of a first-order learner.
+
+    For a model without a combinatorial fast path (every oracle call is an
+    inference LP):
+
+    * an interior-point ``solver`` (:data:`INTERIOR_POINT_SOLVERS`) is refused
+      with :class:`~structlp.exceptions.InvalidParameterError`: oracles need
+      vertices, and these solvers return non-vertices on tied scores;
+    * one LP is timed, and when it takes more than :data:`SLOW_ORACLE_SECONDS`
+      a warning gives the measured cost (CPU seconds) and the remedies.
+
+    Parameters
+    ----------
+    model : StructuredModel
+    X : list of checked examples
+    polytopes : list of Polytope or None
+    solver : str or None
+        The LP solver requested for the oracles (None: HiGHS).
+    owner : str
+    n_calls : int, optional
+        Oracle calls per pass (default ``len(X)``), for the estimate in the warning.
+
+    Returns
+    -------
+    float or None
+        Seconds per oracle LP (None when the model has a fast path).
+    """
+    if not len(X):
+        return None
+    if has_fast_path(model, X[0], int(model.n_parts(X[0]))):
+        return None
+    poly = polytopes[0] if polytopes is not None else model.polytope(X[0])
+    L = poly.n_parts
+    name = type(model).__name__
+    who = owner or "The learner"
+    if solver is not None and str(solver).upper() in INTERIOR_POINT_SOLVERS:
+        raise InvalidParameterError(
+            f"The 'solver' parameter of {who} is {str(solver).upper()!r}, an interior-point "
+            f"method, but {name} has no inference(x, scores) fast path, so every oracle call "
+            "is an inference LP whose solution must be a vertex (an output); interior-point "
+            "solvers return non-vertices when scores tie. Use solver='HIGHS' (simplex, the "
+            "default) or None.")
+    rng = np.random.default_rng(0)
+    solve_stacked_lp([poly], [rng.normal(size=L)], solver)      # compile / warm up
+    t0 = time.process_time()              # CPU seconds: fair on a loaded machine
+    for _ in range(5):
+        solve_stacked_lp([poly], [rng.normal(size=L)], solver)
+    seconds = (time.process_time() - t0) / 5
+    if seconds > SLOW_ORACLE_SECONDS:
+        n = len(X) if n_calls is None else int(n_calls)
+        warnings.warn(
+            f"{who}: {name} has no inference(x, scores) fast path, so every oracle call "
+            f"solves the inference LP: {seconds * 1e3:.1f} ms per call measured, about "
+            f"{seconds * n:.1f} s per pass over the {n} examples. Define "
+            f"{name}.inference(x, scores) (an exact combinatorial decoder), or use "
+            "MaxMarginLearner (one joint QP) or CuttingPlaneLearner.", UserWarning,
+            stacklevel=3)
+    return seconds
