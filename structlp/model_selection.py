@@ -194,7 +194,8 @@ class PartTransformer(BaseEstimator):
     def _features(x: Any, i: int) -> np.ndarray:
         f = x[0] if isinstance(x, tuple) else x
         try:
-            f = np.asarray(f, dtype=float)
+            f = np.asarray(f)
+            f = None if f.dtype.kind in "cSUV" else f.astype(float)   # no complex/str
         except (TypeError, ValueError):
             f = None
         if f is None or f.ndim < 2:
@@ -215,8 +216,8 @@ class PartTransformer(BaseEstimator):
         dims = {f.shape[-1] for f in feats}
         if len(dims) != 1:
             raise InvalidInputError(
-                f"PartTransformer: every example needs the same number of features on its last "
-                f"axis; got {sorted(dims)}.")
+                f"PartTransformer: every example of X needs the same number of features on its "
+                f"last axis; got {sorted(dims)}.")
         d = dims.pop()
         transformer = copy.deepcopy(self.transformer)
         transformer.fit(np.concatenate([f.reshape(-1, d) for f in feats]))

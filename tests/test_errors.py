@@ -461,3 +461,47 @@ def test_sequence_loss_base_class_is_a_declaration_error():
     from structlp.sequence import SequenceLoss
     with pytest.raises(DeclarationError, match="SequenceLoss must define dynamic_program"):
         SequenceLoss()([0, 1], [0, 1])
+
+
+def test_jt_max_sum_validates_its_arguments(rng):
+    from structlp.agm import check_graph_example, jt_max_sum, skip_chain
+    gx = check_graph_example(skip_chain(rng.normal(size=(4, 2)), rng.normal(size=(3, 1))))
+    b, B = rng.normal(size=(4, 2)), rng.normal(size=(5, 2, 2))
+    assert jt_max_sum(gx, b, B)[0].shape == (4,)
+    for bad_b, bad_B, match in [(b[:3], B, r"b \(node scores\).*\(3, 2\)"),
+                                (np.full_like(b, np.nan), B, r"b \(node scores\).*NaN"),
+                                (b, B[:4], r"B \(edge scores\).*\(5, 2, 2\)"),
+                                (b, B + 1j, r"B \(edge scores\).*complex")]:
+        with pytest.raises(InvalidInputError, match=match):
+            jt_max_sum(gx, bad_b, bad_B)
+    with pytest.raises(InvalidInputError, match="gx of jt_max_sum must be a GraphExample"):
+        jt_max_sum({"node_features": b}, b, B)
+
+
+def test_skip_chain_validates_its_features(rng):
+    from structlp.agm import skip_chain
+    V = rng.normal(size=(4, 2))
+    with pytest.raises(InvalidInputError, match=r"edge_features.*\(3, d_e\).*\(2, 1\)"):
+        skip_chain(V, np.ones((2, 1)))
+    with pytest.raises(InvalidInputError, match="node_features must be real"):
+        skip_chain(V + 1j, np.ones((3, 1)))
+    with pytest.raises(InvalidInputError, match="skip_features.*NaN"):
+        skip_chain(V, np.ones((3, 1)), skip_features=np.full((2, 1), np.nan))
+    assert skip_chain(V, np.ones(3))["edge_features"].shape == (5, 2)   # 1-D: one feature
+
+
+def test_part_transformer_refuses_complex_and_names_x(rng):
+    from structlp import PartTransformer
+
+    class Center:
+        def fit(self, F):
+            self.mean_ = F.mean(axis=0)
+            return self
+
+        def transform(self, F):
+            return F - self.mean_
+    X = [rng.normal(size=(2, 3))]
+    with pytest.raises(InvalidInputError, match=r"X\[1\] must be an array"):
+        PartTransformer(Center()).fit(X + [X[0] + 1j])
+    with pytest.raises(InvalidInputError, match="every example of X needs the same number"):
+        PartTransformer(Center()).fit(X + [rng.normal(size=(2, 4))])

@@ -991,6 +991,563 @@ def _seq_learner_entry(cls):
     return Entry(draw_case, examples=6)
 
 
+# ----------------------------------------------------------------------------- junction trees
+def _random_graph(rng, n, d_v=2, d_e=1):
+    """A random connected graph example dict: a random spanning tree plus random extra edges,
+    each edge in a random orientation, in a random order."""
+    tree = [(int(rng.integers(0, j)), j) for j in range(1, n)]
+    extra = [(a, b) for a in range(n) for b in range(a + 1, n)
+             if (a, b) not in tree and rng.random() < 0.5]
+    edges = [(u, v) if rng.random() < 0.5 else (v, u) for u, v in tree + extra]
+    edges = np.array([edges[i] for i in rng.permutation(len(edges))], dtype=np.int64)
+    return agm.graph(rng.normal(size=(n, d_v)), edges.reshape(-1, 2),
+                     rng.normal(size=(len(edges), d_e)))
+
+
+def _mutated_graph(draw, x):
+    """A random invalid version of the graph example ``x``, with the names its error must
+    mention."""
+    n, E = len(x["node_features"]), np.asarray(x["edges"])
+    kind = draw(st.sampled_from(["node_features", "edge_features", "edges", "missing", "type"]))
+    x = dict(x)
+    if kind == "missing":
+        del x[draw(st.sampled_from(["node_features", "edges", "edge_features"]))]
+        return x, ("x", "X[0]")
+    if kind == "type":
+        return draw(st.sampled_from([None, 3, "graph", [x]])), ("x", "X[0]")
+    if kind == "edges":
+        bad = {"range": np.vstack([E, [[0, n + 3]]]), "loop": np.vstack([E, [[0, 0]]]),
+               "duplicate": np.vstack([E, E[:1, ::-1]]), "float": E + 0.5,
+               "shape": E.reshape(-1), "complex": E + 1j}
+        bad = bad[draw(st.sampled_from(sorted(bad) if len(E) else ["range", "loop", "float"]))]
+        if len(bad) != len(E) and np.ndim(bad) == 2:       # keep the feature rows consistent
+            x["edge_features"] = np.vstack([x["edge_features"], x["edge_features"][:1]])
+        x["edges"] = bad
+        return x, ("edges",)
+    if kind == "edge_features":
+        Ef = np.asarray(x["edge_features"])
+        if len(Ef) == 0 or draw(st.booleans()):      # a row count that is not n_edges
+            x["edge_features"] = Ef[:-1] if len(Ef) else np.ones((1, Ef.shape[1]))
+        else:
+            x["edge_features"] = _mutated_array(draw, Ef, allow=("empty",) if len(Ef) == 1
+                                                else ())
+        return x, ("edge_features",)
+    x["node_features"] = _mutated_array(draw, x["node_features"],
+                                        allow=("ragged",) if n == 1 else ())
+    return x, ("node_features", "edges")
+
+
+def _disconnected(rng, n):
+    x = _random_graph(rng, n)
+    keep = np.all(x["edges"] != n - 1, axis=1)         # isolate the last node
+    return agm.graph(x["node_features"], x["edges"][keep], x["edge_features"][keep])
+
+
+def _graph_entry(draw):
+    rng = _seed(draw)
+    n = draw(st.integers(1, 4))
+    x = _random_graph(rng, n)
+    if draw(st.booleans()):
+        xb, names = _mutated_graph(draw, agm.graph(*[x[k] for k in (
+            "node_features", "edges", "edge_features")]))
+        return Case(lambda: agm.check_graph_example(xb), names=names)
+
+    def check(out):
+        assert out is not x and sorted(out) == ["edge_features", "edges", "node_features"]
+        assert all(out[k] is x[k] for k in out)
+    return Case(lambda: agm.graph(x["node_features"], x["edges"], x["edge_features"]), check)
+
+
+def _check_graph_example(draw):
+    from agm_graph_oracles import exact_treewidth
+    rng = _seed(draw)
+    n = draw(st.integers(1, 5))
+    x = _random_graph(rng, n)
+    mode = draw(st.sampled_from(["valid", "valid", "x", "disconnected", "max_treewidth"]))
+    if mode == "x":
+        xb, names = _mutated_graph(draw, x)
+        return Case(lambda: agm.check_graph_example(xb), names=names)
+    if mode == "disconnected" and n > 1:
+        return Case(lambda: agm.check_graph_example(_disconnected(rng, n)), names=("edges",))
+    tw = exact_treewidth(n, x["edges"].tolist())
+    if mode == "max_treewidth":
+        bad = draw(st.sampled_from([-1, 1.5, "2", None] + ([tw - 1] if tw else [])))
+        return Case(lambda: agm.check_graph_example(x, 3, max_treewidth=bad),
+                    names=("max_treewidth",))
+
+    def check(gx):
+        members = [set(c.tolist()) for c in gx.cliques]
+        assert set().union(*members) == set(range(n))
+        assert all(any({u, v} <= c for c in members) for u, v in x["edges"].tolist())
+        for v in range(n):            # running intersection: the cliques holding v, a subtree
+            holding = [c for c in range(len(members)) if v in members[c]]
+            assert sum(gx.clique_parent[c] not in holding for c in holding) == 1
+        assert gx.width_lower_bound <= tw <= gx.width == max(map(len, members)) - 1
+        _close(gx.node_features, x["node_features"])
+    return Case(lambda: agm.check_graph_example(x), check)
+
+
+def _brute_graph_argmax(x, b, B):
+    """max over all k^n labellings of sum_i b[i, y_i] + sum_e B[e, y_u, y_v], by loops."""
+    n, k = b.shape
+    best = -np.inf
+    for y in itertools.product(range(k), repeat=n):
+        s = sum(b[i, y[i]] for i in range(n)) + sum(
+            B[e, y[u], y[v]] for e, (u, v) in enumerate(np.asarray(x["edges"]).tolist()))
+        best = max(best, s)
+    return best
+
+
+def _jt_max_sum(draw):
+    rng = _seed(draw)
+    n, k = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    x = _random_graph(rng, n)
+    gx = agm.check_graph_example(x)
+    E = len(x["edges"])
+    b, B = rng.normal(size=(n, k)), rng.normal(size=(E, k, k))
+    mode = draw(st.sampled_from(["valid", "valid", "b", "B", "gx"]))
+    if mode == "b":
+        bad = draw(st.sampled_from([b[:-1], b[:, :0], b + 0.5j, np.full_like(b, np.nan),
+                                    b.ravel(), b.astype(str)]))
+        return Case(lambda: agm.jt_max_sum(gx, bad, B), names=("b",))
+    if mode == "B":
+        bad = draw(st.sampled_from([np.zeros((E + 1, k, k)), B + 0.5j, B[..., :0] if k > 1
+                                    else np.zeros((E, 2, 2))] + ([np.full((E, k, k), np.inf),
+                                                                   B.reshape(E, -1)] if E else [])))
+        return Case(lambda: agm.jt_max_sum(gx, b, bad), names=("B",))
+    if mode == "gx":
+        return Case(lambda: agm.jt_max_sum(draw(st.sampled_from([x, None, "gx"])), b, B),
+                    names=("gx",))
+
+    def check(out):
+        y, val = out
+        best = _brute_graph_argmax(x, b, B)
+        _close(val, best)
+        _close(sum(b[i, y[i]] for i in range(n)) + sum(
+            B[e, y[u], y[v]] for e, (u, v) in enumerate(x["edges"].tolist())), best)
+    return Case(lambda: agm.jt_max_sum(gx, b, B), check)
+
+
+def _skip_chain(draw):
+    rng = _seed(draw)
+    n, skip = draw(st.integers(1, 5)), draw(st.integers(2, 3))
+    V, Ef = rng.normal(size=(n, 2)), rng.normal(size=(n - 1, 2))
+    m = max(n - skip, 0)
+    S = None if draw(st.booleans()) else rng.normal(size=(m, 1))
+    mode = draw(st.sampled_from(["valid", "valid", "skip", "skip_features", "edge_features",
+                                 "node_features"]))
+    if mode == "skip":
+        return Case(lambda: agm.skip_chain(V, Ef, S, skip=_bad_scalar(draw, "int")),
+                    names=("skip",))
+    if mode == "skip_features":
+        bad = draw(st.sampled_from([np.ones((m + 1, 1)), np.ones(m + 1), np.full((m, 1), np.nan)
+                                    if m else np.ones((2, 2)), np.ones((max(m, 1), 1)) + 1j]))
+        return Case(lambda: agm.skip_chain(V, Ef, bad, skip=skip), names=("skip_features",))
+    if mode == "edge_features":
+        bad = draw(st.sampled_from([np.ones((n, 2)), np.ones((n - 1, 2)) + 1j,
+                                    np.ones((n + 1, 2, 2)), np.full((n - 1, 2), "a")]))
+        return Case(lambda: agm.skip_chain(V, bad, S, skip=skip), names=("edge_features",))
+    if mode == "node_features":
+        return Case(lambda: agm.skip_chain(_mutated_array(draw, V, allow=("empty", "ragged")),
+                                           Ef, S),
+                    names=("node_features",))
+    Sv = np.ones((m, 1)) if S is None else S
+    want_edges = [[t, t + 1] for t in range(n - 1)] + [[t, t + skip] for t in range(m)]
+    want_F = np.zeros((n - 1 + m, 3))
+    for t in range(n - 1):
+        want_F[t, :2] = Ef[t]
+    for t in range(m):
+        want_F[n - 1 + t, 2] = Sv[t, 0]
+
+    def check(x):
+        assert np.asarray(x["edges"]).reshape(-1, 2).tolist() == want_edges
+        _close(x["edge_features"], want_F)
+        _close(x["node_features"], V)
+        agm.check_graph_example(x)                 # a valid graph example
+    return Case(lambda: agm.skip_chain(V, Ef, S, skip=skip), check)
+
+
+def _make_loopy_data(draw):
+    """Oracle: the documented generative model replayed from the same seed, its argmax by
+    enumeration over all k^n labellings (not by the junction tree)."""
+    structure = draw(st.sampled_from(["cycle", "skip_chain", "grid"]))
+    n = draw(st.sampled_from([4, 6] if structure == "grid" else [3, 4, 5]))
+    m, k, d = draw(st.integers(1, 2)), 2, draw(st.integers(1, 2))
+    c, sigma, seed = draw(st.sampled_from([0.0, 1.5])), draw(st.sampled_from([0.0, 0.5])), \
+        draw(st.integers(0, 100))
+    args = dict(structure=structure, n_examples=m, n_nodes=n, n_labels=k, n_features=d,
+                coupling=c, noise=sigma, random_state=seed)
+    if draw(st.booleans()):
+        param = draw(st.sampled_from(["structure", "n_examples", "n_nodes", "n_labels",
+                                      "n_features", "coupling", "noise"]))
+        bad = {"structure": draw(st.sampled_from(["torus", 3, None])),
+               "coupling": draw(st.sampled_from([-1.0, np.nan, "1"])),
+               "noise": draw(st.sampled_from([-0.5, np.inf, None]))}.get(
+            param, _bad_scalar(draw, "int"))
+        if param == "n_nodes" and structure == "grid" and draw(st.booleans()):
+            bad = 5                                     # a grid needs an even n_nodes
+        return Case(lambda: agm.make_loopy_data(**{**args, param: bad}), names=(param,))
+    t = np.arange(n)
+    if structure == "cycle":
+        planted = [(i, (i + 1) % n) for i in range(n)]
+    elif structure == "skip_chain":
+        planted = [(i, i + 2) for i in range(n - 2)]
+    else:
+        h = n // 2
+        planted = [(r * h + j, r * h + j + 1) for r in range(2) for j in range(h - 1)] + \
+            [(j, h + j) for j in range(h)]
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=(k, d))
+    want = []
+    for _ in range(m):
+        F = rng.normal(size=(n, d))
+        b = F @ theta.T + sigma * rng.gumbel(size=(n, k))
+        scores = {y: sum(b[i, y[i]] for i in t) + c * sum(y[u] == y[v] for u, v in planted)
+                  for y in itertools.product(range(k), repeat=n)}
+        want.append((F, np.array(max(scores, key=scores.get))))
+
+    def check(out):
+        X, Xc, Y = out
+        assert len(X) == len(Xc) == len(Y) == m
+        for x, xc, y, (F, y_best) in zip(X, Xc, Y, want):
+            _close(x["node_features"], np.hstack([F, np.ones((n, 1))]))
+            np.testing.assert_array_equal(y, y_best)
+            und = {tuple(sorted(e)) for e in x["edges"].tolist()}
+            assert {tuple(sorted(e)) for e in planted} <= und
+            chain = xc["edges"].tolist()                  # a Hamiltonian path, directed along
+            assert len(chain) == n - 1 and all(chain[i][1] == chain[i + 1][0]
+                                               for i in range(n - 2))
+            assert sorted({v for e in chain for v in e}) == list(range(n))
+            assert {tuple(sorted(e)) for e in chain} <= und
+    return Case(lambda: agm.make_loopy_data(**args), check)
+
+
+def _jt_labeling(draw):
+    from agm_graph_oracles import joint_features, labellings
+    rng = _seed(draw)
+    n, k = draw(st.integers(1, 4)), draw(st.integers(2, 3))
+    loss = draw(st.sampled_from(["zero_one", "absolute", "squared"]))
+    model = structures.JunctionTreeLabeling(k, loss=loss)
+    x = _random_graph(rng, n)
+    y = rng.integers(0, k, n)
+    mode = draw(st.sampled_from(["valid", "valid", "valid", "x", "y", "param"]))
+    if mode == "x":
+        xb, names = _mutated_graph(draw, x)
+        return Case(lambda: model.features(model.check_x(xb)), names=names)
+    if mode == "y":
+        bad = draw(st.sampled_from([y + k, y - k, y + 0.5, np.append(y, 0), y + 0j,
+                                    y.astype(str)]))
+        return Case(lambda: model.encode(model.check_x(x), bad), names=("y",))
+    if mode == "param":
+        param = draw(st.sampled_from(["n_labels", "loss", "node_weights", "normalize_weights",
+                                      "max_treewidth"]))
+        bad = {"loss": draw(st.sampled_from(["hinge", -np.ones((k, k)), np.ones((k + 1,) * 2)])),
+               "node_weights": draw(st.sampled_from(["uniform", 3])),
+               "normalize_weights": _bad_scalar(draw, "bool"),
+               "max_treewidth": draw(st.sampled_from([-1, 1.5, "8"]))}.get(
+            param, _bad_scalar(draw, "int"))
+        est = structures.JunctionTreeLabeling(**{**_params(model), param: bad})
+        return Case(lambda: est.features(est.check_x(x)), names=(param, "loss matrix"))
+    s_seed = int(rng.integers(2 ** 31))
+
+    def call():
+        g = model.check_x(x)
+        s = np.random.default_rng(s_seed).normal(size=model.n_parts(g))
+        return g, s, model.inference_parts(g, s), model.inference(g, s)
+
+    def check(out):
+        g, s, mu, y_hat = out
+        Ys, Phi = joint_features(x, k)               # Phi(x, y) of every labelling, by loops
+        enc = np.array([model.encode(g, z) for z in Ys])
+        best = int(np.argmax(enc @ s))
+        _close(mu, enc[best])
+        np.testing.assert_array_equal(y_hat, Ys[best])
+        Phi_model = model.features(g)
+        _close(enc @ (Phi_model.toarray() if hasattr(Phi_model, "toarray") else Phi_model), Phi)
+        L = agm.loss_matrix(loss, k)
+        c, d = model.loss_coefficients(g, y)
+        _close(enc @ c + d, [sum(L[z[i], y[i]] for i in range(n)) for z in Ys])
+        assert model.polytope(g).contains(model.encode(g, y))
+        assert len(Ys) == len(labellings(n, k))
+    return Case(call, check)
+
+
+def _jt_crf(draw):
+    from agm_graph_oracles import joint_features
+    from scipy.special import logsumexp
+    rng = _seed(draw)
+    k = 2
+    X = [_random_graph(rng, draw(st.integers(1, 4))) for _ in range(draw(st.integers(1, 2)))]
+    Y = [rng.integers(0, k, len(x["node_features"])) for x in X]
+    reg = draw(st.sampled_from([0.1, 1.0]))
+    quick = {"max_iter": 50, "reg": reg}
+    mode = draw(st.sampled_from(["valid", "valid", "param", "x", "y", "unfitted"]))
+    if mode == "param":
+        param = draw(st.sampled_from(["n_labels", "reg", "max_iter", "loss", "max_treewidth"]))
+        bad = {"loss": "hinge", "reg": draw(st.sampled_from([-1.0, np.nan, "1", None])),
+               "max_treewidth": draw(st.sampled_from([-1, 1.5, "8"]))}.get(
+            param, _bad_scalar(draw, "int"))
+        return Case(lambda: agm.JunctionTreeCRF(**{"n_labels": k, **quick, param: bad}).fit(X, Y),
+                    names=(param,))
+    if mode == "x":
+        xb, names = _mutated_graph(draw, X[0])
+        return Case(lambda: agm.JunctionTreeCRF(k, **quick).fit([xb] + X[1:], Y),
+                    names=names + ("X[0]",))
+    if mode == "y":
+        yb = draw(st.sampled_from([Y[0] + k, Y[0] - k, Y[0] + 0.5, np.append(Y[0], 0),
+                                   Y[0] + 0j]))
+        return Case(lambda: agm.JunctionTreeCRF(k, **quick).fit(X, [yb] + Y[1:]),
+                    names=("Y[0]",))
+    if mode == "unfitted":
+        return Case(lambda: agm.JunctionTreeCRF(k).predict_proba(X), names=("fit",))
+
+    def call():
+        est = agm.JunctionTreeCRF(k, **quick).fit(X, Y)
+        return est, est.predict_proba(X), est.predict(X)
+
+    def check(out):
+        est, probas, preds = out
+        theta, nll = est.coef_, 0.0
+        for x, y, P, p in zip(X, Y, probas, preds):
+            Ys, F = joint_features(x, k)             # brute force: every labelling
+            sc = F @ theta
+            logZ = logsumexp(sc)
+            nll += logZ - sc[int(np.flatnonzero((Ys == y).all(axis=1))[0])]
+            w = np.exp(sc - logZ)
+            marg = np.stack([np.bincount(Ys[:, i], w, minlength=k) for i in range(len(y))])
+            _close(P, marg, atol=1e-9)
+            np.testing.assert_array_equal(p, np.argmax(marg, axis=1))   # zero-one: the mode
+        _close(est.objective_, nll / len(X) + 0.5 * reg * theta @ theta, rtol=1e-8)
+    return Case(call, check)
+
+
+# ----------------------------------------------------------------------------- persistence
+def _fitted_estimator(draw):
+    """A tiny estimator, fitted or not, with examples it predicts on."""
+    rng = _seed(draw)
+    kind = draw(st.sampled_from(["TreeCRF", "JunctionTreeCRF", "FrankWolfe", "unfitted"]))
+    X = [_tree_example(rng, draw(st.integers(1, 3))) for _ in range(2)]
+    Y = [rng.integers(0, 2, len(x["parents"])) for x in X]
+    if kind == "TreeCRF":
+        return agm.TreeCRF(2, reg=0.5, max_iter=20).fit(X, Y), X
+    if kind == "JunctionTreeCRF":
+        X = [_random_graph(rng, draw(st.integers(1, 3))) for _ in range(2)]
+        Y = [rng.integers(0, 2, len(x["node_features"])) for x in X]
+        return agm.JunctionTreeCRF(2, reg=0.5, max_iter=20).fit(X, Y), X
+    model = structures.TreeLabeling(2, loss=draw(st.sampled_from(["zero_one", "absolute"])))
+    est = structlp.FrankWolfeLearner(model, C=draw(st.sampled_from([0.5, 2.0])), max_iter=20,
+                                     random_state=0)
+    return (est if kind == "unfitted" else est.fit(X, Y)), X
+
+
+def _same_state(a, b):
+    assert type(a) is type(b)
+    from structlp.persistence import init_params
+    pa, pb = init_params(a), init_params(b)
+    assert sorted(pa) == sorted(pb)
+    for name in pa:
+        if hasattr(pa[name], "__dict__") and not callable(pa[name]):
+            _same_state(pa[name], pb[name])
+        else:
+            assert repr(pa[name]) == repr(pb[name]), name
+
+
+def _tampered(draw, data):
+    import io
+    import zipfile
+    src = zipfile.ZipFile(io.BytesIO(data))
+    members = {n: src.read(n) for n in src.namelist()}
+    how = draw(st.sampled_from(["metadata", "array", "pickle", "truncate", "garbage"]))
+    if how == "truncate":
+        return data[:len(data) // 2]
+    if how == "garbage":
+        return b"\x80\x04K\x01." + data[6:]            # a pickle header, not a zip
+    if how == "metadata":
+        members["structlp.json"] = members["structlp.json"].replace(b'"format_version": 1',
+                                                                    b'"format_version": 1 ')
+    elif how == "array":
+        arrays = sorted(n for n in members if n.startswith("arrays/"))
+        if not arrays:
+            return data[:len(data) // 2]
+        name = draw(st.sampled_from(arrays))
+        members[name] = members[name][:-1] + bytes([members[name][-1] ^ 1])
+    else:
+        members["model.pkl"] = b"\x80\x04K\x01."
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for n, b in members.items():
+            z.writestr(n, b)
+    return out.getvalue()
+
+
+def _save_load(draw):
+    import io
+    est, X = _fitted_estimator(draw)
+    buf = io.BytesIO()
+    mode = draw(st.sampled_from(["valid", "valid", "tampered", "object", "unsavable"]))
+    if mode == "object":
+        bad = draw(st.sampled_from([3, "est", None, type(est), np.ones(2)]))
+        return Case(lambda: structlp.save(bad, buf), names=("save",))
+    if mode == "unsavable":                       # a parameter that is code, not data
+        est = structlp.FrankWolfeLearner(structures.TreeLabeling(2), C=lambda: 1.0)
+        return Case(lambda: structlp.save(est, buf), names=("FrankWolfeLearner.C",))
+    structlp.save(est, buf)
+    if mode == "tampered":
+        data = _tampered(draw, buf.getvalue())
+        return Case(lambda: structlp.load(io.BytesIO(data)),
+                    names=("checksum", "members", "structlp file"))
+    fitted = any(k.endswith("_") for k in vars(est))
+
+    def call():
+        return structlp.load(io.BytesIO(buf.getvalue()))
+
+    def check(new):
+        _same_state(est, new)
+        assert new is not est
+        if fitted:
+            for a, b in zip(est.predict(X), new.predict(X)):
+                np.testing.assert_array_equal(a, b)
+            _close(new.coef_, est.coef_, rtol=0, atol=0)
+        else:
+            assert not any(k.endswith("_") for k in vars(new))
+    return Case(call, check)
+
+
+def _clone(draw):
+    est, X = _fitted_estimator(draw)
+    if draw(st.booleans()):
+        bad = draw(st.sampled_from([3, None, type(est), "est"]))
+        return Case(lambda: structlp.clone(bad), names=("clone",))
+
+    def check(new):
+        assert new is not est
+        _same_state(est, new)
+        assert not any(k.endswith("_") and not k.startswith("_") for k in vars(new))
+        for name, v in vars(new).items():                         # no shared model object
+            if hasattr(v, "__dict__"):
+                assert v is not getattr(est, name)
+    return Case(lambda: structlp.clone(est), check)
+
+
+# ----------------------------------------------------------------------------- model selection
+class _Fixed:
+    """A stand-in fitted estimator: predicts fixed outputs, and its own task loss."""
+
+    def __init__(self, pred, task):
+        self.pred, self.task = pred, task
+
+    def predict(self, X):
+        return self.pred
+
+    def loss(self, X, Y):
+        return self.task
+
+
+def _make_scorer(draw):
+    rng = _seed(draw)
+    loss = draw(st.sampled_from(["hamming", "zero_one", "task", "callable"]))
+    gib = draw(st.booleans())
+    m, k = draw(st.integers(1, 3)), draw(st.integers(2, 3))
+    Y = [rng.integers(0, k, draw(st.integers(1, 3))) for _ in range(m)]
+    P = [np.where(rng.random(len(y)) < 0.5, y, (y + 1) % k) for y in Y]
+    mode = draw(st.sampled_from(["valid", "valid", "loss", "greater_is_better", "Y"]))
+    if mode == "loss":
+        return Case(lambda: structlp.make_scorer(draw(st.sampled_from(["magic", 3, None, ["a"]]))),
+                    names=("loss",))
+    if mode == "greater_is_better":
+        return Case(lambda: structlp.make_scorer("hamming", _bad_scalar(draw, "bool")),
+                    names=("greater_is_better",))
+    if mode == "Y" and loss != "task":
+        bad = draw(st.sampled_from([Y + Y[:1], Y[:-1] if m > 1 else [], "Y", 3]))
+        return Case(lambda: structlp.make_scorer(loss if loss != "callable" else
+                                                 (lambda a, b: 0.0))(_Fixed(P, 0.0), None, bad),
+                    names=("X", "Y"))
+    task = float(rng.random())
+    by_hand = {"hamming": np.mean([np.mean(y != p) for y, p in zip(Y, P)]),
+               "zero_one": np.mean([float(np.any(y != p)) for y, p in zip(Y, P)]),
+               "task": task,
+               "callable": np.mean([float(np.sum(np.abs(y - p))) for y, p in zip(Y, P)])}[loss]
+    fn = (lambda a, b: float(np.sum(np.abs(a - b)))) if loss == "callable" else loss
+    est, X = _Fixed(P, task), None
+    if loss == "task" and draw(st.booleans()):           # a real learner's task loss
+        model = structures.TreeLabeling(k, loss="absolute")
+        X = [_tree_example(rng, len(y)) for y in Y]
+        est = structlp.FrankWolfeLearner(model, max_iter=10, random_state=0).fit(X, Y)
+        by_hand = np.mean([np.sum(np.abs(p - y)) for p, y in zip(est.predict(X), Y)])
+    return Case(lambda: structlp.make_scorer(fn, gib)(est, X, Y),
+                lambda s: _close(s, by_hand if gib else -by_hand))
+
+
+class _Affine:
+    """A transformer (fit/transform on 2-D arrays) without scikit-learn: F -> (F - mean) A."""
+
+    def __init__(self, A):
+        self.A = A
+
+    def fit(self, F):
+        self.mean_ = F.mean(axis=0)
+        return self
+
+    def transform(self, F):
+        return (F - self.mean_) @ self.A
+
+
+def _part_transformer(draw):
+    rng = _seed(draw)
+    d, d_out = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    X = [rng.normal(size=tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(1, 2))))
+                    + (d,)) for _ in range(draw(st.integers(1, 3)))]
+    feats = list(X)
+    if draw(st.booleans()):
+        X[0] = (X[0], "mask")                     # a (features, extra) tuple example
+    use_sklearn = draw(st.booleans()) and importlib.util.find_spec("sklearn") is not None
+    if use_sklearn:
+        from sklearn.preprocessing import StandardScaler
+        tr, d_out = StandardScaler(), d
+    else:
+        tr = _Affine(rng.normal(size=(d, d_out)))
+    mode = draw(st.sampled_from(["valid", "valid", "transformer", "X", "d", "unfitted"]))
+    if mode == "transformer":
+        return Case(lambda: structlp.PartTransformer(draw(st.sampled_from(
+            [None, 3, "scaler", np.mean]))).fit(X), names=("transformer",))
+    if mode == "X":
+        bad = draw(st.sampled_from([np.ones(3), feats[-1] + 1j, np.full((2, d), "a"), 3, None]))
+        return Case(lambda: structlp.PartTransformer(tr).fit(X[:-1] + [bad]),
+                    names=(f"X[{len(X) - 1}]",))
+    if mode == "d":
+        other = [rng.normal(size=(2, d + 1))]
+        if draw(st.booleans()):
+            return Case(lambda: structlp.PartTransformer(tr).fit(X + other), names=("X",))
+        return Case(lambda: structlp.PartTransformer(tr).fit(X).transform(other),
+                    names=("X[0]",))
+    if mode == "unfitted":
+        return Case(lambda: structlp.PartTransformer(tr).transform(X), names=("fit",))
+    F = np.concatenate([f.reshape(-1, d) for f in feats])     # by hand: stack, fit, map
+    mean = F.mean(axis=0)
+    scale = F.std(axis=0)
+    scale[scale == 0] = 1.0
+
+    def by_hand(f):
+        g = (f.reshape(-1, d) - mean) / scale if use_sklearn else (f.reshape(-1, d) - mean) @ tr.A
+        return g.reshape(f.shape[:-1] + (d_out,))
+
+    def call():
+        pt = structlp.PartTransformer(tr)
+        return pt, pt.fit_transform(X)
+
+    def check(out):
+        pt, Z = out
+        assert pt.transformer is tr and pt.transformer_ is not tr and pt.n_features_in_ == d
+        assert not hasattr(tr, "mean_")            # the given transformer is never modified
+        for x, f, z in zip(X, feats, Z):
+            if isinstance(x, tuple):
+                assert isinstance(z, tuple) and z[1:] == x[1:]
+                z = z[0]
+            _close(z, by_hand(f), atol=1e-10)
+    return Case(call, check)
+
+
+
 # ----------------------------------------------------------------------------- the registry
 REGISTRY = {
     "structlp.MaxMarginLearner": _learner_entry("MaxMarginLearner"),
@@ -1025,6 +1582,20 @@ REGISTRY = {
     "structlp.sequence.SequenceSSVM": _seq_learner_entry(seq.SequenceSSVM),
     "structlp.sequence.SoftmaxMarginLearner": _seq_learner_entry(seq.SoftmaxMarginLearner),
 }
+REGISTRY.update({
+    "structlp.agm.graph": Entry(_graph_entry, examples=8),
+    "structlp.agm.check_graph_example": Entry(_check_graph_example, examples=15),
+    "structlp.agm.jt_max_sum": Entry(_jt_max_sum, examples=15),
+    "structlp.agm.skip_chain": Entry(_skip_chain, examples=12),
+    "structlp.agm.make_loopy_data": Entry(_make_loopy_data, examples=10),
+    "structlp.agm.JunctionTreeCRF": Entry(_jt_crf, examples=8),
+    "structlp.structures.JunctionTreeLabeling": Entry(_jt_labeling, examples=12),
+    "structlp.save": Entry(_save_load, examples=8),
+    "structlp.load": Entry(_save_load, examples=8),
+    "structlp.clone": Entry(_clone, examples=6),
+    "structlp.make_scorer": Entry(_make_scorer, examples=12),
+    "structlp.PartTransformer": Entry(_part_transformer, examples=12),
+})
 REGISTRY.update({f"structlp.structures.{n}": _structure_entry(n) for n in PROBLEMS})
 REGISTRY.update({f"structlp.sequence.{n}": _seq_loss_entry(n) for n in SEQ_LOSSES})
 REGISTRY.update({f"structlp.sequence.{n}": _features_entry(n) for n in (

@@ -358,15 +358,19 @@ def skip_chain(node_features, edge_features, skip_features=None, skip=2):
         ``[edge_features, 0]`` and ``[0, skip_features]`` (the skip edges get their
         own parameters), shape (n - 1 + max(n - skip, 0), d_e + d_s).
     """
-    V = np.asarray(node_features, dtype=float)
-    Ef = np.asarray(edge_features, dtype=float)
-    if Ef.ndim != 2:
+    V = check_finite_array(node_features, "node_features", ndim=2)
+    Ef = check_finite_array(edge_features, "edge_features")
+    if Ef.ndim == 1:                          # one feature per chain edge
+        Ef = Ef.reshape(len(Ef), 1 if len(Ef) else 0)
+    if Ef.ndim != 2 or len(Ef) != max(len(V) - 1, 0):
         raise InvalidInputError(
-            f"edge_features must have shape (n - 1, d_e) = ({len(V) - 1}, d_e); got {Ef.shape}.")
+            f"edge_features must have shape (n - 1, d_e) = ({max(len(V) - 1, 0)}, d_e), one "
+            f"row per chain edge; got {Ef.shape}.")
     skip = check_scalar(skip, "skip", kind=numbers.Integral, low=2, owner="skip_chain")
     n = len(V)
     m = max(n - skip, 0)
-    S = np.ones((m, 1)) if skip_features is None else np.asarray(skip_features, dtype=float)
+    S = (np.ones((m, 1)) if skip_features is None
+         else check_finite_array(skip_features, "skip_features"))
     if S.ndim != 2 or S.shape[0] != m:
         raise InvalidInputError(
             f"skip_features must have shape (n - skip, d_s) = ({m}, d_s); got {S.shape}.")
@@ -586,6 +590,16 @@ def jt_max_sum(gx, b, B):
     -------
     y : ndarray (n,) of ints; score : float
     """
+    if not isinstance(gx, GraphExample):
+        raise InvalidInputError(
+            "gx of jt_max_sum must be a GraphExample (from check_graph_example); got "
+            f"{type(gx).__name__}.")
+    b = check_finite_array(b, "b (node scores)", ndim=2)
+    if b.shape[0] != gx.n_nodes or b.shape[1] == 0:
+        raise InvalidInputError(
+            f"b (node scores) of jt_max_sum must have shape (n_nodes, n_labels) with "
+            f"n_nodes={gx.n_nodes} and n_labels >= 1; got {b.shape}.")
+    B = check_finite_array(B, "B (edge scores)", shape=(gx.n_edges,) + b.shape[1:] * 2)
     return jt_max_sum_cliques(gx, clique_scores(gx, b, B), b.shape[1])
 
 
