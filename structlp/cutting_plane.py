@@ -15,6 +15,7 @@ from ._progress import Progress, check_callback, check_verbose
 from ._validation import check_bool, check_scalar
 from .base import BaseEstimator, StructuredPredictorMixin
 from .compiler import prepare
+from .part_features import MatrixFeatures
 from .exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
 from .inference import argmax_parts
 from .solvers import solve
@@ -38,22 +39,36 @@ def _needs_polytopes(model):
 class _Parts:
     """Part scores ``Phi_i w`` and joint features ``Phi_i^T mu_i`` of a training set.
 
-    The one place where the cutting plane touches the part features (the
-    explicit ``Phi_i``, stacked into one sparse matrix; a factored operator
-    gives the same numbers)."""
+    The one place where the cutting plane touches the part features: explicit
+    ``Phi_i`` are stacked into one sparse matrix (one product for all examples);
+    factored operators (:meth:`~structlp.model.StructuredModel.feature_operator`,
+    e.g. :class:`~structlp.structures.tree_labeling.TreeFeatures`) are called per
+    example and never build the matrix."""
 
     def __init__(self, data):
-        self.Phi = sp.vstack([sp.csr_array(P) for P in data.Phi], format="csr")
+        self.d = data.n_features
         self.sizes = np.array([P.shape[0] for P in data.Phi])
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)])
+        self.ops = None
+        if all(isinstance(P, MatrixFeatures) for P in data.Phi):
+            self.Phi = sp.vstack([sp.csr_array(P.matrix) for P in data.Phi], format="csr")
+        else:
+            self.ops = list(data.Phi)
 
     def scores(self, w):
         """``[Phi_i w]``: list of (L_i,) arrays."""
+        if self.ops is not None:
+            return [P.scores(w) for P in self.ops]
         return np.split(self.Phi @ w, self.offsets[1:-1])
 
     def joint(self, mus, idx=None):
         """``Phi_i^T mu_i`` of the examples ``idx`` (default: all): sparse (len(mus), d)."""
         m = len(mus)
+        if self.ops is not None:
+            idx = range(m) if idx is None else idx
+            if not m:
+                return sp.csr_array((0, self.d))
+            return sp.csr_array(np.vstack([self.ops[i].joint(mu) for i, mu in zip(idx, mus)]))
         offsets = self.offsets[:-1] if idx is None else self.offsets[np.asarray(idx)]
         nz = [np.flatnonzero(mu) for mu in mus]
         cols = np.concatenate([z + o for z, o in zip(nz, offsets)]) if m else []
@@ -428,7 +443,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         """
         C, tol, max_iter, solver, opts, cache_size = self._check_params()
         t0 = time.perf_counter()
-        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model))
+        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
+                       operators=True)   # data.Phi: PartFeatures (factored where offered)
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         m, d = data.n_examples, data.n_features
         parts = _Parts(data)
@@ -530,22 +546,32 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         """
         self._check_fitted()
         data = self._check_feature_count(
-            prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model)))
+            prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
+                    operators=True))
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         return self._oracle(data, _Parts(data), self.coef_, polys)[1]
 
 
 def _fingerprint(data):
-    """A digest of a training set in part form (equal digests: the same cuts are valid)."""
+    """A digest of a training set in part form (equal digests: the same cuts are valid).
+
+    Explicit part features are hashed as they are; a factored operator by its part scores
+    and joint features at fixed random vectors (equal linear maps, almost surely)."""
     h = hashlib.sha1()
     h.update(np.array([data.n_examples, data.n_features]).tobytes())
+    rng = np.random.default_rng(0)
+    w_probe = rng.normal(size=data.n_features)
     for P, c, mt, dd in zip(data.Phi, data.c, data.mu_true, data.d):
+        P = P.matrix if isinstance(P, MatrixFeatures) else P
         if sp.issparse(P):
             P = sp.csr_array(P)
             h.update(P.indptr.tobytes()), h.update(P.indices.tobytes())
             h.update(P.data.tobytes())
-        else:
+        elif isinstance(P, np.ndarray):
             h.update(np.ascontiguousarray(P).tobytes())
+        else:
+            h.update(np.ascontiguousarray(P.scores(w_probe)).tobytes())
+            h.update(np.ascontiguousarray(P.joint(rng.normal(size=P.shape[0]))).tobytes())
         h.update(c.tobytes()), h.update(mt.tobytes()), h.update(np.float64(dd).tobytes())
     return h.hexdigest()
 
