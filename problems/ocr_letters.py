@@ -33,8 +33,11 @@ linear SVM (``LinearSVC(C=0.1)``).  Reported:
 
 Measured on 2 shared cores (C = 0.1, tol = 1e-3): FrankWolfeLearner certifies
 fold 1 in about 61 s (125 epochs, 0.785 accuracy); the one-slack cutting plane
-was still 1.8% above that objective after 296 rounds (36 minutes), the n-slack
-one 79% above after 7 rounds (2 minutes); the joint QP of 50 words took 443 s
+(inference cache, master QP solved in its dual) came within 1e-2 of
+FrankWolfeLearner's objective in 12.5 CPU s and within 1e-3 in 78.5 CPU s
+(``benchmarks/bench_ocr.py``; before its cache and dual master: still 1.8% above
+after 296 rounds, 36 minutes); the n-slack one was 79% above after 7 rounds
+(2 minutes, previous release); the joint QP of 50 words took 443 s
 and 2.2 GB (FrankWolfeLearner: 15 s); extrapolated, all 704 words (14 times
 the parts) would need about 25 GB, more than the 24 GiB here.  All folds but
 one (6,251 words, tol 1e-2) take about 170 s and 6.7 GB (peak resident).
