@@ -72,7 +72,8 @@ def _new_highs():
 
 class _HighsLP:
     """``max s . mu, mu in P`` for one polytope, compiled once into HiGHS (dual simplex,
-    warm-started from the previous basis at every new objective)."""
+    warm-started from the previous basis at every new objective).  The auxiliary columns of
+    an extended formulation (``Polytope.n_aux``) score 0 and are dropped from the solution."""
 
     def __init__(self, poly):
         import highspy
@@ -82,7 +83,7 @@ class _HighsLP:
         inf = highspy.kHighsInf
         lb = np.where(np.isfinite(poly.lb), poly.lb, -inf)
         ub = np.where(np.isfinite(poly.ub), poly.ub, inf)
-        h.addVars(L, lb.astype(float), ub.astype(float))
+        h.addVars(poly.n_columns, lb.astype(float), ub.astype(float))
         M = sp.vstack([poly.A, poly.E], format="csr")
         lo = np.concatenate([np.full(poly.A.shape[0], -inf), poly.e])
         hi = np.concatenate([poly.b, poly.e])
@@ -105,7 +106,7 @@ class _HighsLP:
                 " A declared output polytope is unbounded; give every part finite bounds." \
                 if "nbounded" in text else ""
             raise SolverError(f"HiGHS ended with status {text!r} on the inference LP.{hint}")
-        return np.array(h.getSolution().col_value, dtype=float)
+        return np.array(h.getSolution().col_value, dtype=float)[:self.L]
 
 
 def _compiled_lp(poly):
