@@ -303,14 +303,13 @@ def _mutated_x(draw, p):
             del x["parents"]
             return x, ("x", "X[0]", "parents")
         if key == "parents":
-            x["parents"] = draw(st.sampled_from([np.array([0] * len(p.x["parents"])),
-                                                 np.append(p.x["parents"][:-1], 99),
-                                                 p.x["parents"] + 0.5, [-1, 0, 0.5][:2]]))
-            if len(x["parents"]) != len(p.x["parents"]):
-                x["node_features"] = p.x["node_features"][:len(x["parents"])]
-                x["edge_features"] = p.x["edge_features"][:len(x["parents"]) - 1]
+            par = np.asarray(p.x["parents"])          # same length: only parents is wrong
+            x["parents"] = draw(st.sampled_from([np.zeros_like(par), np.append(par[:-1], 99),
+                                                 par + 0.5, np.full(len(par), -1)
+                                                 if len(par) > 1 else par[None]]))
             return x, ("parents",)
-        allow = ("empty",) if key == "edge_features" and len(p.x["parents"]) == 1 else ()
+        rows = len(p.x[key])                     # a "ragged" one-row array is a valid (1, d)
+        allow = (("ragged",) if rows <= 1 else ()) + (("empty",) if rows == 0 else ())
         x[key] = _mutated_array(draw, p.x[key], allow=allow)
         return x, (key,)
     return _mutated_array(draw, p.x, nan_at=p.nan_at), ("x", "X")
@@ -1002,7 +1001,7 @@ def _mutated_graph(draw, x):
         bad = {"range": np.vstack([E, [[0, n + 3]]]), "loop": np.vstack([E, [[0, 0]]]),
                "duplicate": np.vstack([E, E[:1, ::-1]]), "float": E + 0.5,
                "shape": E.reshape(-1), "complex": E + 1j}
-        bad = bad[draw(st.sampled_from(sorted(bad) if len(E) else ["range", "loop", "float"]))]
+        bad = bad[draw(st.sampled_from(sorted(bad) if len(E) else ["range", "loop"]))]
         if len(bad) != len(E) and np.ndim(bad) == 2:       # keep the feature rows consistent
             x["edge_features"] = np.vstack([x["edge_features"], x["edge_features"][:1]])
         x["edges"] = bad
@@ -1012,8 +1011,8 @@ def _mutated_graph(draw, x):
         if len(Ef) == 0 or draw(st.booleans()):      # a row count that is not n_edges
             x["edge_features"] = Ef[:-1] if len(Ef) else np.ones((1, Ef.shape[1]))
         else:
-            x["edge_features"] = _mutated_array(draw, Ef, allow=("empty",) if len(Ef) == 1
-                                                else ())
+            x["edge_features"] = _mutated_array(draw, Ef, allow=("empty", "ragged")
+                                                if len(Ef) == 1 else ())
         return x, ("edge_features",)
     x["node_features"] = _mutated_array(draw, x["node_features"],
                                         allow=("ragged",) if n == 1 else ())
@@ -1340,7 +1339,17 @@ def _tampered(draw, data):
     import zipfile
     src = zipfile.ZipFile(io.BytesIO(data))
     members = {n: src.read(n) for n in src.namelist()}
-    how = draw(st.sampled_from(["metadata", "array", "pickle", "truncate", "garbage"]))
+    how = draw(st.sampled_from(["metadata", "array", "pickle", "truncate", "garbage",
+                                "bitflip"]))
+    if how == "bitflip":                           # one byte of a member's stored data
+        info = src.getinfo(draw(st.sampled_from(sorted(members))))
+        off = info.header_offset                   # local header: 30 bytes, name, extra
+        start = off + 30 + sum(int.from_bytes(data[off + i:off + i + 2], "little")
+                               for i in (26, 28))
+        if info.compress_size == 0:
+            return data[:len(data) // 2]
+        pos = start + draw(st.integers(0, 2 ** 20)) % info.compress_size   # sizes vary (times)
+        return data[:pos] + bytes([data[pos] ^ draw(st.integers(1, 255))]) + data[pos + 1:]
     if how == "truncate":
         return data[:len(data) // 2]
     if how == "garbage":
@@ -1352,7 +1361,7 @@ def _tampered(draw, data):
         arrays = sorted(n for n in members if n.startswith("arrays/"))
         if not arrays:
             return data[:len(data) // 2]
-        name = draw(st.sampled_from(arrays))
+        name = arrays[draw(st.integers(0, 2 ** 20)) % len(arrays)]
         members[name] = members[name][:-1] + bytes([members[name][-1] ^ 1])
     else:
         members["model.pkl"] = b"\x80\x04K\x01."
@@ -1378,7 +1387,7 @@ def _save_load(draw):
     if mode == "tampered":
         data = _tampered(draw, buf.getvalue())
         return Case(lambda: structlp.load(io.BytesIO(data)),
-                    names=("checksum", "members", "structlp file"))
+                    names=("checksum", "members", "structlp file", "corrupted"))
     fitted = any(k.endswith("_") for k in vars(est))
 
     def call():
