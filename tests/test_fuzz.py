@@ -309,7 +309,7 @@ def _mutated_x(draw, p):
                                                  if len(par) > 1 else par[None]]))
             return x, ("parents",)
         rows = len(p.x[key])                     # a "ragged" one-row array is a valid (1, d)
-        allow = (("ragged",) if rows <= 1 else ()) + (("empty",) if rows == 0 else ())
+        allow = (("ragged",) if rows <= 1 else ()) + (("empty", "ndim") if rows == 0 else ())
         x[key] = _mutated_array(draw, p.x[key], allow=allow)
         return x, (key,)
     return _mutated_array(draw, p.x, nan_at=p.nan_at), ("x", "X")
