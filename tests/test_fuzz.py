@@ -1576,17 +1576,17 @@ REGISTRY = {
 }
 REGISTRY.update({
     "structlp.agm.graph": Entry(_graph_entry, examples=8),
-    "structlp.agm.check_graph_example": Entry(_check_graph_example, examples=15),
-    "structlp.agm.jt_max_sum": Entry(_jt_max_sum, examples=15),
-    "structlp.agm.skip_chain": Entry(_skip_chain, examples=12),
-    "structlp.agm.make_loopy_data": Entry(_make_loopy_data, examples=10),
-    "structlp.agm.JunctionTreeCRF": Entry(_jt_crf, examples=8),
-    "structlp.structures.JunctionTreeLabeling": Entry(_jt_labeling, examples=12),
-    "structlp.save": Entry(_save_load, examples=8),
-    "structlp.load": Entry(_save_load, examples=8),
-    "structlp.clone": Entry(_clone, examples=6),
-    "structlp.make_scorer": Entry(_make_scorer, examples=12),
-    "structlp.PartTransformer": Entry(_part_transformer, examples=12),
+    "structlp.agm.check_graph_example": Entry(_check_graph_example, examples=25),
+    "structlp.agm.jt_max_sum": Entry(_jt_max_sum, examples=25),
+    "structlp.agm.skip_chain": Entry(_skip_chain, examples=20),
+    "structlp.agm.make_loopy_data": Entry(_make_loopy_data, examples=15),
+    "structlp.agm.JunctionTreeCRF": Entry(_jt_crf, examples=16),
+    "structlp.structures.JunctionTreeLabeling": Entry(_jt_labeling, examples=20),
+    "structlp.save": Entry(_save_load, examples=12),
+    "structlp.load": Entry(_save_load, examples=12),
+    "structlp.clone": Entry(_clone, examples=10),
+    "structlp.make_scorer": Entry(_make_scorer, examples=20),
+    "structlp.PartTransformer": Entry(_part_transformer, examples=20),
 })
 REGISTRY.update({f"structlp.structures.{n}": _structure_entry(n) for n in PROBLEMS})
 REGISTRY.update({f"structlp.sequence.{n}": _seq_loss_entry(n) for n in SEQ_LOSSES})
