@@ -73,6 +73,7 @@ import numbers
 import os
 import re
 import zipfile
+import zlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -487,6 +488,20 @@ def _resolver(classes, allowed):
     return resolve
 
 
+#: What zipfile / zlib raise for a corrupted or truncated archive.
+_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, ValueError,
+               OSError)
+
+
+def _read_member(z, name, path):
+    try:
+        return z.read(name)
+    except _UNREADABLE as exc:
+        raise PersistenceError(
+            f"Refusing {path!r}: its member {name!r} cannot be read; the structlp file is "
+            f"corrupted or truncated ({type(exc).__name__}: {exc}).") from None
+
+
 def load(path, classes=None, allowed=None):
     """Load an estimator or model saved by :func:`save`; executes nothing from the file.
 
@@ -512,7 +527,7 @@ def load(path, classes=None, allowed=None):
     source = path if hasattr(path, "read") else os.fspath(path)
     try:
         z = zipfile.ZipFile(source)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except _UNREADABLE as exc:
         raise PersistenceError(f"Cannot read {path!r} as a structlp file (a zip archive "
                                f"written by structlp.save): {exc}.") from None
     with z:
@@ -520,8 +535,8 @@ def load(path, classes=None, allowed=None):
         if _META not in names or _SUM not in names:
             raise PersistenceError(
                 f"{path!r} is not a structlp file: it lacks {_META!r} or {_SUM!r}.")
-        text = z.read(_META)
-        if z.read(_SUM).decode("ascii", "replace").strip() != hashlib.sha256(text).hexdigest():
+        text = _read_member(z, _META, path)
+        if _read_member(z, _SUM, path).decode("ascii", "replace").strip() != hashlib.sha256(text).hexdigest():
             raise PersistenceError(
                 f"Refusing {path!r}: the checksum of its metadata does not match (the file "
                 "was modified or corrupted).")
@@ -552,7 +567,7 @@ def load(path, classes=None, allowed=None):
         for name, info in listed.items():
             if name not in names or not isinstance(info, dict):
                 raise PersistenceError(f"Refusing {path!r}: array {name!r} is missing.")
-            blob = z.read(name)
+            blob = _read_member(z, name, path)
             if hashlib.sha256(blob).hexdigest() != info.get("sha256"):
                 raise PersistenceError(
                     f"Refusing {path!r}: the checksum of {name!r} does not match (the file "

@@ -505,3 +505,38 @@ def test_part_transformer_refuses_complex_and_names_x(rng):
         PartTransformer(Center()).fit(X + [X[0] + 1j])
     with pytest.raises(InvalidInputError, match="every example of X needs the same number"):
         PartTransformer(Center()).fit(X + [rng.normal(size=(2, 4))])
+
+
+def test_a_corrupted_model_file_is_refused_or_loads_unchanged(rng):
+    import io
+    import structlp
+    from structlp import PersistenceError
+    from structlp.agm import TreeCRF
+    x = {"node_features": rng.normal(size=(3, 2)), "edge_features": rng.normal(size=(2, 1)),
+         "parents": np.array([-1, 0, 1])}
+    est = TreeCRF(2, max_iter=5).fit([x], [np.array([0, 1, 0])])
+    buf = io.BytesIO()
+    structlp.save(est, buf)
+    data, P = buf.getvalue(), est.predict_proba([x])[0]
+    refused = 0
+    for i in range(0, len(data), 3):        # flip one byte: never a raw zipfile/zlib error
+        bad = bytearray(data)
+        bad[i] ^= 0x10
+        try:
+            new = structlp.load(io.BytesIO(bytes(bad)))
+        except PersistenceError:
+            refused += 1
+        else:                               # a byte no content depends on (e.g. a timestamp)
+            np.testing.assert_array_equal(new.predict_proba([x])[0], P)
+    assert refused > len(data) // 6
+    with pytest.raises(PersistenceError, match="corrupted"):
+        structlp.load(io.BytesIO(b"\x80\x04K\x01." + data[6:]))   # a zip lying about offsets
+
+
+def test_junction_tree_labeling_flag_is_a_bool(rng):
+    from structlp.agm import skip_chain
+    from structlp.structures import JunctionTreeLabeling
+    model = JunctionTreeLabeling(2, normalize_weights="no")
+    with pytest.raises(InvalidParameterError, match="'normalize_weights' parameter of "
+                                                    "JunctionTreeLabeling must be a bool"):
+        model.check_x(skip_chain(rng.normal(size=(3, 2)), rng.normal(size=(2, 1))))

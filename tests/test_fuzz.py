@@ -315,15 +315,16 @@ def _mutated_x(draw, p):
             del x["parents"]
             return x, ("x", "X[0]", "parents")
         if key == "parents":
-            x["parents"] = draw(st.sampled_from([np.array([0] * len(p.x["parents"])),
-                                                 np.append(p.x["parents"][:-1], 99),
-                                                 p.x["parents"] + 0.5]))
-            if len(x["parents"]) != len(p.x["parents"]):
-                x["node_features"] = p.x["node_features"][:len(x["parents"])]
-                x["edge_features"] = p.x["edge_features"][:len(x["parents"]) - 1]
+            par = np.asarray(p.x["parents"])          # same length: only parents is wrong
+            x["parents"] = draw(st.sampled_from([np.zeros_like(par), np.append(par[:-1], 99),
+                                                 par + 0.5, np.full(len(par), -1)
+                                                 if len(par) > 1 else par[None]]))
             return x, ("parents",)
+        rows = len(p.x[key])                     # a "ragged" one-row array is a valid (1, d)
         # a one-node tree may give its (absent) edge features as [] or (0, d_e)
-        allow = ("empty", "ndim") if key == "edge_features" and len(p.x["parents"]) == 1 else ()
+        one_node = key == "edge_features" and len(p.x["parents"]) == 1
+        allow = (("ragged",) if rows <= 1 else ()) + \
+            (("empty", "ndim") if rows == 0 or one_node else ())
         x[key] = _mutated_array(draw, p.x[key], allow=allow)
         return x, (key,)
     return _mutated_array(draw, p.x, nan_at=p.nan_at), ("x", "X")
@@ -1019,7 +1020,7 @@ def _mutated_graph(draw, x):
         bad = {"range": np.vstack([E, [[0, n + 3]]]), "loop": np.vstack([E, [[0, 0]]]),
                "duplicate": np.vstack([E, E[:1, ::-1]]), "float": E + 0.5,
                "shape": E.reshape(-1), "complex": E + 1j}
-        bad = bad[draw(st.sampled_from(sorted(bad) if len(E) else ["range", "loop", "float"]))]
+        bad = bad[draw(st.sampled_from(sorted(bad) if len(E) else ["range", "loop"]))]
         if len(bad) != len(E) and np.ndim(bad) == 2:       # keep the feature rows consistent
             x["edge_features"] = np.vstack([x["edge_features"], x["edge_features"][:1]])
         x["edges"] = bad
@@ -1029,8 +1030,8 @@ def _mutated_graph(draw, x):
         if len(Ef) == 0 or draw(st.booleans()):      # a row count that is not n_edges
             x["edge_features"] = Ef[:-1] if len(Ef) else np.ones((1, Ef.shape[1]))
         else:
-            x["edge_features"] = _mutated_array(draw, Ef, allow=("empty",) if len(Ef) == 1
-                                                else ())
+            x["edge_features"] = _mutated_array(draw, Ef, allow=("empty", "ragged")
+                                                if len(Ef) == 1 else ())
         return x, ("edge_features",)
     x["node_features"] = _mutated_array(draw, x["node_features"],
                                         allow=("ragged",) if n == 1 else ())
@@ -1357,7 +1358,17 @@ def _tampered(draw, data):
     import zipfile
     src = zipfile.ZipFile(io.BytesIO(data))
     members = {n: src.read(n) for n in src.namelist()}
-    how = draw(st.sampled_from(["metadata", "array", "pickle", "truncate", "garbage"]))
+    how = draw(st.sampled_from(["metadata", "array", "pickle", "truncate", "garbage",
+                                "bitflip"]))
+    if how == "bitflip":                           # one byte of a member's stored data
+        info = src.getinfo(draw(st.sampled_from(sorted(members))))
+        off = info.header_offset                   # local header: 30 bytes, name, extra
+        start = off + 30 + sum(int.from_bytes(data[off + i:off + i + 2], "little")
+                               for i in (26, 28))
+        if info.compress_size == 0:
+            return data[:len(data) // 2]
+        pos = start + draw(st.integers(0, 2 ** 20)) % info.compress_size   # sizes vary (times)
+        return data[:pos] + bytes([data[pos] ^ draw(st.integers(1, 255))]) + data[pos + 1:]
     if how == "truncate":
         return data[:len(data) // 2]
     if how == "garbage":
@@ -1369,7 +1380,7 @@ def _tampered(draw, data):
         arrays = sorted(n for n in members if n.startswith("arrays/"))
         if not arrays:
             return data[:len(data) // 2]
-        name = draw(st.sampled_from(arrays))
+        name = arrays[draw(st.integers(0, 2 ** 20)) % len(arrays)]
         members[name] = members[name][:-1] + bytes([members[name][-1] ^ 1])
     else:
         members["model.pkl"] = b"\x80\x04K\x01."
@@ -1395,7 +1406,7 @@ def _save_load(draw):
     if mode == "tampered":
         data = _tampered(draw, buf.getvalue())
         return Case(lambda: structlp.load(io.BytesIO(data)),
-                    names=("checksum", "members", "structlp file"))
+                    names=("checksum", "members", "structlp file", "corrupted"))
     fitted = any(k.endswith("_") for k in vars(est))
 
     def call():
@@ -1584,17 +1595,17 @@ REGISTRY = {
 }
 REGISTRY.update({
     "structlp.agm.graph": Entry(_graph_entry, examples=8),
-    "structlp.agm.check_graph_example": Entry(_check_graph_example, examples=15),
-    "structlp.agm.jt_max_sum": Entry(_jt_max_sum, examples=15),
-    "structlp.agm.skip_chain": Entry(_skip_chain, examples=12),
-    "structlp.agm.make_loopy_data": Entry(_make_loopy_data, examples=10),
-    "structlp.agm.JunctionTreeCRF": Entry(_jt_crf, examples=8),
-    "structlp.structures.JunctionTreeLabeling": Entry(_jt_labeling, examples=12),
-    "structlp.save": Entry(_save_load, examples=8),
-    "structlp.load": Entry(_save_load, examples=8),
-    "structlp.clone": Entry(_clone, examples=6),
-    "structlp.make_scorer": Entry(_make_scorer, examples=12),
-    "structlp.PartTransformer": Entry(_part_transformer, examples=12),
+    "structlp.agm.check_graph_example": Entry(_check_graph_example, examples=25),
+    "structlp.agm.jt_max_sum": Entry(_jt_max_sum, examples=25),
+    "structlp.agm.skip_chain": Entry(_skip_chain, examples=20),
+    "structlp.agm.make_loopy_data": Entry(_make_loopy_data, examples=15),
+    "structlp.agm.JunctionTreeCRF": Entry(_jt_crf, examples=16),
+    "structlp.structures.JunctionTreeLabeling": Entry(_jt_labeling, examples=20),
+    "structlp.save": Entry(_save_load, examples=12),
+    "structlp.load": Entry(_save_load, examples=12),
+    "structlp.clone": Entry(_clone, examples=10),
+    "structlp.make_scorer": Entry(_make_scorer, examples=20),
+    "structlp.PartTransformer": Entry(_part_transformer, examples=20),
 })
 REGISTRY.update({f"structlp.structures.{n}": _structure_entry(n) for n in PROBLEMS})
 REGISTRY.update({f"structlp.sequence.{n}": _seq_loss_entry(n) for n in SEQ_LOSSES})

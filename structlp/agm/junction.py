@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from .._validation import check_finite_array, check_scalar
 from ..exceptions import InvalidInputError
 from ..polytope import Polytope
-from .trees import TreeExample, check_parents, check_tree_example
+from .trees import TreeExample, check_parents, check_scores, check_tree_example
 
 #: Default bound on the junction tree's width (clique tables of k^(w+1) entries).
 MAX_TREEWIDTH = 8
@@ -594,12 +594,7 @@ def jt_max_sum(gx, b, B):
         raise InvalidInputError(
             "gx of jt_max_sum must be a GraphExample (from check_graph_example); got "
             f"{type(gx).__name__}.")
-    b = check_finite_array(b, "b (node scores)", ndim=2)
-    if b.shape[0] != gx.n_nodes or b.shape[1] == 0:
-        raise InvalidInputError(
-            f"b (node scores) of jt_max_sum must have shape (n_nodes, n_labels) with "
-            f"n_nodes={gx.n_nodes} and n_labels >= 1; got {b.shape}.")
-    B = check_finite_array(B, "B (edge scores)", shape=(gx.n_edges,) + b.shape[1:] * 2)
+    b, B = check_scores(b, B, gx.n_nodes, gx.n_edges, "jt_max_sum")
     return jt_max_sum_cliques(gx, clique_scores(gx, b, B), b.shape[1])
 
 

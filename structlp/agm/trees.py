@@ -306,14 +306,19 @@ def max_sum(ex, b, B):
     y : ndarray (n,) of ints; score : float
     """
     ex = check_tree_example(ex, "ex")
-    b = check_finite_array(b, "b (node scores)", ndim=2)
-    n, k = b.shape
-    if n != ex.n_nodes or k == 0:
-        raise InvalidInputError(
-            f"b (node scores) of max_sum must have shape (n_nodes, n_labels) with "
-            f"n_nodes={ex.n_nodes} and n_labels >= 1; got {b.shape}.")
-    B = check_finite_array(B, "B (edge scores)", shape=(n - 1, k, k))
+    b, B = check_scores(b, B, ex.n_nodes, ex.n_nodes - 1, "max_sum")
     return _max_sum(ex, b, B)   # structlp.maxsum: compiled with numba when installed
+
+
+def check_scores(b, B, n_nodes, n_edges, owner):
+    """Node scores b (n_nodes, k >= 1) and edge scores B (n_edges, k, k), finite, as floats."""
+    b = check_finite_array(b, "b (node scores)", ndim=2)
+    if b.shape[0] != n_nodes or b.shape[1] == 0:
+        raise InvalidInputError(
+            f"b (node scores) of {owner} must have shape (n_nodes, n_labels) with "
+            f"n_nodes={n_nodes} and n_labels >= 1; got {b.shape}.")
+    k = b.shape[1]
+    return b, check_finite_array(B, "B (edge scores)", shape=(n_edges, k, k))
 
 
 def score(ex, b, B, y):

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from .._validation import check_scalar
+from .._validation import check_bool, check_scalar
 from ..agm.game import check_loss
 from ..agm.junction import (MAX_TREEWIDTH, GraphExample, check_example, check_graph_example,
                             clique_polytope, encode_cliques, jt_max_sum_cliques,
@@ -66,6 +66,7 @@ class JunctionTreeLabeling(StructuredModel):
     def check_x(self, x):
         k = self._k()
         check_loss(self.loss, k, owner="JunctionTreeLabeling")
+        check_bool(self.normalize_weights, "normalize_weights", owner="JunctionTreeLabeling")
         if not (self.node_weights is None or self.node_weights == "position"
                 or callable(self.node_weights)):
             raise InvalidParameterError(
