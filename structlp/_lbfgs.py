@@ -7,7 +7,7 @@ junction-tree CRFs) reports each iteration through :class:`~structlp._progress.P
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 from scipy.optimize import minimize
@@ -20,7 +20,8 @@ class _Stop(Exception):
 
 
 def minimize_lbfgs(fun: Callable, x0: np.ndarray, args: Tuple = (),
-                   options: Dict[str, Any] = None, progress: Progress = None) -> Dict[str, Any]:
+                   options: Optional[Dict[str, Any]] = None,
+                   progress: Optional[Progress] = None) -> Dict[str, Any]:
     """Minimize ``fun(x, *args) -> (value, gradient)`` by L-BFGS-B from ``x0``.
 
     Returns a dict ``x, fun, nit, success, message, stopped`` (``stopped``: the
