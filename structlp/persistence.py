@@ -162,7 +162,10 @@ def _subclasses(cls):
 def library_classes():
     """The allow-list: import path -> class, for every estimator, model, polytope,
     sequence loss and feature map defined in structlp."""
+    import structlp
     from . import agm, sequence, structures  # noqa: F401  (import every library class)
+    for name in structlp.__all__:            # and the lazily imported top-level exports
+        getattr(structlp, name)
     found = {}
     for base in _persistable_bases():
         for c in _subclasses(base):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from scipy.optimize import minimize
-
+from .._lbfgs import minimize_lbfgs
+from .._progress import Progress, check_callback, check_verbose
 from .._validation import check_scalar
 from ..base import BaseEstimator
 from ..exceptions import InvalidInputError
@@ -98,19 +98,29 @@ class TreeCRF(BaseEstimator):
         Loss used for the decision (not for training).
     reg : float >= 0, default 1e-2
     max_iter : int, default 500
+    verbose : int >= 0, default 0
+        1: one log line per L-BFGS iteration (objective, time).
+    callback : callable or None, default None
+        ``callback(info)`` after every L-BFGS iteration (``iteration``, ``objective``,
+        ``time``); returning True stops the fit (``converged_`` is then False).
 
     Attributes
     ----------
     coef_ : ndarray
     objective_ : float
     n_iter_ : int
+    converged_ : bool
+        L-BFGS met its tolerance.
     """
 
-    def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500):
+    def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500, verbose=0,
+                 callback=None):
         self.n_labels = n_labels
         self.loss = loss
         self.reg = reg
         self.max_iter = max_iter
+        self.verbose = verbose
+        self.callback = callback
 
     def _check_params(self):
         name = type(self).__name__
@@ -118,23 +128,32 @@ class TreeCRF(BaseEstimator):
         _, L = check_loss(self.loss, k, owner=name)
         reg = check_scalar(self.reg, "reg", kind=numbers.Real, low=0, owner=name)
         check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1, owner=name)
+        check_verbose(self.verbose, name)
+        check_callback(self.callback, name)
         return k, L, reg
+
+    def _lbfgs(self, objective, n, args):
+        """L-BFGS from zero, reporting each iteration (see :mod:`structlp._lbfgs`)."""
+        progress = Progress(self, check_verbose(self.verbose), self.callback,
+                            total=int(self.max_iter))
+        return minimize_lbfgs(objective, np.zeros(n), args=args, progress=progress,
+                              options={"maxiter": int(self.max_iter), "gtol": 1e-7})
 
     def fit(self, X, Y):
         """Fit by L-BFGS on the regularized mean negative log-likelihood; returns self."""
         k, L, reg = self._check_params()
         exs, Ys, d_v, d_e = self._examples(X, Y, k)
         F = Forest(exs)
-        res = minimize(forest_objective, np.zeros(n_params(d_v, d_e, k)), jac=True,
-                       args=(F, labels_statistic(F, Ys, k), k, reg), method="L-BFGS-B",
-                       options={"maxiter": int(self.max_iter), "gtol": 1e-7})
+        res = self._lbfgs(forest_objective, n_params(d_v, d_e, k),
+                          (F, labels_statistic(F, Ys, k), k, reg))
         return self._fitted(res, d_v, d_e, k)
 
     def _fitted(self, res, d_v, d_e, k):
-        self.coef_ = res.x
-        self.theta_node_, self.theta_edge_ = split_theta(res.x, d_v, d_e, k)
-        self.objective_ = float(res.fun)
-        self.n_iter_ = int(res.nit)
+        self.coef_ = res["x"]
+        self.theta_node_, self.theta_edge_ = split_theta(res["x"], d_v, d_e, k)
+        self.objective_ = res["fun"]
+        self.n_iter_ = res["nit"]
+        self.converged_ = res["success"]
         self.n_features_in_ = (d_v, d_e)
         return self
 
@@ -230,15 +249,19 @@ class JunctionTreeCRF(TreeCRF):
     max_iter : int, default 500
     max_treewidth : int, default 8
         Refuse wider junction trees (see :func:`structlp.agm.junction.check_graph_example`).
+    verbose, callback :
+        As :class:`TreeCRF` (one report per L-BFGS iteration).
 
     Attributes
     ----------
     coef_ : ndarray; theta_node_, theta_edge_; objective_ : float; n_iter_ : int;
-    n_features_in_ : (d_v, d_e)
+    converged_ : bool; n_features_in_ : (d_v, d_e)
     """
 
-    def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500, max_treewidth=8):
-        super().__init__(n_labels, loss=loss, reg=reg, max_iter=max_iter)
+    def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500, max_treewidth=8,
+                 verbose=0, callback=None):
+        super().__init__(n_labels, loss=loss, reg=reg, max_iter=max_iter, verbose=verbose,
+                         callback=callback)
         self.max_treewidth = max_treewidth
 
     def _check_params(self):
@@ -254,9 +277,8 @@ class JunctionTreeCRF(TreeCRF):
         k, L, reg = self._check_params()
         exs, Ys, d_v, d_e = self._examples(X, Y, k)
         Psi = sum(part_features(ex, k).T @ encode_pairwise(ex, y, k) for ex, y in zip(exs, Ys))
-        res = minimize(crf_objective, np.zeros(n_params(d_v, d_e, k)), jac=True,
-                       args=(exs, np.asarray(Psi, dtype=float), k, reg), method="L-BFGS-B",
-                       options={"maxiter": int(self.max_iter), "gtol": 1e-7})
+        res = self._lbfgs(crf_objective, n_params(d_v, d_e, k),
+                          (exs, np.asarray(Psi, dtype=float), k, reg))
         return self._fitted(res, d_v, d_e, k)
 
     def _examples(self, X, Y, k):

@@ -9,6 +9,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from .._progress import Progress, check_callback, check_verbose
 from .._validation import (check_bool, check_choice, check_random_state, check_scalar,
                            check_sequence_of_examples)
 from ..base import BaseEstimator
@@ -152,6 +153,15 @@ class AdversarialGraphicalModel(BaseEstimator):
     max_treewidth : int, default 8
         Refuse graph examples whose junction tree is wider (an error giving the
         width and the clique table size k^(w+1), before anything is allocated).
+    verbose : int >= 0, default 0
+        1: one log line per epoch of the subgradient method (epoch, norm of the epoch's
+        step ``|theta_end - theta_start|``, time), or the compile and solve times of
+        the QP (``method="qp"``).
+    callback : callable or None, default None
+        Subgradient method: ``callback(info)`` after every epoch (``iteration``,
+        ``step_norm``, ``updates``, ``time``); returning True stops the fit after that
+        epoch (the average then covers the second-half iterates done so far, or is the
+        last iterate).  Not called by ``method="qp"``.
 
     Attributes
     ----------
@@ -171,7 +181,8 @@ class AdversarialGraphicalModel(BaseEstimator):
     def __init__(self, n_labels, loss="zero_one", node_weights=None, normalize_weights=False,
                  reg=1e-2, method="subgradient", inner="lp", max_epochs=100, learning_rate=0.1,
                  batch_size=1, average=True, inner_tol=1e-6, random_state=None, solver=None,
-                 solver_opts=None, max_treewidth=MAX_TREEWIDTH, init=0.0):
+                 solver_opts=None, max_treewidth=MAX_TREEWIDTH, init=0.0, verbose=0,
+                 callback=None):
         self.n_labels = n_labels
         self.loss = loss
         self.node_weights = node_weights
@@ -189,6 +200,8 @@ class AdversarialGraphicalModel(BaseEstimator):
         self.solver_opts = solver_opts
         self.max_treewidth = max_treewidth
         self.init = init
+        self.verbose = verbose
+        self.callback = callback
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -208,6 +221,8 @@ class AdversarialGraphicalModel(BaseEstimator):
         check_bool(self.average, "average", owner=name)
         check_random_state(self.random_state, owner=name)
         check_scalar(self.max_treewidth, "max_treewidth", kind=numbers.Integral, low=0, owner=name)
+        check_verbose(self.verbose, name)
+        check_callback(self.callback, name)
         if not (self.node_weights is None or self.node_weights == "position"
                 or callable(self.node_weights)):
             raise InvalidParameterError(
@@ -243,11 +258,18 @@ class AdversarialGraphicalModel(BaseEstimator):
         NL = [w[:, None, None] * L[None] for w in W]
         self.n_features_in_ = (d_v, d_e)
         self.inner_stats_ = {"solves": 0, "lp_fallbacks": 0, "dd_iterations": 0}
-        if self.method == "qp":
-            theta = self._fit_qp(exs, Ys, NL, k, d_v, d_e)
-            self.n_iter_ = 1
-        else:
-            theta, lps = self._fit_subgradient(exs, Ys, W, NL, k, d_v, d_e, loss_name, L)
+        qp = self.method == "qp"
+        progress = Progress(self, check_verbose(self.verbose), None if qp else self.callback,
+                            total=None if qp else int(self.max_epochs))
+        try:
+            if qp:
+                theta = self._fit_qp(exs, Ys, NL, k, d_v, d_e, progress)
+                self.n_iter_ = 1
+            else:
+                theta, lps = self._fit_subgradient(exs, Ys, W, NL, k, d_v, d_e, loss_name, L,
+                                                   progress)
+        finally:
+            progress.close()
         self._set_theta(theta, k, d_v, d_e)
         # the QP's optimal value is the objective at its minimizer (to the solver's
         # tolerance; ``objective(X, Y)`` re-evaluates it with one LP per example)
@@ -279,7 +301,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         NL = [self._weights(ex)[:, None, None] * L[None] for ex in exs]
         return self._objective(np.asarray(theta, dtype=float), exs, Ys, NL, k)
 
-    def _fit_subgradient(self, exs, Ys, W, NL, k, d_v, d_e, loss_name, L):
+    def _fit_subgradient(self, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
         rng = np.random.default_rng(self.random_state)
         D = n_params(d_v, d_e, k)
         theta = self._initial_theta(D)
@@ -294,6 +316,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         n_epochs = int(self.max_epochs)
         it = 0
         for epoch in range(n_epochs):
+            start_theta = theta
             perm = rng.permutation(m)
             for start in range(0, m, bs):
                 batch = perm[start:start + bs]
@@ -314,6 +337,9 @@ class AdversarialGraphicalModel(BaseEstimator):
                 if self.average and epoch >= n_epochs // 2:
                     n_avg += 1
                     avg += (theta - avg) / n_avg
+            if progress.update(iteration=epoch + 1, step_norm=float(np.linalg.norm(
+                    theta - start_theta)), updates=it):
+                break
         self.n_iter_ = it
         st = self.inner_stats_
         if st["solves"]:
@@ -347,7 +373,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         _, R, Q = polys[i].solve(b, B)
         return R, Q
 
-    def _fit_qp(self, exs, Ys, NL, k, d_v, d_e):
+    def _fit_qp(self, exs, Ys, NL, k, d_v, d_e, progress):
         name = type(self).__name__
         solver = check_solver(self.solver, owner=name)
         opts = check_solver_opts(self.solver_opts, owner=name)
@@ -355,6 +381,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         #   max (Phi theta + c) . mu  s.t.  A mu <= 0, E mu = e, mu >= 0     (c = 1 on v)
         # (the box bounds of game_polytope are implied by these rows), with LP dual
         #   min e . nu  s.t.  A^T lam + E^T nu >= Phi theta + c,  lam >= 0.
+        t0 = time.perf_counter()
         Phis, As, Es, es, cs, psis = [], [], [], [], [], []
         for ex, y, nl in zip(exs, Ys, NL):
             F = lp_features(ex, k)
@@ -384,8 +411,12 @@ class AdversarialGraphicalModel(BaseEstimator):
                 >= np.concatenate(cs)]
         obj = cp.Minimize(0.5 * float(self.reg) * cp.sum_squares(theta) + cp.sum(xi) / m)
         prob = cp.Problem(obj, cons)
-        solve(prob, solver, opts, what="the AGM training QP",
-              hints={cp.UNBOUNDED: " With reg=0 the AGM objective can be unbounded; use reg > 0."})
+        progress.message(f"compiled the QP of {m} examples, {Phi.shape[0]} parts, {D} "
+                         f"parameters in {time.perf_counter() - t0:.3g} s")
+        solve_s = solve(prob, solver, opts, what="the AGM training QP",
+                        hints={cp.UNBOUNDED: " With reg=0 the AGM objective can be unbounded; "
+                                             "use reg > 0."})
+        progress.message(f"solved the AGM training QP with {solver} in {solve_s:.3g} s")
         self.problem_ = prob
         self.qp_objective_ = float(prob.value)
         return np.asarray(theta.value, dtype=float)

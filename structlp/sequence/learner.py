@@ -6,9 +6,11 @@ import numbers
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 
+from .._lbfgs import minimize_lbfgs
+from .._progress import Progress, check_callback, check_verbose
 from .._validation import check_choice, check_scalar, check_sequence_of_examples
+from ..base import BaseEstimator
 from ..exceptions import ConvergenceWarning, InvalidInputError, NotFittedError
 from ._checks import check_lengths
 from .losses import SequenceLoss
@@ -18,7 +20,7 @@ from .viterbi import viterbi
 __all__ = ["SoftmaxMarginLearner"]
 
 
-class SoftmaxMarginLearner:
+class SoftmaxMarginLearner(BaseEstimator):
     r"""Linear sequence model trained with the softmax-margin objective of the task loss.
 
     Solves
@@ -52,6 +54,11 @@ class SoftmaxMarginLearner:
         Gradient computation (``"naive"`` enumerates ``k**l`` outputs).
     max_states : int
         Largest allowed layer of a loss automaton.
+    verbose : int >= 0, default=0
+        1: one log line per L-BFGS iteration (objective, time).
+    callback : callable or None, default=None
+        ``callback(info)`` after every L-BFGS iteration (``info``: ``iteration``,
+        ``objective``, ``time``); returning True stops the fit (``converged_`` False).
 
     Attributes
     ----------
@@ -65,7 +72,7 @@ class SoftmaxMarginLearner:
     """
 
     def __init__(self, loss, features, reg=1e-2, max_iter=100, tol=1e-5, method="automata",
-                 max_states=500_000):
+                 max_states=500_000, verbose=0, callback=None):
         self.loss = loss
         self.features = features
         self.reg = reg
@@ -73,26 +80,8 @@ class SoftmaxMarginLearner:
         self.tol = tol
         self.method = method
         self.max_states = max_states
-
-    # -- scikit-learn style parameter access --------------------------------------------
-    _param_names = ("loss", "features", "reg", "max_iter", "tol", "method", "max_states")
-
-    def get_params(self, deep=True):
-        """Constructor parameters as a dict."""
-        return {name: getattr(self, name) for name in self._param_names}
-
-    def set_params(self, **params):
-        """Set constructor parameters; returns self."""
-        for name, value in params.items():
-            if name not in self._param_names:
-                raise InvalidInputError(
-                    f"Invalid parameter {name!r} for SoftmaxMarginLearner; valid parameters "
-                    f"are {sorted(self._param_names)}.")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self):
-        return f"SoftmaxMarginLearner(loss={self.loss!r}, reg={self.reg!r})"
+        self.verbose = verbose
+        self.callback = callback
 
     def _validate_params(self):
         owner = "SoftmaxMarginLearner"
@@ -102,6 +91,7 @@ class SoftmaxMarginLearner:
         check_scalar(self.tol, "tol", low=0, low_inclusive=False, owner=owner)
         check_choice(self.method, "method", METHODS, owner=owner)
         check_scalar(self.max_states, "max_states", kind=numbers.Integral, low=1, owner=owner)
+        return check_verbose(self.verbose, owner), check_callback(self.callback, owner)
 
     def objective(self, w, examples):
         """Regularized objective and gradient at ``w`` for compiled examples."""
@@ -119,7 +109,7 @@ class SoftmaxMarginLearner:
         The loss automaton and lattice of each example are built once and
         reused at every L-BFGS iteration.  Returns self.
         """
-        self._validate_params()
+        verbose, callback = self._validate_params()
         X = check_sequence_of_examples(X, "X")
         Y = check_sequence_of_examples(Y, "Y")
         if len(X) != len(Y):
@@ -128,17 +118,18 @@ class SoftmaxMarginLearner:
         examples = [compile_example(x, y, self.loss, self.features, self.method,
                                     max_states=self.max_states) for x, y in zip(X, Y)]
         w0 = np.zeros(self.features.n_features)
-        res = minimize(self.objective, w0, args=(examples,), jac=True, method="L-BFGS-B",
-                       options={"maxiter": self.max_iter, "gtol": self.tol,
-                                "ftol": 1e-4 * self.tol})
-        if not res.success and res.nit >= self.max_iter:
+        res = minimize_lbfgs(self.objective, w0, args=(examples,),
+                             options={"maxiter": self.max_iter, "gtol": self.tol,
+                                      "ftol": 1e-4 * self.tol},
+                             progress=Progress(self, verbose, callback, total=self.max_iter))
+        if not res["success"] and not res["stopped"] and res["nit"] >= self.max_iter:
             warnings.warn(f"SoftmaxMarginLearner: L-BFGS stopped after max_iter={self.max_iter} "
-                          f"iterations ({res.message}); raise max_iter or tol.",
-                          ConvergenceWarning, stacklevel=2)
-        self.coef_ = res.x
-        self.n_iter_ = int(res.nit)
-        self.objective_ = float(res.fun)
-        self.converged_ = bool(res.success)
+                          f"iterations ({res['message']}); raise max_iter or tol.",
+                          ConvergenceWarning, stacklevel=3)
+        self.coef_ = res["x"]
+        self.n_iter_ = res["nit"]
+        self.objective_ = res["fun"]
+        self.converged_ = res["success"]
         self.automaton_info_ = [ex.automaton_info for ex in examples]
         return self
 

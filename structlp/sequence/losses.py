@@ -104,8 +104,8 @@ class SequenceLoss:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
 
-    def get_params(self):
-        """Constructor parameters as a dict."""
+    def get_params(self, deep=True):
+        """Constructor parameters as a dict (``deep`` is accepted for scikit-learn's clone)."""
         return dict(self._params)
 
 

@@ -77,7 +77,7 @@ def test_learner_sklearn_conventions():
     assert not hasattr(est, "coef_")
     with pytest.raises(NotFittedError):
         est.predict([[0, 1]])
-    with pytest.raises(InvalidInputError, match="Invalid parameter"):
+    with pytest.raises(InvalidParameterError, match="Invalid parameter"):
         est.set_params(C=1.0)
 
 
