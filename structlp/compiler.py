@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List
 
 import cvxpy as cp
 import numpy as np
@@ -30,8 +31,12 @@ from .exceptions import DeclarationError, InvalidInputError
 from .formulations import LinearBlocks, TrainingData
 from .part_features import MatrixFeatures
 
+if TYPE_CHECKING:
+    from .model import StructuredModel
 
-def prepare(model, X, Y, need_polytopes=True, operators=False):
+
+def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
+            need_polytopes: bool = True, operators: bool = False) -> TrainingData:
     """Validate ``X``, ``Y`` against ``model`` and return their part form.
 
     Parameters
@@ -60,9 +65,11 @@ def prepare(model, X, Y, need_polytopes=True, operators=False):
     Phis, polys, ds, Xs = [], [], [], []
     # with operators, the loss coefficients and true outputs are kept by their nonzeros
     # from the start (m dense part vectors are never held at once)
+    cs: Any
+    mus: Any
     cs, mus = (SparseVectors(), SparseVectors()) if operators else ([], [])
-    cache = {}
-    n_features = None
+    cache: Dict[Any, Any] = {}
+    n_features: Any = None
     for i, (x, y) in enumerate(zip(X, Y)):
         x = model.check_x(x)
         Phi = (model.checked_feature_operator(x, name=f"features of X[{i}]", verify=i == 0)
@@ -100,7 +107,8 @@ def prepare(model, X, Y, need_polytopes=True, operators=False):
         ds.append(float(d))
         mus.append(mu)
         Xs.append(x)
-    return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs, Y, int(n_features))
+    return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs,
+                        Y, int(n_features))  # type: ignore[arg-type]  # Y: any sequence
 
 
 class SparseVectors(Sequence):
@@ -160,7 +168,8 @@ class CompiledQP:
     aux: dict
 
 
-def compile_primal(blocks: LinearBlocks, n_features, n_examples, C, features=None):
+def compile_primal(blocks: LinearBlocks, n_features: int, n_examples: int, C: Any,
+                   features: Any = None) -> CompiledQP:
     """Build ``min 1/2 |w|^2 + C sum(xi)`` subject to ``blocks`` as one cvxpy Problem.
 
     ``features`` (sparse, (total parts, d)) is needed when a block has a
@@ -197,14 +206,14 @@ def compile_primal(blocks: LinearBlocks, n_features, n_examples, C, features=Non
     return CompiledQP(problem, w, xi, aux)
 
 
-def matvec(A, x):
+def matvec(A: Any, x: np.ndarray) -> np.ndarray:
     """``A @ x`` for a dense or sparse matrix as a flat float array (``ndarray.dot`` is
     several times faster than ``@`` on the small matrices of one example)."""
     v = A.dot(x)
     return v if type(v) is np.ndarray and v.ndim == 1 else np.asarray(v, dtype=float).ravel()
 
 
-def transposes(Phis):
+def transposes(Phis: Sequence[Any]) -> List[Any]:
     """``Phi_i^T`` of every example, made once (a sparse ``.T`` is a new matrix object at
     every call; CSR keeps the products with it fast).  For a
     :class:`~structlp.part_features.PartFeatures` it is its adjoint (``.dot(mu)`` is
@@ -213,6 +222,6 @@ def transposes(Phis):
             else P.T.tocsr() if sp.issparse(P) else P.T for P in Phis]
 
 
-def stacked_scores(Phis, w):
+def stacked_scores(Phis: Sequence[Any], w: np.ndarray) -> List[np.ndarray]:
     """Part scores ``Phi_i w`` for every example, as a list of (L_i,) arrays."""
     return [matvec(P, w) for P in Phis]

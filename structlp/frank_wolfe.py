@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
@@ -16,12 +17,15 @@ from .cutting_plane import _needs_polytopes
 from .exceptions import ConvergenceWarning
 from .exceptions import InvalidInputError, InvalidParameterError
 from .inference import check_oracle_solver
+from .model import StructuredModel
 from .parallel import OraclePool, check_backend, check_n_jobs
 from .solvers import check_solver
 
 
 class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
     """Data handling, exact passes and prediction shared by the first-order learners."""
+
+    solver_opts: Optional[Dict[str, Any]]    # a constructor parameter of each subclass
 
     # ------------------------------------------------------------ checks
     def _check_common(self):
@@ -85,7 +89,7 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
                     visit(i, a, mu)
         return hinge
 
-    def hinge_losses(self, X, Y):
+    def hinge_losses(self, X: Sequence[Any], Y: Sequence[Any]) -> np.ndarray:
         """Structured hinge loss of each example under ``coef_`` (exact inference).
 
         Returns
@@ -259,11 +263,17 @@ class FrankWolfeLearner(_FirstOrderLearner):
     True
     """
 
-    def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, n_jobs=None, backend=None,
-                 random_state=None, batch_size=1, pairwise=True, inner_steps=3, cache_passes=10,
-                 sampling="gap",
-                 check_every=None, solver=None, solver_opts=None, scheduler_timeout=10.0,
-                 verbose=0, callback=None, warm_start=False):
+    def __init__(self, model: StructuredModel, C: float = 1.0, tol: float = 1e-4,
+                 max_iter: int = 200, n_jobs: Optional[int] = None,
+                 backend: Any = None,
+                 random_state: Union[None, int, np.random.Generator] = None,
+                 batch_size: int = 1, pairwise: bool = True, inner_steps: int = 3,
+                 cache_passes: int = 10, sampling: str = "gap",
+                 check_every: Optional[int] = None, solver: Optional[str] = None,
+                 solver_opts: Optional[Dict[str, Any]] = None,
+                 scheduler_timeout: float = 10.0, verbose: int = 0,
+                 callback: Optional[Callable[..., Any]] = None,
+                 warm_start: bool = False) -> None:
         self.model = model
         self.C = C
         self.tol = tol
@@ -284,7 +294,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
         self.callback = callback
         self.warm_start = warm_start
 
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> "FrankWolfeLearner":
         """Run BCFW on ``(X, Y)`` until the relative duality gap is below ``tol``.
 
         Parameters

@@ -40,7 +40,7 @@ INTERIOR_POINT_SOLVERS = ("CLARABEL", "ECOS", "SCS", "OSQP", "PIQP", "PROXQP", "
 #: warning from the first-order learners.
 SLOW_ORACLE_SECONDS = 2e-3
 
-_HIGHS = {}            # id(polytope) -> (polytope, Highs): one compiled LP per polytope
+_HIGHS: dict = {}      # id(polytope) -> (polytope, Highs): one compiled LP per polytope
 _BANNER_SILENCED = False
 
 

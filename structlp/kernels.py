@@ -12,6 +12,7 @@ of ``K``; the QP then carries ``|G^T u|^2``.  At tolerance 0 the factor is exact
 from __future__ import annotations
 
 import numbers
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 import scipy.sparse as sp
@@ -52,13 +53,14 @@ class Kernel:
     coef0 : float
     """
 
-    def __init__(self, kernel="linear", gamma=None, degree=3, coef0=1.0):
+    def __init__(self, kernel: Union[str, Callable[..., Any]] = "linear",
+                 gamma: Optional[float] = None, degree: int = 3, coef0: float = 1.0) -> None:
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
 
-    def check(self, owner=None):
+    def check(self, owner: Optional[str] = None) -> "Kernel":
         """Validate the parameters; return self."""
         where = f" of {owner}" if owner else ""
         if not callable(self.kernel) and self.kernel not in KERNELS:
@@ -74,13 +76,13 @@ class Kernel:
     def _gamma(self, n_features):
         return 1.0 / max(n_features, 1) if self.gamma is None else float(self.gamma)
 
-    def frozen(self, n_features):
+    def frozen(self, n_features: int) -> Dict[str, Any]:
         """The parameters as a plain dict, ``gamma`` resolved for ``n_features``
         (``Kernel(**kernel.frozen(d))`` evaluates the same kernel)."""
         return {"kernel": self.kernel, "gamma": self._gamma(n_features),
                 "degree": int(self.degree), "coef0": float(self.coef0)}
 
-    def __call__(self, A, B):
+    def __call__(self, A: Any, B: Any) -> np.ndarray:
         """The kernel matrix between the rows of A (n_a, d) and of B (n_b, d)."""
         if callable(self.kernel):
             K = check_finite_array(self.kernel(_dense(A), _dense(B)),
@@ -102,7 +104,7 @@ class Kernel:
             return (gamma * G + self.coef0) ** self.degree
         raise InvalidParameterError(f"kernel {self.kernel!r} has no feature-space evaluation.")
 
-    def diagonal(self, A):
+    def diagonal(self, A: Any) -> np.ndarray:
         """``k(phi_p, phi_p)`` for every row of A, shape (n,)."""
         if callable(self.kernel):
             return np.array([self(A[i:i + 1], A[i:i + 1])[0, 0] for i in range(A.shape[0])])
@@ -114,7 +116,9 @@ class Kernel:
         return (self._gamma(A.shape[1]) * sq + self.coef0) ** self.degree
 
 
-def incomplete_cholesky(diag, column, tol=1e-8, max_rank=None, psd_tol=1e-8):
+def incomplete_cholesky(diag: np.ndarray, column: Callable[[int], np.ndarray], tol: float = 1e-8,
+                        max_rank: Optional[int] = None, psd_tol: float = 1e-8
+                        ) -> Tuple[np.ndarray, np.ndarray, float]:
     """Pivoted incomplete Cholesky factor ``G`` with ``K ≈ G G^T``.
 
     Greedy: at each step the part with the largest residual diagonal is the
@@ -203,7 +207,8 @@ def _nonzero_rank(G, info, what):
     return G, info
 
 
-def factor_kernel(kernel, Phi, tol=1e-8, max_rank=None):
+def factor_kernel(kernel: Kernel, Phi: Any, tol: float = 1e-8,
+                  max_rank: Optional[int] = None) -> Tuple[Any, Dict[str, Any]]:
     """``G`` with ``K(Phi, Phi) ≈ G G^T`` for a :class:`Kernel` (linear: ``G = Phi``).
 
     Returns
@@ -239,7 +244,9 @@ def factor_kernel(kernel, Phi, tol=1e-8, max_rank=None):
                          else "the kernel callable")
 
 
-def factor_precomputed(K, tol=1e-8, max_rank=None, psd_tol=1e-8, what="kernel_matrix"):
+def factor_precomputed(K: Any, tol: float = 1e-8, max_rank: Optional[int] = None,
+                       psd_tol: float = 1e-8, what: str = "kernel_matrix"
+                       ) -> Tuple[np.ndarray, Dict[str, Any]]:
     """Check a precomputed kernel matrix (symmetric PSD) and factor it.
 
     ``what`` names the matrix in error messages.

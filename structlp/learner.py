@@ -5,9 +5,11 @@ from __future__ import annotations
 import numbers
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import cvxpy as cp
 import numpy as np
+from numpy.typing import ArrayLike
 
 import scipy.sparse as sp
 
@@ -172,9 +174,14 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
     [1, 1, 1, 1]
     """
 
-    def __init__(self, model, C=1.0, formulation="minmax", solver=None, solver_opts=None,
-                 dual=False, kernel="linear", gamma=None, degree=3, coef0=1.0,
-                 kernel_tol=1e-8, max_rank=None, slack=None, verbose=0):
+    objective_: float     # set by fit (with the other solution attributes)
+
+    def __init__(self, model: StructuredModel, C: float = 1.0, formulation: str = "minmax",
+                 solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
+                 dual: bool = False, kernel: Union[str, Callable[..., Any]] = "linear",
+                 gamma: Optional[float] = None, degree: int = 3, coef0: float = 1.0,
+                 kernel_tol: float = 1e-8, max_rank: Optional[int] = None,
+                 slack: Optional[str] = None, verbose: int = 0) -> None:
         self.model = model
         self.C = C
         self.formulation = formulation
@@ -251,7 +258,8 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         return c
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, Y, kernel_matrix=None):
+    def fit(self, X: Sequence[Any], Y: Sequence[Any],
+            kernel_matrix: Optional[ArrayLike] = None) -> "MaxMarginLearner":
         """Compile the training set into one QP, solve it, and store the weights.
 
         ``C`` enters the QP as a :class:`cvxpy.Parameter`: a re-fit with another ``C``
@@ -283,7 +291,7 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
             raise InvalidParameterError("kernel_matrix is only used with kernel='precomputed'.")
         t0 = time.perf_counter()
         key = self._compile_key(X, Y, kernel_matrix)
-        c = getattr(self, "_compiled", None)
+        c: Any = getattr(self, "_compiled", None)
         reused = c is not None and key is not None and c.key == key
         if not reused:
             self.__dict__.pop("_compiled", None)
@@ -406,7 +414,8 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
             flat = kern(Phi, self.support_features_) @ coef
         return np.split(np.asarray(flat, dtype=float).ravel(), np.cumsum(sizes)[:-1])
 
-    def decision_scores(self, X, kernel_matrix=None):
+    def decision_scores(self, X: Sequence[Any],  # type: ignore[override]
+                        kernel_matrix: Optional[ArrayLike] = None) -> List[np.ndarray]:
         """Part scores of every example: list of (L_i,) arrays.
 
         ``Phi_i w`` for the primal; the kernel expansion
@@ -415,7 +424,8 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         """
         return super().decision_scores(X, kernel_matrix=kernel_matrix)
 
-    def hinge_losses(self, X, Y, kernel_matrix=None):
+    def hinge_losses(self, X: Sequence[Any], Y: Sequence[Any],
+                     kernel_matrix: Optional[ArrayLike] = None) -> np.ndarray:
         """Structured hinge loss of each example under the fitted scores.
 
         ``max_y [s_i . mu(y) + loss_i(y)] - s_i . mu(y_i)`` by loss-augmented

@@ -32,7 +32,7 @@ from .exceptions import InvalidInputError
 try:  # optional: the compiled kernel
     import numba as _numba
 except ImportError:  # pragma: no cover - exercised by forcing the fallback in the tests
-    _numba = None
+    _numba = None  # type: ignore[assignment]
 
 #: Implementations available here ("numba" only when numba imports).
 BACKENDS = ("numba", "numpy") if _numba is not None else ("numpy",)

@@ -28,6 +28,8 @@ and LP prediction.
 
 from __future__ import annotations
 
+from typing import Any, Hashable, Optional, Sequence, Tuple
+
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
@@ -147,17 +149,17 @@ class StructuredModel:
     formulations: tuple = ("minmax",)
 
     # ------------------------------------------------------------ required
-    def n_parts(self, x):
+    def n_parts(self, x: Any) -> int:
         """Number of parts ``L`` of example ``x``."""
         raise DeclarationError(f"{type(self).__name__} must define n_parts(x), the number "
                                "of parts of example x.")
 
-    def features(self, x):
+    def features(self, x: Any) -> Any:
         """Part features of ``x``: array or sparse matrix of shape (n_parts, n_features)."""
         raise DeclarationError(f"{type(self).__name__} must define features(x), an array "
                                "(n_parts, n_features) of part features.")
 
-    def constraints(self, x, mu):
+    def constraints(self, x: Any, mu: Any) -> Sequence[Any]:
         """Output polytope of ``x`` as a list of affine cvxpy constraints on ``mu``.
 
         ``mu`` is a cvxpy Variable of shape (n_parts,); for a 2-D view use
@@ -168,7 +170,7 @@ class StructuredModel:
             "polytope(x) (a structlp.Polytope): it declares no output polytope.")
 
     # ------------------------------------------------------------ optional
-    def polytope(self, x):
+    def polytope(self, x: Any) -> Polytope:
         """The output polytope of ``x`` (default: extracted from :meth:`constraints`)."""
         mu = cp.Variable(self.n_parts(x), name="mu")
         cons = self.constraints(x, mu)
@@ -176,11 +178,11 @@ class StructuredModel:
             cons = [cons]
         return Polytope.from_cvxpy(mu, list(cons))
 
-    def polytope_key(self, x):
+    def polytope_key(self, x: Any) -> Optional[Hashable]:
         """Hashable key such that equal keys mean equal polytopes, or None (no caching)."""
         return None
 
-    def loss(self, x, y_true, mu):
+    def loss(self, x: Any, y_true: Any, mu: Any) -> Any:
         """Task loss of output ``mu`` against ``y_true``: an affine cvxpy expression.
 
         Default: Hamming loss, the number of true parts missing from the output,
@@ -189,7 +191,7 @@ class StructuredModel:
         mu_true = self.encode(x, y_true)
         return float(mu_true.sum()) - mu_true @ mu
 
-    def loss_coefficients(self, x, y_true):
+    def loss_coefficients(self, x: Any, y_true: Any) -> Tuple[np.ndarray, float]:
         """The loss as ``(c, d)`` with ``loss(mu) = d + c . mu``.
 
         Returns
@@ -219,15 +221,15 @@ class StructuredModel:
             sp.csc_array(g).toarray() if sp.issparse(g) else g, dtype=float).ravel()
         return c, d
 
-    def encode(self, x, y):
+    def encode(self, x: Any, y: Any) -> np.ndarray:
         """The 0/1 part-indicator vector (n_parts,) of output ``y`` (default: ``y`` itself)."""
         return check_finite_array(y, "y").ravel()
 
-    def decode(self, x, mu):
+    def decode(self, x: Any, mu: np.ndarray) -> Any:
         """The output for an integral indicator vector ``mu`` (default: ``mu`` as ints)."""
         return np.rint(mu).astype(int)
 
-    def inference(self, x, scores):
+    def inference(self, x: Any, scores: np.ndarray) -> Any:
         """Combinatorial fast path for ``argmax_{y} scores . mu(y)``, or None.
 
         Parameters
@@ -241,7 +243,7 @@ class StructuredModel:
         """
         return None
 
-    def inference_parts(self, x, scores):
+    def inference_parts(self, x: Any, scores: np.ndarray) -> Optional[np.ndarray]:
         """The fast path's maximizer as its part vector, or None.
 
         ``encode(x, inference(x, scores))`` as floats (n_parts,), which is what
@@ -261,7 +263,7 @@ class StructuredModel:
         y = self.inference(x, scores)
         return None if y is None else self.encoded_inference(x, y, len(scores))
 
-    def encoded_inference(self, x, y, n_parts):
+    def encoded_inference(self, x: Any, y: Any, n_parts: int) -> np.ndarray:
         """The part vector of the output ``y`` of :meth:`inference`; a user-declared hook's
         output is checked (encodable, finite, 0/1, ``n_parts`` entries)."""
         if _is_builtin(self, "inference"):
@@ -274,7 +276,7 @@ class StructuredModel:
                 f"encode(x, y) refuses: {exc}") from None
         return self.check_parts(mu, n_parts, "inference")
 
-    def feature_operator(self, x):
+    def feature_operator(self, x: Any) -> PartFeatures:
         """The part features of ``x`` as an operator (the first-order learners use it).
 
         Default: :meth:`features` wrapped as
@@ -289,17 +291,17 @@ class StructuredModel:
         """
         return MatrixFeatures(self.checked_features(x))
 
-    def check_x(self, x):
+    def check_x(self, x: Any) -> Any:
         """Validate one example; return it (possibly converted)."""
         return x
 
     # ------------------------------------------------------------ helpers
-    def task_loss(self, x, y_true, y_pred):
+    def task_loss(self, x: Any, y_true: Any, y_pred: Any) -> float:
         """The task loss of ``y_pred`` against ``y_true`` (a float)."""
         c, d = self.loss_coefficients(x, y_true)
         return float(d + c @ self.encode(x, y_pred))
 
-    def checked_features(self, x, name="features(x)"):
+    def checked_features(self, x: Any, name: str = "features(x)") -> Any:
         """:meth:`features` validated: finite, shape (n_parts, n_features)."""
         Phi = self.features(x)
         Phi = check_finite_array(Phi, name, ndim=2, allow_sparse=True)
@@ -310,7 +312,8 @@ class StructuredModel:
                 f"({L}); got shape {Phi.shape}.")
         return Phi
 
-    def checked_feature_operator(self, x, name="features(x)", verify=False):
+    def checked_feature_operator(self, x: Any, name: str = "features(x)",
+                                 verify: bool = False) -> PartFeatures:
         """:meth:`feature_operator` validated: a PartFeatures of shape (n_parts, d).
 
         With ``verify`` (and an overridden :meth:`feature_operator`), its shape, scores
@@ -357,7 +360,7 @@ class StructuredModel:
                         "factored features must be the explicit ones.")
         return op
 
-    def checked_polytope(self, x):
+    def checked_polytope(self, x: Any) -> Polytope:
         """:meth:`polytope` validated: a :class:`~structlp.polytope.Polytope` of ``n_parts(x)``
         parts."""
         poly = self.polytope(x)
@@ -367,7 +370,8 @@ class StructuredModel:
                 f"{type(poly).__name__}.")
         return poly
 
-    def checked_inference_parts(self, x, scores, hook="inference_parts"):
+    def checked_inference_parts(self, x: Any, scores: np.ndarray,
+                                hook: str = "inference_parts") -> Optional[np.ndarray]:
         """:meth:`inference_parts` validated: None, or a 0/1 vector of ``len(scores)`` parts.
 
         A fast path returning NaN, a fraction or the wrong number of parts is a
@@ -378,7 +382,7 @@ class StructuredModel:
             return mu
         return self.check_parts(mu, len(scores), hook)
 
-    def check_parts(self, mu, n_parts, hook):
+    def check_parts(self, mu: Any, n_parts: int, hook: str) -> np.ndarray:
         """Check a part vector produced by a model hook (``hook`` is named in the error)."""
         where = f"{type(self).__name__}.{hook}(x, scores)"
         try:
@@ -395,7 +399,8 @@ class StructuredModel:
                 f"The output of {where} must be a 0/1 part vector (an output); got entry {bad!r}.")
         return mu
 
-    def checked_output(self, x, y, polytope, name="y"):
+    def checked_output(self, x: Any, y: Any, polytope: Polytope,
+                       name: str = "y") -> np.ndarray:
         """Encode ``y`` and check it is a vertex of ``polytope``; return the encoding."""
         try:
             mu = self.encode(x, y)
@@ -406,7 +411,7 @@ class StructuredModel:
             raise InvalidOutputError(f"{name} must encode to a finite 1-D vector; got {mu.shape}.")
         return polytope.check_output(mu, name=name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         params = getattr(self, "__dict__", {})
         inner = ", ".join(f"{k}={v!r}" for k, v in params.items() if not k.startswith("_"))
         return f"{type(self).__name__}({inner})"

@@ -25,6 +25,8 @@ it unchanged.
 
 from __future__ import annotations
 
+from typing import Any, Tuple
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -36,9 +38,9 @@ class PartFeatures:
     :meth:`joint`; :meth:`joint_sparse` may be overridden for speed.
     """
 
-    shape = (0, 0)
+    shape: Tuple[int, ...] = (0, 0)
 
-    def scores(self, w):
+    def scores(self, w: np.ndarray) -> np.ndarray:
         """Part scores ``Phi w``.
 
         Parameters
@@ -51,7 +53,7 @@ class PartFeatures:
         """
         raise NotImplementedError(f"{type(self).__name__} must define scores(w).")
 
-    def joint(self, mu):
+    def joint(self, mu: np.ndarray) -> np.ndarray:
         """Joint feature ``Phi^T mu``.
 
         Parameters
@@ -64,20 +66,20 @@ class PartFeatures:
         """
         raise NotImplementedError(f"{type(self).__name__} must define joint(mu).")
 
-    def joint_sparse(self, idx, vals):
+    def joint_sparse(self, idx: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """``Phi^T mu`` for ``mu`` given by its nonzeros ``mu[idx] = vals`` (repeated
         indices add up)."""
         return self.joint(np.bincount(idx, vals, minlength=self.shape[0]))
 
     # matrix-like spelling, for code written against Phi and Phi^T
-    def dot(self, w):
+    def dot(self, w: np.ndarray) -> np.ndarray:
         return self.scores(w)
 
     @property
-    def T(self):
+    def T(self) -> "_Adjoint":
         return _Adjoint(self)
 
-    def toarray(self):
+    def toarray(self) -> np.ndarray:
         """The explicit matrix (L, d), dense: ``Phi^T`` of the unit vectors (for tests)."""
         return np.stack([self.joint(e) for e in np.eye(self.shape[0])]) if self.shape[0] \
             else np.zeros(self.shape)
@@ -88,14 +90,14 @@ class _Adjoint:
 
     __slots__ = ("op",)
 
-    def __init__(self, op):
+    def __init__(self, op: PartFeatures) -> None:
         self.op = op
 
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, ...]:
         return self.op.shape[::-1]
 
-    def dot(self, mu):
+    def dot(self, mu: np.ndarray) -> np.ndarray:
         return self.op.joint(mu)
 
 
@@ -108,18 +110,18 @@ class MatrixFeatures(PartFeatures):
 
     __slots__ = ("matrix", "matrix_T", "shape")
 
-    def __init__(self, Phi):
+    def __init__(self, Phi: Any) -> None:
         self.matrix = Phi
         self.matrix_T = Phi.T.tocsr() if sp.issparse(Phi) else Phi.T
         self.shape = tuple(int(s) for s in Phi.shape)
 
-    def scores(self, w):
+    def scores(self, w: np.ndarray) -> np.ndarray:
         v = self.matrix.dot(w)
         return v if type(v) is np.ndarray and v.ndim == 1 else np.asarray(v, float).ravel()
 
-    def joint(self, mu):
+    def joint(self, mu: np.ndarray) -> np.ndarray:
         v = self.matrix_T.dot(mu)
         return v if type(v) is np.ndarray and v.ndim == 1 else np.asarray(v, float).ravel()
 
-    def toarray(self):
+    def toarray(self) -> np.ndarray:
         return self.matrix.toarray() if sp.issparse(self.matrix) else np.asarray(self.matrix)

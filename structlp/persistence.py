@@ -74,6 +74,7 @@ import os
 import re
 import zipfile
 import zlib
+from typing import IO, Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 import scipy.sparse as sp
@@ -98,7 +99,7 @@ def _init_names(cls):
             if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
-def init_params(obj):
+def init_params(obj: Any) -> Dict[str, Any]:
     """The constructor parameters of ``obj``, read back by name.
 
     From ``get_params()`` when the object has it, else from the attribute of the same
@@ -130,7 +131,7 @@ def init_params(obj):
     return out
 
 
-def fitted_attributes(obj):
+def fitted_attributes(obj: Any) -> Dict[str, Any]:
     """The learned state of ``obj``: attributes ending in ``_`` (not private ones), without
     the transient ones (``problem_``: the compiled cvxpy problem and its solver objects)."""
     skip = set(getattr(type(obj), "_transient", ("problem_",)))
@@ -159,7 +160,7 @@ def _subclasses(cls):
     return out
 
 
-def library_classes():
+def library_classes() -> Dict[str, type]:
     """The allow-list: import path -> class, for every estimator, model, polytope,
     sequence loss and feature map defined in structlp."""
     import structlp
@@ -183,7 +184,7 @@ def _is_persistable_class(cls):
     return issubclass(cls, _persistable_bases())
 
 
-def clone(estimator):
+def clone(estimator: Any) -> Any:
     """An unfitted copy of ``estimator``: the same class, its parameters deep-copied.
 
     A clone never shares a parameter object (e.g. the ``model``) with the original.
@@ -205,7 +206,7 @@ def clone(estimator):
 
 
 # ---------------------------------------------------------------- fingerprints
-def fingerprint(obj):
+def fingerprint(obj: Any) -> Optional[str]:
     """A digest of the content of ``obj`` (numbers, strings, arrays, sparse matrices,
     lists/tuples/dicts of these, classes), or None when some part of it has no
     well-defined content (then callers must not reuse anything computed from it)."""
@@ -314,7 +315,7 @@ class _Writer:
                                for k, v in fitted_attributes(o).items()}}
 
 
-def save(estimator, path):
+def save(estimator: Any, path: Union[str, "os.PathLike[str]", IO[bytes]]) -> None:
     """Save an estimator (fitted or not) or a model object to ``path`` as plain data.
 
     The file is a zip of JSON metadata and ``.npy`` arrays (format in this module's
@@ -505,7 +506,8 @@ def _read_member(z, name, path):
             f"corrupted or truncated ({type(exc).__name__}: {exc}).") from None
 
 
-def load(path, classes=None, allowed=None):
+def load(path: Union[str, "os.PathLike[str]", IO[bytes]], classes: Optional[Sequence[type]] = None,
+         allowed: Optional[Sequence[str]] = None) -> Any:
     """Load an estimator or model saved by :func:`save`; executes nothing from the file.
 
     Parameters

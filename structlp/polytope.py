@@ -15,9 +15,11 @@ inequality system with a single non-zero coefficient become bounds.
 from __future__ import annotations
 
 import numbers
+from typing import Any, Callable, List, Optional, Sequence
 
 import cvxpy as cp
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from ._validation import check_finite_array, check_real, check_scalar
@@ -118,8 +120,12 @@ class Polytope:
     (4, 4)
     """
 
-    def __init__(self, A=None, b=None, E=None, e=None, lb=0.0, ub=1.0, n_parts=None,
-                 n_aux=0, lift=None):
+    _implied_ub: np.ndarray      # cached by implied_upper_bounds
+
+    def __init__(self, A: Any = None, b: Optional[ArrayLike] = None, E: Any = None,
+                 e: Optional[ArrayLike] = None, lb: Any = 0.0, ub: Any = 1.0,
+                 n_parts: Optional[int] = None, n_aux: int = 0,
+                 lift: Optional[Callable[[np.ndarray], Optional[np.ndarray]]] = None) -> None:
         self.n_aux = int(n_aux)
         self.lift = lift
         if n_parts is None:
@@ -157,12 +163,14 @@ class Polytope:
 
     # ------------------------------------------------------------------ builders
     @classmethod
-    def from_matrices(cls, A=None, b=None, E=None, e=None, lb=0.0, ub=1.0, n_parts=None):
+    def from_matrices(cls, A: Any = None, b: Optional[ArrayLike] = None, E: Any = None,
+                      e: Optional[ArrayLike] = None, lb: ArrayLike = 0.0, ub: ArrayLike = 1.0,
+                      n_parts: Optional[int] = None) -> "Polytope":
         """Build from matrices; same arguments as the constructor."""
         return cls(A, b, E, e, lb, ub, n_parts)
 
     @classmethod
-    def from_cvxpy(cls, mu, constraints):
+    def from_cvxpy(cls, mu: Any, constraints: Sequence[Any]) -> "Polytope":
         """Extract the H-form of affine cvxpy constraints on the 1-D variable ``mu``.
 
         Parameters
@@ -181,7 +189,10 @@ class Polytope:
         if isinstance(constraints, cp.constraints.constraint.Constraint):
             constraints = [constraints]
         L = mu.size
-        ineq_rows, ineq_rhs, eq_rows, eq_rhs = [], [], [], []
+        ineq_rows: List[Any] = []
+        ineq_rhs: List[Any] = []
+        eq_rows: List[Any] = []
+        eq_rhs: List[Any] = []
         saved = mu.value
         mu.value = np.zeros(L)
         try:
@@ -254,14 +265,14 @@ class Polytope:
 
     # ------------------------------------------------------------------ queries
     @property
-    def n_ineq(self):
+    def n_ineq(self) -> int:
         return self.A.shape[0]
 
     @property
-    def n_eq(self):
+    def n_eq(self) -> int:
         return self.E.shape[0]
 
-    def implied_upper_bounds(self):
+    def implied_upper_bounds(self) -> np.ndarray:
         """Upper bounds on each part implied by the rows of ``A`` and ``E``.
 
         A row ``sum_j a_j mu_j <= b`` (or ``== b``) whose coefficients are all
@@ -286,11 +297,11 @@ class Polytope:
         self._implied_ub = bound  # polytopes are not modified after construction
         return bound
 
-    def nonredundant_ub(self):
+    def nonredundant_ub(self) -> np.ndarray:
         """``ub`` with the bounds already implied by other rows set to ``inf``."""
         return np.where(self.implied_upper_bounds() <= self.ub, np.inf, self.ub)
 
-    def check_bounded(self):
+    def check_bounded(self) -> None:
         """Raise :class:`DeclarationError` unless every part has finite bounds.
 
         A part is bounded below by its explicit lower bound and above by its
@@ -311,7 +322,7 @@ class Polytope:
                     "mu >= 0 and mu <= 1.")
         self._bounded = True
 
-    def in_unit_box(self):
+    def in_unit_box(self) -> bool:
         """Whether the polytope lies inside ``[0, 1]^n_parts`` (by bounds and implied bounds)."""
         inside = getattr(self, "_in_unit_box", None)     # computed once per polytope
         if inside is None:
@@ -319,7 +330,7 @@ class Polytope:
             inside = self._in_unit_box = bool(np.all(self.lb >= 0) and np.all(ub <= 1))
         return inside
 
-    def is_empty(self, solver=None):
+    def is_empty(self, solver: Optional[str] = None) -> bool:
         """Whether no point satisfies the constraints (a feasibility LP)."""
         from .solvers import check_solver
         mu = cp.Variable(self.n_columns)
@@ -337,7 +348,7 @@ class Polytope:
         prob.solve(solver=check_solver(solver, kind="LP"))
         return prob.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE)
 
-    def violation(self, mu):
+    def violation(self, mu: ArrayLike) -> float:
         """Largest constraint violation of ``mu`` (0 when feasible)."""
         mu = np.asarray(mu, dtype=float)
         v = [0.0]
@@ -349,11 +360,11 @@ class Polytope:
         v.append((mu - self.ub).max())
         return float(max(v))
 
-    def contains(self, mu, tol=FEASIBILITY_TOL):
+    def contains(self, mu: ArrayLike, tol: float = FEASIBILITY_TOL) -> bool:
         """Whether ``mu`` satisfies every constraint within ``tol``."""
         return self.violation(mu) <= tol
 
-    def check_output(self, mu, name="y"):
+    def check_output(self, mu: ArrayLike, name: str = "y") -> np.ndarray:
         """Check that ``mu`` is a 0/1 point of the polytope (hence one of its vertices).
 
         A 0/1 point of a polytope contained in the unit box is a vertex of the
@@ -420,14 +431,14 @@ class Polytope:
                       bounds=bounds, method="highs")
         return np.concatenate([mu, res.x]) if res.status == 0 else None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         aux = f", n_aux={self.n_aux}" if self.n_aux else ""
         return (f"Polytope(n_parts={self.n_parts}{aux}, n_ineq={self.n_ineq}, n_eq={self.n_eq}, "
                 f"lb in [{self.lb.min():g}, {self.lb.max():g}], "
                 f"ub in [{self.ub.min():g}, {self.ub.max():g}])")
 
 
-def check_output_encoding(mu, n_parts, name="y"):
+def check_output_encoding(mu: Any, n_parts: int, name: str = "y") -> np.ndarray:
     """Raise :class:`InvalidInputError` unless ``mu`` is a finite vector of length n_parts."""
     mu = check_finite_array(mu, name)
     if mu.shape != (n_parts,):

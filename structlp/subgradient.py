@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from ._progress import Progress
 from ._validation import check_bool, check_scalar
 from .exceptions import ConvergenceWarning
 from .frank_wolfe import _FirstOrderLearner
+from .model import StructuredModel
 
 
 class SubgradientLearner(_FirstOrderLearner):
@@ -113,10 +115,15 @@ class SubgradientLearner(_FirstOrderLearner):
     True
     """
 
-    def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, n_jobs=None, backend=None,
-                 random_state=None, batch_size=1, averaging=True, n_iter_no_change=5,
-                 solver=None, solver_opts=None, scheduler_timeout=10.0, verbose=0,
-                 callback=None, warm_start=False):
+    def __init__(self, model: StructuredModel, C: float = 1.0, tol: float = 1e-4,
+                 max_iter: int = 200, n_jobs: Optional[int] = None,
+                 backend: Any = None,
+                 random_state: Union[None, int, np.random.Generator] = None,
+                 batch_size: int = 1, averaging: bool = True, n_iter_no_change: int = 5,
+                 solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
+                 scheduler_timeout: float = 10.0, verbose: int = 0,
+                 callback: Optional[Callable[..., Any]] = None,
+                 warm_start: bool = False) -> None:
         self.model = model
         self.C = C
         self.tol = tol
@@ -134,7 +141,7 @@ class SubgradientLearner(_FirstOrderLearner):
         self.callback = callback
         self.warm_start = warm_start
 
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> "SubgradientLearner":
         """Run stochastic subgradient descent on ``(X, Y)``.
 
         Parameters

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numbers
+from typing import Any, Callable, Hashable, Optional, Tuple, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
@@ -72,7 +74,8 @@ class BipartiteMatching(StructuredModel):
 
     formulations = ("minmax", "certificate")
 
-    def __init__(self, R=1, P=1, edge_weights=None):
+    def __init__(self, R: int = 1, P: int = 1,
+                 edge_weights: Union[None, ArrayLike, Callable[..., Any]] = None) -> None:
         self.R = R
         self.P = P
         self.edge_weights = edge_weights
@@ -82,7 +85,7 @@ class BipartiteMatching(StructuredModel):
         P = check_scalar(self.P, "P", kind=numbers.Integral, low=1, owner="BipartiteMatching")
         return R, P
 
-    def check_x(self, x):
+    def check_x(self, x: Any) -> Any:
         x = check_finite_array(x, "x (edge features)", ndim=3)
         R, P = self._params()
         n_rows, n_cols, d = x.shape
@@ -95,16 +98,16 @@ class BipartiteMatching(StructuredModel):
                 f"{n_cols} columns needs {R} of {n_rows} rows and each row takes at most {P}.")
         return x
 
-    def n_parts(self, x):
+    def n_parts(self, x: Any) -> int:
         return x.shape[0] * x.shape[1]
 
-    def features(self, x):
+    def features(self, x: Any) -> Any:
         return x.reshape(-1, x.shape[2])
 
-    def polytope_key(self, x):
+    def polytope_key(self, x: Any) -> Optional[Hashable]:
         return (x.shape[0], x.shape[1])
 
-    def polytope(self, x):
+    def polytope(self, x: Any) -> Polytope:
         R, P = self._params()
         n_rows, n_cols = x.shape[:2]
         E = sp.kron(sp.csr_array(np.ones((1, n_rows))), sp.eye_array(n_cols), format="csr")
@@ -112,11 +115,11 @@ class BipartiteMatching(StructuredModel):
         return Polytope(A=A, b=np.full(n_rows, float(P)), E=E, e=np.full(n_cols, float(R)),
                         lb=0.0, ub=1.0)
 
-    def encode(self, x, y):
+    def encode(self, x: Any, y: Any) -> np.ndarray:
         y = check_finite_array(y, "y", shape=x.shape[:2])
         return y.ravel()
 
-    def decode(self, x, mu):
+    def decode(self, x: Any, mu: np.ndarray) -> Any:
         return np.rint(mu).astype(int).reshape(x.shape[:2])
 
     def _weights(self, x, y_true):
@@ -130,14 +133,14 @@ class BipartiteMatching(StructuredModel):
             raise InvalidParameterError("edge_weights must be >= 0.")
         return ew.ravel()
 
-    def loss_coefficients(self, x, y_true):
+    def loss_coefficients(self, x: Any, y_true: Any) -> Tuple[np.ndarray, float]:
         mu_true = self.encode(x, y_true)
         wts = self._weights(x, y_true)
         if wts is not None:
             mu_true = mu_true * wts
         return -mu_true, float(mu_true.sum())
 
-    def formulation(self, name):
+    def formulation(self, name: str) -> Any:
         """The ``"certificate"`` formulation (requires ``R == P == 1``)."""
         from ..certificates import Certificate
         R, P = self._params()
@@ -149,7 +152,7 @@ class BipartiteMatching(StructuredModel):
                 f"matching); got R={R}, P={P}. Use formulation='minmax'.")
         return Certificate(self, needs_polytopes=True)  # y checked against the polytope
 
-    def certificate_rows(self, x, mu_true):
+    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> Tuple[Any, Any]:
         """Alternating-cycle rows of the assignment ``mu_true`` (see the class docstring).
 
         Returns
@@ -161,7 +164,7 @@ class BipartiteMatching(StructuredModel):
         nr, nc = x.shape[:2]
         Y = np.asarray(mu_true).reshape(nr, nc) > 0.5
         j, k = np.meshgrid(np.arange(nr), np.arange(nr), indexing="ij")  # all columns + dummies
-        j, k = j.ravel(), k.ravel()
+        j, k = j.ravel(), k.ravel()  # type: ignore[assignment]  # 2-D grids to 1-D
         real = k < nc
         part = np.where(real, j * nc + np.minimum(k, nc - 1), -1)
         in_M = np.zeros((nr, nr), dtype=bool)
@@ -170,13 +173,13 @@ class BipartiteMatching(StructuredModel):
         in_M[free, nc + np.arange(len(free))] = True
         return alternating_cycle_rows(2 * nr, j, nr + k, in_M.ravel(), part, nr * nc)
 
-    def inference(self, x, scores):
+    def inference(self, x: Any, scores: np.ndarray) -> Any:
         R, P = self._params()
         if R != 1 or P != 1:
             return None
         return self._assignment(x, scores).reshape(x.shape[:2]).astype(int)
 
-    def inference_parts(self, x, scores):
+    def inference_parts(self, x: Any, scores: np.ndarray) -> Optional[np.ndarray]:
         if not (self.R == 1 and self.P == 1):   # b-matchings: the inference LP
             return None
         return self._assignment(x, scores)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numbers
+from typing import Any, Callable, Hashable, Optional, Tuple, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_bool, check_scalar
 from ..agm.game import check_loss
@@ -14,6 +16,7 @@ from ..agm.junction import (MAX_TREEWIDTH, GraphExample, check_example, check_gr
 from ..agm.trees import check_labels, node_weights_of, part_features
 from ..exceptions import InvalidParameterError
 from ..model import StructuredModel
+from ..polytope import Polytope
 
 
 class JunctionTreeLabeling(StructuredModel):
@@ -51,10 +54,12 @@ class JunctionTreeLabeling(StructuredModel):
 
     formulations = ("minmax",)
 
-    def __init__(self, n_labels, loss="zero_one", node_weights=None, normalize_weights=False,
-                 max_treewidth=MAX_TREEWIDTH):
+    def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one",
+                 node_weights: Union[None, str, Callable[..., Any]] = None,
+                 normalize_weights: bool = False,
+                 max_treewidth: int = MAX_TREEWIDTH) -> None:
         self.n_labels = n_labels
-        self.loss = loss
+        self.loss = loss  # type: ignore[method-assign, assignment]  # shadows the hook
         self.node_weights = node_weights
         self.normalize_weights = normalize_weights
         self.max_treewidth = max_treewidth
@@ -63,7 +68,7 @@ class JunctionTreeLabeling(StructuredModel):
         return check_scalar(self.n_labels, "n_labels", kind=numbers.Integral, low=2,
                             owner="JunctionTreeLabeling")
 
-    def check_x(self, x):
+    def check_x(self, x: Any) -> Any:
         k = self._k()
         check_loss(self.loss, k, owner="JunctionTreeLabeling")
         check_bool(self.normalize_weights, "normalize_weights", owner="JunctionTreeLabeling")
@@ -77,28 +82,28 @@ class JunctionTreeLabeling(StructuredModel):
             ex = check_graph_example(tree_as_graph(ex), k, self.max_treewidth)
         return ex
 
-    def n_parts(self, x):
+    def n_parts(self, x: Any) -> int:
         return x.tables(self._k()).n_parts
 
-    def features(self, x):
+    def features(self, x: Any) -> Any:
         k = self._k()
         return x.tables(k).PT @ part_features(x, k)
 
-    def polytope(self, x):
+    def polytope(self, x: Any) -> Polytope:
         return clique_polytope(x, self._k())
 
-    def polytope_key(self, x):
+    def polytope_key(self, x: Any) -> Optional[Hashable]:
         return x.key() + (self._k(),)
 
-    def encode(self, x, y):
+    def encode(self, x: Any, y: Any) -> np.ndarray:
         k = self._k()
         return encode_cliques(x, check_labels(y, x.n_nodes, k), k)
 
-    def decode(self, x, mu):
+    def decode(self, x: Any, mu: np.ndarray) -> Any:
         node, _ = pairwise_marginals(x, np.asarray(mu, dtype=float), self._k())
         return np.argmax(node, axis=1)
 
-    def loss_coefficients(self, x, y_true):
+    def loss_coefficients(self, x: Any, y_true: Any) -> Tuple[np.ndarray, float]:
         k = self._k()
         y = check_labels(y_true, x.n_nodes, k, "y_true")
         _, L = check_loss(self.loss, k, owner="JunctionTreeLabeling")
@@ -108,9 +113,9 @@ class JunctionTreeLabeling(StructuredModel):
         c[:x.n_nodes * k] = (w[:, None] * L[:, y].T).ravel()   # node i, label a: w_i L[a, y_i]
         return T.PT @ c, 0.0
 
-    def inference(self, x, scores):
+    def inference(self, x: Any, scores: np.ndarray) -> Any:
         return jt_max_sum_cliques(x, scores, self._k())[0]
 
-    def inference_parts(self, x, scores):
+    def inference_parts(self, x: Any, scores: np.ndarray) -> Optional[np.ndarray]:
         k = int(self.n_labels)             # checked with x by check_x
         return encode_cliques(x, jt_max_sum_cliques(x, scores, k)[0], k)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Tuple
+
 import numpy as np
 
 from ..certificates import GraphStructure, alternating_cycle_rows, degrees, graph_copy
@@ -49,10 +51,10 @@ class Matching(GraphStructure):
             raise InvalidOutputError(
                 f"y is not a matching: node {j} has degree {deg[j]} (at most 1 allowed).")
 
-    def inference(self, x, scores):
+    def inference(self, x: Any, scores: np.ndarray) -> Any:
         return max_weight_matching(self.check_x(x), scores, perfect=False)
 
-    def certificate_rows(self, x, mu_true):
+    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> Tuple[Any, Any]:
         g = self.check_x(x)
         U, V, part, in_M2 = graph_copy(g.n_nodes, g.u, g.v, np.asarray(mu_true) > 0.5)
         return alternating_cycle_rows(2 * g.n_nodes, U, V, in_M2, part, g.n_edges)

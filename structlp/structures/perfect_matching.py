@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any, Optional, Tuple
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..certificates import GraphStructure, alternating_cycle_rows, degrees
 from ..exceptions import InvalidInputError, InvalidOutputError
 
 
-def max_weight_matching(g, scores, perfect):
+def max_weight_matching(g: Any, scores: ArrayLike, perfect: bool) -> Optional[np.ndarray]:
     """Maximum-weight (perfect) matching of graph ``g`` by networkx's blossom algorithm.
 
     Returns the (n, n) 0/1 adjacency, or None when ``perfect`` and no perfect
@@ -87,7 +90,7 @@ class PerfectMatching(GraphStructure):
 
     formulations = ("certificate",)
 
-    def check_x(self, x):
+    def check_x(self, x: Any) -> Any:
         g = super().check_x(x)
         if g is x:
             return g
@@ -110,10 +113,10 @@ class PerfectMatching(GraphStructure):
                 f"y is not a perfect matching: node {j} has degree {deg[j]} (every node of a "
                 "perfect matching has degree 1).")
 
-    def inference(self, x, scores):
+    def inference(self, x: Any, scores: np.ndarray) -> Any:
         return max_weight_matching(self.check_x(x), scores, perfect=True)
 
-    def certificate_rows(self, x, mu_true):
+    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> Tuple[Any, Any]:
         g = self.check_x(x)
         return alternating_cycle_rows(g.n_nodes, g.u, g.v, np.asarray(mu_true) > 0.5,
                                       np.arange(g.n_edges), g.n_edges)

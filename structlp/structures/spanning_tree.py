@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+from typing import Any, Hashable, Optional, Tuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
 
@@ -13,7 +15,7 @@ from ..exceptions import InvalidInputError, InvalidOutputError
 from ..polytope import Polytope
 
 
-def rooted_flow_polytope(n, u, v):
+def rooted_flow_polytope(n: int, u: ArrayLike, v: ArrayLike) -> Polytope:
     """The spanning-tree polytope of the graph ``(u, v)`` on ``n`` nodes, extended.
 
     Variables: the edge indicators ``x`` (L,), then, for every root ``k`` and
@@ -133,18 +135,18 @@ class SpanningTree(GraphStructure):
     4
     """
 
-    formulations = ("certificate", "minmax")
+    formulations: tuple = ("certificate", "minmax")
 
-    def polytope(self, x):
+    def polytope(self, x: Any) -> Polytope:
         """The extended spanning-tree polytope of ``x`` (:func:`rooted_flow_polytope`)."""
         g = self.check_x(x)
         return rooted_flow_polytope(g.n_nodes, g.u, g.v)
 
-    def polytope_key(self, x):
+    def polytope_key(self, x: Any) -> Optional[Hashable]:
         g = self.check_x(x)
         return ("spanning_tree", g.n_nodes, g.mask.tobytes())
 
-    def check_x(self, x):
+    def check_x(self, x: Any) -> Any:
         g = super().check_x(x)
         if g is not x and n_components(g.n_nodes, g.u, g.v) > 1:
             raise InvalidInputError(
@@ -164,7 +166,7 @@ class SpanningTree(GraphStructure):
                 f"y is not a spanning tree of the {n}-node graph: it has {k} edges "
                 f"(a spanning tree has {n - 1}) and {what}.")
 
-    def inference(self, x, scores):
+    def inference(self, x: Any, scores: np.ndarray) -> Any:
         g = self.check_x(x)
         s = np.asarray(scores, dtype=float)
         cost = s.max() - s + 1.0  # > 0: csgraph treats 0 as "no edge"
@@ -175,7 +177,7 @@ class SpanningTree(GraphStructure):
         y[T.col, T.row] = 1
         return y
 
-    def certificate_rows(self, x, mu_true):
+    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> Tuple[Any, Any]:
         g = self.check_x(x)
         Gs, _ = spanning_tree_rows(g.n_nodes, g.u, g.v, np.asarray(mu_true) > 0.5)
         return Gs, sp.csr_array((Gs.shape[0], 0))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+from typing import Any, Callable, Hashable, Optional, Tuple, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from .._validation import check_bool, check_finite_array, check_scalar
@@ -15,6 +17,7 @@ from ..agm.trees import (check_labels, check_tree_example, encode, local_polytop
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ..maxsum import max_sum
 from ..model import StructuredModel
+from ..polytope import Polytope
 from ..part_features import PartFeatures
 
 
@@ -66,9 +69,11 @@ class TreeLabeling(StructuredModel):
 
     formulations = ("minmax",)
 
-    def __init__(self, n_labels, loss="zero_one", node_weights=None, normalize_weights=False):
+    def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one",
+                 node_weights: Union[None, str, Callable[..., Any]] = None,
+                 normalize_weights: bool = False) -> None:
         self.n_labels = n_labels
-        self.loss = loss
+        self.loss = loss  # type: ignore[method-assign, assignment]  # shadows the hook
         self.node_weights = node_weights
         self.normalize_weights = normalize_weights
 
@@ -76,7 +81,7 @@ class TreeLabeling(StructuredModel):
         return check_scalar(self.n_labels, "n_labels", kind=numbers.Integral, low=2,
                             owner="TreeLabeling")
 
-    def check_x(self, x):
+    def check_x(self, x: Any) -> Any:
         self._k()
         check_bool(self.normalize_weights, "normalize_weights", owner="TreeLabeling")
         check_loss(self.loss, self._k(), owner="TreeLabeling")
@@ -96,32 +101,32 @@ class TreeLabeling(StructuredModel):
             return dataclasses.replace(ex, node_features=V)
         return check_tree_example(x)
 
-    def n_parts(self, x):
+    def n_parts(self, x: Any) -> int:
         k = self._k()
         return x.n_nodes * k + (x.n_nodes - 1) * k * k
 
-    def features(self, x):
+    def features(self, x: Any) -> Any:
         if sp.issparse(x.node_features):    # one example's node features, densified here
             x = dataclasses.replace(x, node_features=x.node_features.toarray())
         return part_features(x, self._k())
 
-    def feature_operator(self, x):
+    def feature_operator(self, x: Any) -> PartFeatures:
         return TreeFeatures(x, self._k())
 
-    def polytope(self, x):
+    def polytope(self, x: Any) -> Polytope:
         return local_polytope(x, self._k())
 
-    def polytope_key(self, x):
+    def polytope_key(self, x: Any) -> Optional[Hashable]:
         return x.key() + (self._k(),)
 
-    def encode(self, x, y):
+    def encode(self, x: Any, y: Any) -> np.ndarray:
         return encode(x, check_labels(y, x.n_nodes, self._k()), self._k())
 
-    def decode(self, x, mu):
+    def decode(self, x: Any, mu: np.ndarray) -> Any:
         k = self._k()
         return np.argmax(np.asarray(mu)[:x.n_nodes * k].reshape(x.n_nodes, k), axis=1)
 
-    def loss_coefficients(self, x, y_true):
+    def loss_coefficients(self, x: Any, y_true: Any) -> Tuple[np.ndarray, float]:
         k = self._k()
         y = check_labels(y_true, x.n_nodes, k, "y_true")
         _, L = check_loss(self.loss, k, owner="TreeLabeling")
@@ -130,16 +135,18 @@ class TreeLabeling(StructuredModel):
         c[:x.n_nodes * k] = (w[:, None] * L[:, y].T).ravel()   # node i, label a: w_i L[a, y_i]
         return c, 0.0
 
-    def inference(self, x, scores):
+    def inference(self, x: Any, scores: np.ndarray) -> Any:
         return max_sum(x, *_potentials(x, scores, self._k()))[0]
 
-    def inference_parts(self, x, scores):
+    def inference_parts(self, x: Any, scores: np.ndarray) -> Optional[np.ndarray]:
         k = int(self.n_labels)             # checked with x by check_x
         return encode(x, max_sum(x, *_potentials(x, scores, k))[0], k)
 
-    def score(self, x, scores, y):
+    def score(self, x: Any, scores: np.ndarray, y: ArrayLike) -> float:
         """Score of labelling ``y`` under part scores."""
-        return score(x, *_potentials(x, scores, self._k()), np.asarray(y))
+        # the module function agm.trees.score (mypy resolves the name to this method)
+        return score(  # type: ignore[call-arg]
+            x, *_potentials(x, scores, self._k()), np.asarray(y))
 
 
 def _potentials(x, scores, k):
@@ -167,7 +174,7 @@ class TreeFeatures(PartFeatures):
 
     __slots__ = ("V", "Ef", "n", "k", "nk", "kdv", "shape")
 
-    def __init__(self, ex, k):
+    def __init__(self, ex: Any, k: int) -> None:
         self.V, self.Ef = ex.node_features, ex.edge_features
         self.n, self.k = ex.n_nodes, int(k)
         self.nk = self.n * self.k
@@ -175,13 +182,13 @@ class TreeFeatures(PartFeatures):
         self.shape = (self.nk + (self.n - 1) * self.k * self.k,
                       self.kdv + self.k * self.k * self.Ef.shape[1])
 
-    def scores(self, w):
+    def scores(self, w: np.ndarray) -> np.ndarray:
         k, kdv = self.k, self.kdv
         node = self.V.dot(w[:kdv].reshape(k, -1).T)                       # (n, k)
         edge = self.Ef.dot(w[kdv:].reshape(k * k, -1).T)                  # (n-1, k^2)
         return np.concatenate((np.asarray(node).ravel(), edge.ravel()))
 
-    def joint(self, mu):
+    def joint(self, mu: np.ndarray) -> np.ndarray:
         k, nk = self.k, self.nk
         mu = np.asarray(mu, dtype=float)
         mv = mu[:nk].reshape(self.n, k)
