@@ -217,7 +217,7 @@ def bootstrap(diff_bonds, n_bonds, groups, n_boot, rng):
 
 def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
         learner="certificate", slack="two_sided", kernel="linear", Cs=None, sigmas=SIGMAS,
-        max_rank=150, split="family", path=None, n_boot=2000):
+        max_rank=150, split="family", path=None, n_boot=2000, verbose=0):
     """Cross-validate on the disulfide data; return per-K results.
 
     Options: ``folds`` (int), ``max_train`` (cap on training proteins per fold),
@@ -234,8 +234,11 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
     protein families kept within one fold, the default; "random": folds
     stratified by K, which lets orthologs of a test protein into its training
     set), ``n_boot`` (bootstrap resamples of the structured-minus-pairs
-    differences), ``path`` (data directory).
+    differences), ``path`` (data directory), ``verbose`` (1: one progress line per
+    learner and fold, on the ``structlp`` logger; the CLI shows them on a terminal).
     """
+    from structlp._progress import Progress, check_verbose
+    verbose = check_verbose(verbose)
     if split not in ("family", "random"):
         raise structlp.InvalidParameterError(
             f"The 'split' option must be 'family' or 'random'; got {split!r}.")
@@ -255,6 +258,7 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
     learners = {"certificate": [slack], "both": [slack, "pairs"],
                 "all": list(SLACKS) + (["exact"] if kernel == "linear" else []) + ["pairs"]
                 }.get(learner, LEARNERS[learner])
+    progress = Progress("disulfide_connectivity", verbose, total=len(learners) * int(folds))
     Cs = tuple(float(c) for c in (C_GRID[kernel] if Cs is None else Cs)) if C is None \
         else (float(C),)
     sigmas = (None,) if kernel == "linear" else (
@@ -299,7 +303,12 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
             for i, p in zip(test, _predict(est, name, Xte)):
                 correct_bonds[i] = (p * Y[i]).sum() / 2
                 exact[i] = np.array_equal(p, Y[i])
+            progress.update(learner=name, fold=f, C=C_f, sigma=sigma_f,
+                            fold_precision=float(correct_bonds[test].sum()
+                                                 / max(K[test].sum(), 1)),
+                            cpu_seconds=fits[-1]["cpu_seconds"])
         results[name] = (correct_bonds, exact, fits)
+    progress.close()
     total_s, total_cpu = time.perf_counter() - t_start, time.process_time() - c_start
     return _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sigmas,
                    total_s, total_cpu, n_boot, seed)
