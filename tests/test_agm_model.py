@@ -271,3 +271,24 @@ def test_fisher_consistency_contrast_with_ssvm():
     for t in (1e-3, 0.1, 0.5):
         assert mean_hinge(t * np.eye(3)[bayes]) > mean_hinge(np.zeros(3)) + 0.1 * t
     assert ssvm.hinge_losses(X, Y).mean() == pytest.approx(mean_hinge(np.zeros(3)), abs=1e-6)
+
+
+def test_qp_solution_is_verified_not_trusted(rng):
+    """The AGM QP's value may not undercut the exact objective of its own theta (one LP per
+    example): a tight solve passes the check, loose first-order solves are caught."""
+    import warnings
+    X, Y = random_tree_data(rng, 6, 5, chain=True)
+    tight = AdversarialGraphicalModel(3, reg=0.3, method="qp").fit(X, Y)
+    assert tight.verification_["ok"]
+    assert tight.verification_["recomputed"] == pytest.approx(tight.objective(X, Y), rel=1e-9)
+    caught = []
+    for solver, opts in (("SCS", {"eps": 0.1}), ("OSQP", {"eps_abs": 0.1, "eps_rel": 0.1}),
+                         ("SCS", {"eps": 0.3})):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            loose = AdversarialGraphicalModel(3, reg=0.3, method="qp", solver=solver,
+                                              solver_opts=opts).fit(X, Y)
+        msgs = [str(x.message) for x in w if issubclass(x.category, structlp.ConvergenceWarning)]
+        assert loose.verification_["ok"] == (not msgs)
+        caught.append((solver, loose.verification_["ok"], msgs))
+    assert any(not ok and solver in msgs[0] for solver, ok, msgs in caught), caught

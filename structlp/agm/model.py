@@ -15,7 +15,7 @@ from .._validation import (check_bool, check_choice, check_random_state, check_s
 from ..base import BaseEstimator
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ..formulations import block_diag
-from ..solvers import check_solver, check_solver_opts, solve
+from ..solvers import check_solver, check_solver_opts, solve, verify_solution
 from .game import check_loss
 from .inner import (InnerLP, inner_dual_decomposition, inner_junction_decomposition, inner_lp,
                     inner_polytope)
@@ -271,10 +271,17 @@ class AdversarialGraphicalModel(BaseEstimator):
         finally:
             progress.close()
         self._set_theta(theta, k, d_v, d_e)
-        # the QP's optimal value is the objective at its minimizer (to the solver's
-        # tolerance; ``objective(X, Y)`` re-evaluates it with one LP per example)
-        self.objective_ = (self.qp_objective_ if self.method == "qp"
-                           else self._objective(theta, exs, Ys, NL, k, lps))
+        if qp:
+            # verified, not trusted: the QP's slacks bound each example's inner max-min from
+            # above at any feasible point, so its value may not undercut the objective of
+            # its own theta re-evaluated exactly (one LP per example)
+            exact = self._objective(theta, exs, Ys, NL, k)
+            self.verification_ = verify_solution(
+                self.problem_, self.solver_, "the AGM training QP", self.qp_objective_,
+                recomputed=exact)
+            self.objective_ = self.qp_objective_
+        else:
+            self.objective_ = self._objective(theta, exs, Ys, NL, k, lps)
         self.fit_time_ = time.perf_counter() - t0
         return self
 
@@ -418,6 +425,7 @@ class AdversarialGraphicalModel(BaseEstimator):
                                              "use reg > 0."})
         progress.message(f"solved the AGM training QP with {solver} in {solve_s:.3g} s")
         self.problem_ = prob
+        self.solver_ = solver
         self.qp_objective_ = float(prob.value)
         return np.asarray(theta.value, dtype=float)
 
