@@ -51,17 +51,19 @@ decades it needs.  The paper protocol costs about 82 CPU-s per split (AGM
 9 CPU-s per 100-pass fit: one hot-started HiGHS inner LP per example and
 step; CRF 13, SSVM 2.5) plus about 600 for its CV.
 
-What the runs show so far (the 20-split runs of both protocols did not finish
-in the session that wrote this, on a shared, heavily loaded machine; too few
-splits for the Wilcoxon test).  Exact, earlier 20-split run (70/30 validation,
-reg 10 for AGM and SSVM): average AGM 0.356, CRF 0.348, SSVM 0.348 (paper 0.33
-/ 0.35 / 0.35).  3-fold CV now extends the first grid 21 times (15 of 18
-(model, metric) pairs, 6 twice) and picks interior values (AGM 1-100, SSVM
-10-100, CRF 0.1-10); with them splits 1-2 give AGM 0.324, CRF 0.328, SSVM
-0.345.  Paper protocol with lambda = 1e-3 fixed, splits 1-4: AGM 0.358, CRF
-0.347, SSVM 0.349, the CRF best on 4 metrics: the paper's ranking does not
-appear under early stopping on these splits; AGM comes closest to it solved
-exactly with cross-validated reg.  Not settled over 20 splits.
+What the runs show.  Exact, earlier 20-split run (70/30 validation, reg 10 for
+AGM and SSVM): average AGM 0.356, CRF 0.348, SSVM 0.348 (paper 0.33 / 0.35 /
+0.35).  3-fold CV now extends the first grid 21 times (15 of 18 (model,
+metric) pairs, 6 twice) and picks interior values (AGM 1-100, SSVM 10-100, CRF
+0.1-10); with these, splits 1-7 give average loss AGM 0.331, CRF 0.326, SSVM
+0.350, best or not significantly worse (Wilcoxon) on 3 / 5 / 1 metrics of 6
+(paper 4 / 2 / 2).  Paper protocol with lambda = 1e-3 fixed, on the same
+splits 1-7: AGM 0.353, CRF 0.340, SSVM 0.342, best or not significantly worse
+on 4 / 6 / 6 metrics.  So the paper's ranking does not appear under either
+protocol on the splits run: the CRF has the best average in both, and AGM does
+better solved exactly with cross-validated reg (0.331) than early-stopped
+(0.353), not worse; the 20-split runs did not finish in this session (exact
+about 76 CPU-seconds per split, paper about 82, plus 600-630 for each CV).
 
 The data (research use only) are read from ``data_path`` (option), else
 ``$STRUCTLP_CK_PATH``, else ``../shared/data/ck_emotion``; never copied here.
