@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from .._validation import check_finite_array, check_scalar
 from ..exceptions import InvalidInputError
 from ..polytope import Polytope
-from .trees import TreeExample, check_parents, check_scores, check_tree_example
+from .trees import TreeExample, check_parents, check_scores, check_tree_example, game_epigraph
 
 #: Default bound on the junction tree's width (clique tables of k^(w+1) entries).
 MAX_TREEWIDTH = 8
@@ -530,17 +530,8 @@ def clique_game_polytope(gx, k, node_losses):
     ----------
     node_losses : ndarray (n, k, k)
     """
-    T = gx.tables(k)
-    n = gx.n_nodes
     E, e = clique_polytope_rows(gx, k)
-    Lblock = sp.block_diag(list(node_losses), format="csr")
-    A = sp.hstack([-(Lblock @ T.P[:n * k]), sp.kron(sp.eye_array(n), np.ones((k, 1)))],
-                  format="csr")
-    E = sp.hstack([E, sp.csr_array((E.shape[0], n))], format="csr")
-    vmax = node_losses.reshape(n, -1).max(axis=1)
-    lb = np.zeros(T.n_parts + n)
-    ub = np.concatenate([np.ones(T.n_parts), np.maximum(vmax, 0.0)])
-    return Polytope(A=A, b=np.zeros(n * k), E=E, e=e, lb=lb, ub=ub)
+    return game_epigraph(E, e, gx.tables(k).P[:gx.n_nodes * k], node_losses)
 
 
 # ---------------------------------------------------------------- message passing

@@ -272,16 +272,28 @@ def game_polytope(ex, k, node_losses):
     """
     E, e = local_polytope_rows(ex, k)
     n = ex.n_nodes
+    # the node marginals are the first n k parts
+    return game_epigraph(E, e, sp.eye_array(n * k, E.shape[1], format="csr"), node_losses)
+
+
+def game_epigraph(E, e, R, node_losses):
+    """A marginal polytope ``{mu >= 0 : E mu = e}`` plus the node games' epigraph.
+
+    Parts ``(mu, v)`` with ``v_i <= (L_i r_i)_j`` for every node ``i`` and label ``j``,
+    where ``r = R mu`` stacks the node marginals (rows ``i k .. i k + k - 1``); ``v_i`` is
+    boxed in ``[0, max L_i]``.  Shared by the tree (local) and junction-tree (clique)
+    polytopes.
+
+    Parameters
+    ----------
+    E : sparse (n_eq, L); e : ndarray (n_eq,)
+    R : sparse (n k, L), the node marginals of the parts
+    node_losses : ndarray (n, k, k)
+    """
+    n, k = node_losses.shape[0], node_losses.shape[1]
     L_parts = E.shape[1]
-    # rows (i, j): v_i - sum_b L_i[j, b] mu_i[b] <= 0
-    i_idx = np.repeat(np.arange(n), k)
-    j_idx = np.tile(np.arange(k), n)
-    rows = np.repeat(np.arange(n * k), k)
-    cols = (i_idx[:, None] * k + np.arange(k)[None, :]).ravel()
-    vals = -node_losses[i_idx, j_idx, :].ravel()
-    A = sp.csr_array((np.concatenate([vals, np.ones(n * k)]),
-                      (np.concatenate([rows, np.arange(n * k)]),
-                       np.concatenate([cols, L_parts + i_idx]))), shape=(n * k, L_parts + n))
+    Lblock = sp.block_diag(list(node_losses), format="csr")
+    A = sp.hstack([-(Lblock @ R), sp.kron(sp.eye_array(n), np.ones((k, 1)))], format="csr")
     E = sp.hstack([E, sp.csr_array((E.shape[0], n))], format="csr")
     vmax = node_losses.reshape(n, -1).max(axis=1)
     lb = np.zeros(L_parts + n)
