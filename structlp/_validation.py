@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any, List
 
 import numpy as np
 import scipy.sparse as sp
@@ -158,7 +159,7 @@ def check_binary(a, name, tol=1e-8):
     return np.round(arr)
 
 
-def check_sequence_of_examples(X, name="X"):
+def check_sequence_of_examples(X: Any, name: str = "X") -> List[Any]:
     """Check that ``X`` is a non-empty list-like of examples and return it as a list."""
     if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
         raise InvalidInputError(

@@ -62,6 +62,7 @@ solves the exact problem for every structure.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -70,6 +71,9 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components
 from ._validation import check_binary, check_finite_array, check_real
 from .exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
 from .formulations import LinearBlocks, TrainingData, block_diag
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .polytope import Polytope
 
 #: Relative tolerance of the symmetry check of edge features.
 SYMMETRY_RTOL = 1e-9
@@ -604,34 +608,34 @@ class GraphStructure(StructuredModel):
     formulations = ("certificate",)
     _min_nodes = 2
 
-    def check_x(self, x):
+    def check_x(self, x: Any) -> Any:
         return check_graph(x, type(self).__name__, self._min_nodes)
 
-    def n_parts(self, x):
+    def n_parts(self, x: Any) -> int:
         return self.check_x(x).n_edges
 
-    def features(self, x):
+    def features(self, x: Any) -> np.ndarray:
         return self.check_x(x).edge_features()
 
-    def encode(self, x, y):
+    def encode(self, x: Any, y: Any) -> np.ndarray:
         g = self.check_x(x)
         mu = check_adjacency(g, y, type(self).__name__)
         self._check_structure(g, mu)
         return mu
 
-    def decode(self, x, mu):
+    def decode(self, x: Any, mu: np.ndarray) -> np.ndarray:
         return self.check_x(x).to_adjacency(mu)
 
     def _check_structure(self, g, mu):  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def polytope(self, x):
+    def polytope(self, x: Any) -> Polytope:
         from .exceptions import DeclarationError
         raise DeclarationError(
             f"{type(self).__name__} has no compact output polytope; train it with "
             "formulation='certificate' (MaxMarginLearner) or with CuttingPlaneLearner.")
 
-    def formulation(self, name):
+    def formulation(self, name: str) -> Certificate:
         if name == "certificate":
             return Certificate(self)
         raise KeyError(name)

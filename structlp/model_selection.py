@@ -177,7 +177,7 @@ class PartTransformer(BaseEstimator):
     [(2, 3, 4), (3, 3, 4)]
     """
 
-    def __init__(self, transformer: Any):
+    def __init__(self, transformer: Any) -> None:
         self.transformer = transformer
 
     def __sklearn_tags__(self) -> Any:
