@@ -74,6 +74,7 @@ class LossAutomaton:
 
     @property
     def length(self) -> int:
+        """Length ``l`` of the sequences the automaton reads."""
         return len(self.next)
 
     @property
@@ -83,6 +84,7 @@ class LossAutomaton:
 
     @property
     def n_arcs(self) -> int:
+        """Total number of arcs (``k`` per state of layers ``0..l-1``)."""
         return int(sum(w.size for w in self.weight))
 
     def info(self) -> Dict[str, Any]:
@@ -247,10 +249,12 @@ class Lattice:
 
     @property
     def n_states(self) -> int:
+        """Total number of reachable states of ``C``."""
         return int(sum(self.states_per_layer))
 
     @property
     def n_arcs(self) -> int:
+        """Total number of arcs of ``C``."""
         return int(sum(g.size for g in self.gram))
 
     def _arc_scores(self, thetas, t):
