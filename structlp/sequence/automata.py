@@ -306,7 +306,7 @@ class Lattice:
 
 
 
-def unique_rows(a):
+def unique_rows(a: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct rows of an int 2-D array: ``(rows, first_index, inverse)`` like ``np.unique(axis=0)``.
 
     Each column is shifted to start at 0 (entries >= 2**39, the "infinite"

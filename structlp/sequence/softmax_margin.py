@@ -176,7 +176,7 @@ def _check_loss_features(loss: Any, features: Any) -> None:
             f"(e.g. BigramFeatures(k)). Got {features!r} instead.")
 
 
-def all_sequences(k, l, start=0, stop=None):
+def all_sequences(k: int, l: int, start: int = 0, stop: Optional[int] = None) -> np.ndarray:
     """Rows ``start..stop-1`` of the lexicographic list of ``Delta^l``; shape (n, l)."""
     stop = k ** l if stop is None else stop
     idx = np.arange(start, stop, dtype=np.int64)
