@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._progress import Progress, check_verbose
+from .._progress import Progress, check_callback, check_verbose
 from .._validation import check_bool, check_scalar, check_sequence_of_examples
 from ..base import BaseEstimator
 from ..exceptions import ConvergenceWarning, InvalidInputError
@@ -55,6 +55,11 @@ class SequenceSSVM(BaseEstimator):
         cvxpy solver for the master QP (default CLARABEL) and its options, untouched.
     verbose : int >= 0, default=0
         1: one log line per round (master objective, violated examples, working set).
+    callback : callable or None, default=None
+        ``callback(info)`` after every round (``iteration``, ``time``,
+        ``master_objective``, ``violated``, ``constraints``, with ``coef_`` set to the
+        round's ``w``); returning True stops the fit (``converged_`` False, no warning;
+        ``objective_`` is then exact at that ``w``).
     warm_start : bool, default=False
         A refit starts from the previous fit's working set (the loss-augmented
         outputs found for each example, in this process): their constraints are
@@ -81,6 +86,7 @@ class SequenceSSVM(BaseEstimator):
     def __init__(self, loss: SequenceLoss, features: MarkovFeatures, C: float = 1.0,
                  tol: float = 1e-4, max_iter: int = 50, solver: Optional[str] = None,
                  solver_opts: Optional[Dict[str, Any]] = None, verbose: int = 0,
+                 callback: Optional[Callable[[Dict[str, Any]], Any]] = None,
                  warm_start: bool = False) -> None:
         self.loss = loss
         self.features = features
@@ -90,6 +96,7 @@ class SequenceSSVM(BaseEstimator):
         self.solver = solver
         self.solver_opts = solver_opts
         self.verbose = verbose
+        self.callback = callback
         self.warm_start = warm_start
 
     def _check_params(self):
@@ -143,8 +150,9 @@ class SequenceSSVM(BaseEstimator):
         C, tol, max_iter, solver, opts = self._check_params()
         X = check_sequence_of_examples(X, "X")
         Y = check_sequence_of_examples(Y, "Y")
-        progress = Progress(self, check_verbose(self.verbose, type(self).__name__),
-                            total=max_iter)
+        name = type(self).__name__
+        progress = Progress(self, check_verbose(self.verbose, name),
+                            check_callback(self.callback, name), total=max_iter)
         if len(X) != len(Y) or len(Y) == 0:
             raise InvalidInputError(
                 f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
@@ -166,7 +174,7 @@ class SequenceSSVM(BaseEstimator):
         xi = np.zeros(m)
         if rows:
             w, xi, _ = _master(rows, owner, offsets, m, d, C, solver, opts)
-        converged = False
+        converged = stopped = False
         it = 0
         for it in range(1, max_iter + 1):
             outputs, diffs, hinges = self._hinges(examples, w)
@@ -181,10 +189,13 @@ class SequenceSSVM(BaseEstimator):
                 owner.append(i)
                 offsets.append(hinges[i] + float(w @ diffs[i]))
             w, xi, value = _master(rows, owner, offsets, m, d, C, solver, opts)
-            progress.update(iteration=it, master_objective=value,
-                            violated=len(violated), constraints=len(rows))
+            self.coef_ = w       # the round's iterate (for callbacks)
+            if progress.update(iteration=it, master_objective=value,
+                               violated=len(violated), constraints=len(rows)):
+                stopped = True
+                break
         progress.close()
-        if not converged:
+        if not converged and not stopped:
             warnings.warn(
                 f"SequenceSSVM stopped after max_iter={max_iter} passes with an example "
                 f"violated by more than tol={tol:g}; raise max_iter or tol.", ConvergenceWarning,
