@@ -62,7 +62,7 @@ solves the exact problem for every structure.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -550,7 +550,8 @@ class Certificate:
     name = "certificate"
     slacks = SLACKS
 
-    def __init__(self, model, needs_polytopes=False, slack="two_sided", owner=None):
+    def __init__(self, model: Any, needs_polytopes: bool = False, slack: Any = "two_sided",
+                 owner: Optional[str] = None) -> None:
         self.model = model
         self.needs_polytopes = needs_polytopes
         self.slack = check_slack(slack, owner)
@@ -559,7 +560,7 @@ class Certificate:
         """The same formulation with another ``slack`` (``owner`` names the caller in errors)."""
         return Certificate(self.model, self.needs_polytopes, slack, owner)
 
-    def rows(self, data: TrainingData):
+    def rows(self, data: TrainingData) -> Tuple[List[Any], List[Any]]:
         """Per-example ``(Gs_i, Gnu_i)`` lists."""
         Gs, Gd = [], []
         for x, mu in zip(data.X, data.mu_true):
@@ -644,7 +645,7 @@ class GraphStructure(StructuredModel):
             return Certificate(self)
         raise KeyError(name)
 
-    def certificate_rows(self, x, mu_true):  # pragma: no cover - overridden
+    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> Tuple[Any, Any]:  # pragma: no cover
         raise NotImplementedError
 
 

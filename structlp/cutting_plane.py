@@ -6,7 +6,7 @@ import hashlib
 import numbers
 import time
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import cvxpy as cp
 import numpy as np
@@ -82,7 +82,9 @@ class _Parts:
         return S @ self.Phi
 
 
-def solve_master_dual(G, b, group, cap, alpha=None, tol=1e-10, max_iter=None):
+def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.ndarray,
+                      alpha: Optional[np.ndarray] = None, tol: float = 1e-10,
+                      max_iter: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, float, float]:
     r"""The dual of a cutting-plane master QP, by a primal active-set method.
 
     Solves
