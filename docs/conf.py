@@ -41,7 +41,7 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
 
 autodoc_default_options = {"members": True, "inherited-members": False,
                            "member-order": "bysource"}
-autodoc_typehints = "signature"    # the annotations in the signatures; numpydoc sections explain them
+autodoc_typehints = "signature"    # annotations in the signatures; numpydoc explains them
 autodoc_typehints_format = "short"
 autodoc_type_aliases = {"ArrayLike": "numpy.typing.ArrayLike"}
 python_use_unqualified_type_names = True

@@ -84,7 +84,8 @@ class _Parts:
 
 def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.ndarray,
                       alpha: Optional[np.ndarray] = None, tol: float = 1e-10,
-                      max_iter: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, float, float]:
+                      max_iter: Optional[int] = None
+                      ) -> Tuple[np.ndarray, np.ndarray, float, float]:
     r"""The dual of a cutting-plane master QP, by a primal active-set method.
 
     Solves

@@ -159,7 +159,8 @@ def tree_max_sum(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, b:
     return y, float(value)
 
 
-def max_sum(ex: Any, b: np.ndarray, B: np.ndarray, backend: str = "auto") -> Tuple[np.ndarray, float]:
+def max_sum(ex: Any, b: np.ndarray, B: np.ndarray,
+            backend: str = "auto") -> Tuple[np.ndarray, float]:
     """:func:`tree_max_sum` of a :class:`~structlp.agm.trees.TreeExample`.
 
     Returns
