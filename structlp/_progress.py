@@ -115,7 +115,7 @@ class Progress:
     """
 
     def __init__(self, owner: Any, verbose: int = 0, callback: Optional[Callable] = None,
-                 total: Optional[int] = None, logger: Optional[logging.Logger] = None):
+                 total: Optional[int] = None, logger: Optional[logging.Logger] = None) -> None:
         self.name = owner if isinstance(owner, str) else type(owner).__name__
         module = "structlp" if isinstance(owner, str) else type(owner).__module__
         self.logger = logger or logging.getLogger(module)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,8 +21,10 @@ def _owner(owner):
     return f" of {owner}" if owner else ""
 
 
-def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None,
-                 low_inclusive=True, high_inclusive=True, owner=None):
+def check_scalar(value: Any, name: str, *, kind: Any = numbers.Real,
+                 low: Optional[float] = None, high: Optional[float] = None,
+                 low_inclusive: bool = True, high_inclusive: bool = True,
+                 owner: Optional[str] = None) -> Any:
     """Check that ``value`` is a scalar of ``kind`` inside the given interval.
 
     Returns the value converted to ``float`` (``kind=Real``) or ``int``
@@ -49,7 +52,7 @@ def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None,
     return int(value) if kind is numbers.Integral else float(value)
 
 
-def check_bool(value, name, owner=None):
+def check_bool(value: Any, name: str, owner: Optional[str] = None) -> bool:
     """Check that ``value`` is a bool (Python or numpy); return it as ``bool``."""
     if not isinstance(value, (bool, np.bool_)):
         raise InvalidParameterError(
@@ -57,19 +60,20 @@ def check_bool(value, name, owner=None):
     return bool(value)
 
 
-def check_random_state(random_state, owner=None):
+def check_random_state(random_state: Any, owner: Optional[str] = None) -> np.random.Generator:
     """Check ``random_state`` (None, an int >= 0 or a numpy Generator); return a Generator."""
     if random_state is None or isinstance(random_state, np.random.Generator):
         return np.random.default_rng(random_state)
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) \
-            and random_state >= 0:
+            and int(random_state) >= 0:
         return np.random.default_rng(int(random_state))
     raise InvalidParameterError(
         f"The 'random_state' parameter{_owner(owner)} must be None, an int >= 0 or a "
         f"numpy.random.Generator. Got {random_state!r} instead.")
 
 
-def check_choice(value, name, choices, owner=None):
+def check_choice(value: Any, name: str, choices: Sequence[Any],
+                 owner: Optional[str] = None) -> Any:
     """Check that ``value`` is one of ``choices``."""
     if value not in choices:
         raise InvalidParameterError(
@@ -86,7 +90,7 @@ def _first_non_real(values):
     return []
 
 
-def check_real(a, name):
+def check_real(a: Any, name: str) -> None:
     """Raise :class:`InvalidInputError` unless ``a`` holds real numbers (ints, floats, bools).
 
     numpy would silently drop the imaginary part of a complex array and parse
@@ -94,8 +98,9 @@ def check_real(a, name):
     with the argument's name.  Ragged nestings are left to the conversion that
     follows (its error is reported there).
     """
+    bad: List[Any] = []
     if sp.issparse(a):
-        dtype, bad = a.dtype, []
+        dtype = a.dtype
     else:
         try:
             raw = a if isinstance(a, np.ndarray) else np.asarray(a)
@@ -117,7 +122,9 @@ def check_real(a, name):
         raise InvalidInputError(f"{name} must be a numeric array; got dtype {dtype}.")
 
 
-def check_finite_array(a, name, *, ndim=None, shape=None, dtype=float, allow_sparse=False):
+def check_finite_array(a: Any, name: str, *, ndim: Optional[int] = None,
+                       shape: Optional[Tuple[int, ...]] = None, dtype: Any = float,
+                       allow_sparse: bool = False) -> Any:
     """Convert ``a`` to an array, checking realness, dimension, shape and finiteness.
 
     ``shape`` may contain ``None`` for free dimensions.  Sparse matrices are
@@ -148,7 +155,7 @@ def check_finite_array(a, name, *, ndim=None, shape=None, dtype=float, allow_spa
     return arr
 
 
-def check_binary(a, name, tol=1e-8):
+def check_binary(a: Any, name: str, tol: float = 1e-8) -> np.ndarray:
     """Check that every entry of ``a`` is 0 or 1 (within ``tol``); return it as floats."""
     arr = check_finite_array(a, name)
     if arr.size and not np.all((np.abs(arr) <= tol) | (np.abs(arr - 1) <= tol)):
@@ -158,7 +165,7 @@ def check_binary(a, name, tol=1e-8):
     return np.round(arr)
 
 
-def check_sequence_of_examples(X, name="X"):
+def check_sequence_of_examples(X: Any, name: str = "X") -> List[Any]:
     """Check that ``X`` is a non-empty list-like of examples and return it as a list."""
     if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
         raise InvalidInputError(

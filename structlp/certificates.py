@@ -62,14 +62,19 @@ solves the exact problem for every structure.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from ._validation import check_binary, check_finite_array, check_real
 from .exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
 from .formulations import LinearBlocks, TrainingData, block_diag
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .polytope import Polytope
 
 #: Relative tolerance of the symmetry check of edge features.
 SYMMETRY_RTOL = 1e-9
@@ -99,18 +104,18 @@ class Graph:
     index: np.ndarray
 
     @property
-    def n_nodes(self):
+    def n_nodes(self) -> int:
         return self.mask.shape[0]
 
     @property
-    def n_edges(self):
+    def n_edges(self) -> int:
         return len(self.u)
 
-    def edge_features(self):
+    def edge_features(self) -> np.ndarray:
         """Features of the edges, shape (L, d)."""
         return self.features[self.u, self.v]
 
-    def to_adjacency(self, mu):
+    def to_adjacency(self, mu: ArrayLike) -> np.ndarray:
         """0/1 symmetric (n, n) int adjacency of the edge indicator ``mu`` (L,)."""
         n = self.n_nodes
         y = np.zeros((n, n), dtype=int)
@@ -119,7 +124,7 @@ class Graph:
         y[self.v[on], self.u[on]] = 1
         return y
 
-    def score_matrix(self, scores):
+    def score_matrix(self, scores: ArrayLike) -> np.ndarray:
         """Symmetric (n, n) matrix of edge scores (0 off the graph)."""
         n = self.n_nodes
         S = np.zeros((n, n))
@@ -132,7 +137,7 @@ class Graph:
                 f"n_features={self.features.shape[2]})")
 
 
-def check_graph(x, owner, min_nodes=2):
+def check_graph(x: Any, owner: str, min_nodes: int = 2) -> Graph:
     """Validate an example of a graph structure and return it as a :class:`Graph`.
 
     Parameters
@@ -202,13 +207,13 @@ def check_graph(x, owner, min_nodes=2):
     return Graph(feats, mask, u.astype(np.int64), v.astype(np.int64), index)
 
 
-def n_components(n, u, v):
+def n_components(n: int, u: np.ndarray, v: np.ndarray) -> int:
     """Number of connected components of the graph with edges (u, v) on n nodes."""
     A = sp.csr_array((np.ones(len(u)), (u, v)), shape=(n, n))
     return int(connected_components(A, directed=False)[0])
 
 
-def check_adjacency(g, y, owner):
+def check_adjacency(g: Graph, y: Any, owner: str) -> np.ndarray:
     """Check that ``y`` is a 0/1 symmetric adjacency of a subgraph of ``g``; return mu (L,).
 
     Raises
@@ -242,7 +247,8 @@ def check_adjacency(g, y, owner):
 
 
 # ------------------------------------------------------------- certificate rows
-def spanning_tree_rows(n, u, v, in_tree):
+def spanning_tree_rows(n: int, u: np.ndarray, v: np.ndarray,
+                       in_tree: np.ndarray) -> Tuple[sp.csr_array, Any]:
     """Certificate rows of a spanning tree: ``s_e - s_e' >= 0`` for each non-tree
     edge ``e'`` and each tree edge ``e`` on the tree path joining its ends.
 
@@ -286,7 +292,8 @@ def spanning_tree_rows(n, u, v, in_tree):
     return sp.csr_array((vals, (rows, cols)), shape=(R, L)), pairs
 
 
-def alternating_cycle_rows(n, u, v, in_M, part, n_parts):
+def alternating_cycle_rows(n: int, u: np.ndarray, v: np.ndarray, in_M: np.ndarray,
+                           part: np.ndarray, n_parts: int) -> Tuple[Any, Any]:
     """Alternating-cycle certificate rows of a perfect matching (Taskar Eq. 13).
 
     With ``l_e = s_e`` for ``e in M`` and ``l_e = -s_e`` otherwise, and node
@@ -346,7 +353,7 @@ def alternating_cycle_rows(n, u, v, in_M, part, n_parts):
     return Gs, Gd
 
 
-def potentials_exist(Gs, Gd, scores):
+def potentials_exist(Gs: Any, Gd: Any, scores: ArrayLike) -> bool:
     """Whether potentials ``nu`` with ``Gs @ scores + Gd @ nu >= 0`` exist (an LP, HiGHS).
 
     Parameters
@@ -367,7 +374,8 @@ def potentials_exist(Gs, Gd, scores):
     return res.status == 0
 
 
-def graph_copy(n, u, v, in_M=None):
+def graph_copy(n: int, u: ArrayLike, v: ArrayLike, in_M: Optional[ArrayLike] = None
+               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
     """The graph-copy reduction of matchings to perfect matchings (Taskar §5).
 
     Nodes ``0..n-1`` are the graph, ``n..2n-1`` its copy; the edges are the
@@ -408,7 +416,7 @@ def graph_copy(n, u, v, in_M=None):
     return U, V, part, np.concatenate([in_M, in_M, ~matched])
 
 
-def odd_cycle_counterexample():
+def odd_cycle_counterexample() -> Tuple[np.ndarray, np.ndarray]:
     """A graph where an optimal perfect matching fails the alternating-cycle certificate.
 
     Six nodes, two triangles ``{1, 2, 3}`` and ``{0, 4, 5}`` joined by the edge
@@ -442,7 +450,7 @@ def odd_cycle_counterexample():
 SLACKS = ("two_sided", "part", "shared")
 
 
-def check_slack(slack, owner=None):
+def check_slack(slack: Any, owner: Optional[str] = None) -> str:
     """Validate a certificate ``slack`` value (None means the default ``"two_sided"``)."""
     if slack is None:
         return SLACKS[0]
@@ -454,7 +462,7 @@ def check_slack(slack, owner=None):
     return slack
 
 
-def slack_columns(mu_true, slack):
+def slack_columns(mu_true: Sequence[np.ndarray], slack: str) -> Tuple[sp.csr_array, sp.csr_array]:
     """Part-to-slack map of the per-part slacks of all examples.
 
     Parameters
@@ -542,16 +550,17 @@ class Certificate:
     name = "certificate"
     slacks = SLACKS
 
-    def __init__(self, model, needs_polytopes=False, slack="two_sided", owner=None):
+    def __init__(self, model: Any, needs_polytopes: bool = False, slack: Any = "two_sided",
+                 owner: Optional[str] = None) -> None:
         self.model = model
         self.needs_polytopes = needs_polytopes
         self.slack = check_slack(slack, owner)
 
-    def with_slack(self, slack, owner=None):
+    def with_slack(self, slack: Any, owner: Optional[str] = None) -> Certificate:
         """The same formulation with another ``slack`` (``owner`` names the caller in errors)."""
         return Certificate(self.model, self.needs_polytopes, slack, owner)
 
-    def rows(self, data: TrainingData):
+    def rows(self, data: TrainingData) -> Tuple[List[Any], List[Any]]:
         """Per-example ``(Gs_i, Gnu_i)`` lists."""
         Gs, Gd = [], []
         for x, mu in zip(data.X, data.mu_true):
@@ -604,43 +613,43 @@ class GraphStructure(StructuredModel):
     formulations = ("certificate",)
     _min_nodes = 2
 
-    def check_x(self, x):
+    def check_x(self, x: Any) -> Any:
         return check_graph(x, type(self).__name__, self._min_nodes)
 
-    def n_parts(self, x):
+    def n_parts(self, x: Any) -> int:
         return self.check_x(x).n_edges
 
-    def features(self, x):
+    def features(self, x: Any) -> np.ndarray:
         return self.check_x(x).edge_features()
 
-    def encode(self, x, y):
+    def encode(self, x: Any, y: Any) -> np.ndarray:
         g = self.check_x(x)
         mu = check_adjacency(g, y, type(self).__name__)
         self._check_structure(g, mu)
         return mu
 
-    def decode(self, x, mu):
+    def decode(self, x: Any, mu: np.ndarray) -> np.ndarray:
         return self.check_x(x).to_adjacency(mu)
 
     def _check_structure(self, g, mu):  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def polytope(self, x):
+    def polytope(self, x: Any) -> Polytope:
         from .exceptions import DeclarationError
         raise DeclarationError(
             f"{type(self).__name__} has no compact output polytope; train it with "
             "formulation='certificate' (MaxMarginLearner) or with CuttingPlaneLearner.")
 
-    def formulation(self, name):
+    def formulation(self, name: str) -> Certificate:
         if name == "certificate":
             return Certificate(self)
         raise KeyError(name)
 
-    def certificate_rows(self, x, mu_true):  # pragma: no cover - overridden
+    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> Tuple[Any, Any]:  # pragma: no cover
         raise NotImplementedError
 
 
-def degrees(g, mu):
+def degrees(g: Graph, mu: ArrayLike) -> np.ndarray:
     """Degree of every node in the edge set ``mu`` of graph ``g``, shape (n,)."""
     on = np.asarray(mu) > 0.5
     return np.bincount(np.concatenate([g.u[on], g.v[on]]), minlength=g.n_nodes)

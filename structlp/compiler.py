@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
 import cvxpy as cp
 import numpy as np
@@ -116,12 +116,14 @@ class SparseVectors(Sequence):
     vector, made afresh (so that m dense part vectors are never held at once:
     ``prepare(..., operators=True)`` stores ``c`` and ``mu_true`` so)."""
 
-    def __init__(self, vectors=()):
-        self._idx, self._val, self._len = [], [], []
+    def __init__(self, vectors: Any = ()) -> None:
+        self._idx: List[np.ndarray] = []
+        self._val: List[np.ndarray] = []
+        self._len: List[int] = []
         for v in vectors:
             self.append(v)
 
-    def append(self, v):
+    def append(self, v: Any) -> None:
         v = np.asarray(v, dtype=float)
         idx = np.flatnonzero(v)
         self._idx.append(idx.astype(np.int32) if v.size < 2 ** 31 else idx)
@@ -138,7 +140,7 @@ class SparseVectors(Sequence):
         v[self._idx[i]] = self._val[i]
         return v
 
-    def nonzeros(self, i):
+    def nonzeros(self, i: int) -> Tuple[np.ndarray, np.ndarray]:
         """``(idx, vals)`` of vector ``i``."""
         return self._idx[i], self._val[i]
 

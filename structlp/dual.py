@@ -31,6 +31,7 @@ the slacks add.  ``K`` enters only through a factor ``G`` with ``K ≈ G G^T``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
@@ -56,7 +57,7 @@ class CompiledDual:
     xi_constraint: object
 
     @property
-    def objective(self):
+    def objective(self) -> float:
         """The dual objective (= the primal optimum at strong duality)."""
         return -float(self.problem.value)
 
@@ -68,7 +69,8 @@ def _stack(groups, key, n_cols):
     return sp.vstack(out, format="csr") if out else sp.csr_array((0, n_cols))
 
 
-def compile_dual(blocks: LinearBlocks, n_parts, n_examples, C, factor, formulation_name=""):
+def compile_dual(blocks: LinearBlocks, n_parts: int, n_examples: int, C: Any, factor: Any,
+                 formulation_name: str = "") -> CompiledDual:
     """Build the dual QP of the formulation's blocks.
 
     Parameters

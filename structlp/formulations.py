@@ -28,6 +28,7 @@ flows) is dualized the same way, its auxiliary variables being parts of score
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -66,20 +67,20 @@ class TrainingData:
     n_features: int
 
     @property
-    def n_examples(self):
+    def n_examples(self) -> int:
         return len(self.Phi)
 
     @property
-    def n_parts(self):
+    def n_parts(self) -> np.ndarray:
         return np.array([P.shape[0] for P in self.Phi])
 
-    def stacked_features(self):
+    def stacked_features(self) -> sp.csr_array:
         """All part features stacked: sparse (sum L_i, d)."""
         if not any(sp.issparse(P) for P in self.Phi):
             return sp.csr_array(np.vstack(self.Phi))
         return sp.vstack([sp.csr_array(P) for P in self.Phi], format="csr")
 
-    def example_of_part(self):
+    def example_of_part(self) -> np.ndarray:
         """Index of the example each stacked part belongs to, shape (sum L_i,)."""
         return np.repeat(np.arange(self.n_examples), self.n_parts)
 
@@ -101,7 +102,7 @@ class LinearBlocks:
     eq: list = field(default_factory=list)
 
 
-def block_diag(mats):
+def block_diag(mats: Sequence[Any]) -> sp.csr_array:
     """Block-diagonal CSR matrix of ``mats`` (fast when the same matrix repeats)."""
     cache = {}
     rows, cols, vals = [], [], []
@@ -200,7 +201,8 @@ class MinMax:
 FORMULATIONS = {"minmax": MinMax}
 
 
-def get_formulation(name, model, owner=None, slack=None):
+def get_formulation(name: str, model: Any, owner: Optional[str] = None,
+                    slack: Optional[str] = None) -> Any:
     """The formulation object for ``name``, checking that ``model`` supports it.
 
     ``slack`` (None: the formulation's default) selects the slack of a
@@ -218,7 +220,7 @@ def get_formulation(name, model, owner=None, slack=None):
         raise InvalidParameterError(
             f"The 'formulation' parameter{where} must be one of {list(supported)} for "
             f"{type(model).__name__}; got {name!r}.{why}")
-    form = FORMULATIONS[name]() if name in FORMULATIONS else model.formulation(name)
+    form: Any = FORMULATIONS[name]() if name in FORMULATIONS else model.formulation(name)
     if slack is None:
         return form
     if not getattr(form, "slacks", ()):

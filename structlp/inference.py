@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, cast
 
 import cvxpy as cp
 import numpy as np
@@ -29,6 +30,10 @@ from .compiler import stacked_scores
 from .exceptions import FractionalSolutionError, InvalidParameterError, SolverError
 from .formulations import block_diag
 from .solvers import check_solver, solve
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .model import StructuredModel
+    from .polytope import Polytope
 
 #: Largest distance to {0, 1} accepted for an LP solution read as an output.
 INTEGRALITY_TOL = 1e-5
@@ -130,7 +135,9 @@ def _direct_highs(solver, solver_opts):
     return True
 
 
-def solve_stacked_lp(polytopes, scores, solver=None, solver_opts=None):
+def solve_stacked_lp(polytopes: Sequence[Polytope], scores: Sequence[np.ndarray],
+                     solver: Optional[str] = None,
+                     solver_opts: Optional[Dict[str, Any]] = None) -> List[np.ndarray]:
     """Solve ``max s_i . mu_i, mu_i in P_i`` for all i.
 
     With the default solver (HiGHS) and no options, each polytope is compiled
@@ -201,7 +208,9 @@ def _check_integral(model, i, sol, solver=None):
     return r
 
 
-def argmax_parts(model, X, scores, polytopes=None, solver=None, solver_opts=None):
+def argmax_parts(model: StructuredModel, X: Sequence[Any], scores: Sequence[np.ndarray],
+                 polytopes: Optional[Sequence[Polytope]] = None, solver: Optional[str] = None,
+                 solver_opts: Optional[Dict[str, Any]] = None) -> List[np.ndarray]:
     """The best output of every example as its 0/1 part vector.
 
     As :func:`maximize` without decoding: each example's fast path
@@ -211,7 +220,7 @@ def argmax_parts(model, X, scores, polytopes=None, solver=None, solver_opts=None
     -------
     list of m 0/1 arrays, shape (L_i,)
     """
-    mus = [model.inference_parts(x, s) for x, s in zip(X, scores)]
+    mus: List[Any] = [model.inference_parts(x, s) for x, s in zip(X, scores)]
     pending = [i for i, mu in enumerate(mus) if mu is None]
     if pending:
         polys = [polytopes[i] if polytopes is not None else model.polytope(X[i])
@@ -222,7 +231,9 @@ def argmax_parts(model, X, scores, polytopes=None, solver=None, solver_opts=None
     return mus
 
 
-def maximize(model, X, scores, polytopes=None, solver=None, solver_opts=None):
+def maximize(model: StructuredModel, X: Sequence[Any], scores: Sequence[np.ndarray],
+             polytopes: Optional[Sequence[Polytope]] = None, solver: Optional[str] = None,
+             solver_opts: Optional[Dict[str, Any]] = None) -> Tuple[List[Any], List[np.ndarray]]:
     """The best output of every example for the given part scores.
 
     Parameters
@@ -238,7 +249,8 @@ def maximize(model, X, scores, polytopes=None, solver=None, solver_opts=None):
     outputs : list of m outputs (as ``model.decode`` gives them)
     mus : list of m 0/1 arrays, shape (L_i,)
     """
-    outputs, mus = [None] * len(X), [None] * len(X)
+    outputs: List[Any] = [None] * len(X)
+    mus: List[Any] = [None] * len(X)
     pending = []
     for i, (x, s) in enumerate(zip(X, scores)):
         y = model.inference(x, s)
@@ -258,8 +270,11 @@ def maximize(model, X, scores, polytopes=None, solver=None, solver_opts=None):
     return outputs, mus
 
 
-def loss_augmented(model, data, w=None, solver=None, solver_opts=None, scores=None,
-                   polytopes=None, return_mus=False):
+def loss_augmented(model: StructuredModel, data: Any, w: Optional[np.ndarray] = None,
+                   solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
+                   scores: Optional[Sequence[np.ndarray]] = None,
+                   polytopes: Optional[Sequence[Polytope]] = None,
+                   return_mus: bool = False) -> Tuple[Any, ...]:
     """Loss-augmented inference and the structured hinge loss of every example.
 
     Solves ``max_y w.f_i(y) + loss_i(y)`` and returns the maximizers and
@@ -284,7 +299,7 @@ def loss_augmented(model, data, w=None, solver=None, solver_opts=None, scores=No
     hinge : ndarray, shape (m,)
     mus : list of m (L_i,) arrays, only with ``return_mus``
     """
-    base = scores if scores is not None else stacked_scores(data.Phi, w)
+    base = scores if scores is not None else stacked_scores(data.Phi, cast(np.ndarray, w))
     aug = [s + c for s, c in zip(base, data.c)]
     polys = polytopes if polytopes is not None else data.polytopes
     if polys is not None and any(p is None for p in polys):
@@ -295,12 +310,15 @@ def loss_augmented(model, data, w=None, solver=None, solver_opts=None, scores=No
     return (outputs, hinge, mus) if return_mus else (outputs, hinge)
 
 
-def has_fast_path(model, x, n_parts):
+def has_fast_path(model: StructuredModel, x: Any, n_parts: int) -> bool:
     """Whether ``model`` answers ``inference_parts`` for example ``x`` (no LP needed)."""
     return model.inference_parts(x, np.zeros(n_parts)) is not None
 
 
-def check_oracle_solver(model, X, polytopes=None, solver=None, owner=None, n_calls=None):
+def check_oracle_solver(model: StructuredModel, X: Sequence[Any],
+                        polytopes: Optional[Sequence[Polytope]] = None,
+                        solver: Optional[str] = None, owner: Optional[str] = None,
+                        n_calls: Optional[int] = None) -> Optional[float]:
     """Fit-time checks of the loss-augmented oracle of a first-order learner.
 
     For a model without a combinatorial fast path (every oracle call is an

@@ -25,6 +25,8 @@ that the learners' iterates do not depend on whether numba is installed.
 
 from __future__ import annotations
 
+from typing import Any, Tuple
+
 import numpy as np
 
 from .exceptions import InvalidInputError
@@ -104,7 +106,8 @@ def _numba_kernel():
     return _compiled
 
 
-def tree_max_sum(order, parents, edge_of, b, B, backend="auto"):
+def tree_max_sum(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, b: np.ndarray,
+                 B: np.ndarray, backend: str = "auto") -> Tuple[np.ndarray, float]:
     """Highest-scoring labelling of a tree (max-sum / Viterbi).
 
     Solves ``max_y sum_i b[i, y_i] + sum_j B[edge_of[j], y_parents[j], y_j]``
@@ -156,7 +159,8 @@ def tree_max_sum(order, parents, edge_of, b, B, backend="auto"):
     return y, float(value)
 
 
-def max_sum(ex, b, B, backend="auto"):
+def max_sum(ex: Any, b: np.ndarray, B: np.ndarray,
+            backend: str = "auto") -> Tuple[np.ndarray, float]:
     """:func:`tree_max_sum` of a :class:`~structlp.agm.trees.TreeExample`.
 
     Returns

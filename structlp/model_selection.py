@@ -49,7 +49,7 @@ def _zero_one(y_true: Any, y_pred: Any) -> float:
 class StructuredScorer:
     """A scikit-learn scorer ``scorer(estimator, X, Y) -> float`` (made by :func:`make_scorer`)."""
 
-    def __init__(self, loss: LossArg = "hamming", greater_is_better: bool = False):
+    def __init__(self, loss: LossArg = "hamming", greater_is_better: bool = False) -> None:
         self.loss = loss
         self.greater_is_better = greater_is_better
 
@@ -177,7 +177,7 @@ class PartTransformer(BaseEstimator):
     [(2, 3, 4), (3, 3, 4)]
     """
 
-    def __init__(self, transformer: Any):
+    def __init__(self, transformer: Any) -> None:
         self.transformer = transformer
 
     def __sklearn_tags__(self) -> Any:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numbers
 import os
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class BackendError(StructlpError, RuntimeError):
     """A parallel or distributed backend could not be reached or failed."""
 
 
-def check_n_jobs(n_jobs, owner=None):
+def check_n_jobs(n_jobs: Any, owner: Optional[str] = None) -> int:
     """Validate ``n_jobs`` (None, or a non-zero int); return the number of processes.
 
     ``None`` and ``1`` mean serial; ``-1`` means all cores, ``-2`` all but one, ...
@@ -67,7 +68,7 @@ def check_n_jobs(n_jobs, owner=None):
     return n_jobs
 
 
-def check_backend(backend, owner=None):
+def check_backend(backend: Any, owner: Optional[str] = None) -> Any:
     """Validate ``backend``: None, "loky", "dask", a scheduler address or a dask Client."""
     where = f" of {owner}" if owner else ""
     if backend is None or backend in ("loky", "dask"):
@@ -135,15 +136,19 @@ class OraclePool:
     scattered data are released on exit.
     """
 
-    def __init__(self, model, X, polytopes=None, solver=None, solver_opts=None, n_jobs=None,
-                 backend=None, timeout=10.0, owner=None):
+    def __init__(self, model: Any, X: Sequence[Any], polytopes: Optional[Sequence[Any]] = None,
+                 solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
+                 n_jobs: Optional[int] = None, backend: Any = None, timeout: float = 10.0,
+                 owner: Optional[str] = None) -> None:
         self.state = (model, list(X), polytopes, solver, solver_opts)
         self.n_jobs = check_n_jobs(n_jobs, owner)
         self.backend = check_backend(backend, owner)
         self.timeout = timeout
         self.owner = owner or "the learner"
         self.kind = "serial"
-        self._executor = self._client = self._state_future = None
+        self._executor: Any = None
+        self._client: Any = None
+        self._state_future: Any = None
         self._own_client = False
         if self.backend == "loky" or (self.backend is None and self.n_jobs > 1):
             self._start_loky()
@@ -209,7 +214,7 @@ class OraclePool:
             raise BackendError(f"Could not send the training data to the dask workers: "
                                f"{exc}") from None
 
-    def close(self):
+    def close(self) -> None:
         """Stop local workers / release scattered data (and a client made from an address)."""
         if self._executor is not None:
             self._executor = None
@@ -234,7 +239,7 @@ class OraclePool:
         self.close()
 
     # ------------------------------------------------------------ work
-    def argmax_one(self, i, aug):
+    def argmax_one(self, i: int, aug: np.ndarray) -> np.ndarray:
         """``argmax_{mu in P_i} aug . mu`` for one example: its fast path, served here
         when the pool is serial, without chunking (the step of block-coordinate methods)."""
         if self.kind == "serial":
@@ -244,7 +249,7 @@ class OraclePool:
                 return mu
         return self.argmax([i], [aug])[0]
 
-    def argmax(self, idx, aug):
+    def argmax(self, idx: Sequence[int], aug: Sequence[np.ndarray]) -> List[np.ndarray]:
         """``argmax_{mu in P_i} aug_i . mu`` for each ``i`` in ``idx``.
 
         Parameters

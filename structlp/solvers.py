@@ -331,7 +331,7 @@ def solve(problem: Any, solver: str, solver_opts: Optional[Dict[str, Any]] = Non
 VERIFY_TOL = 1e-3
 
 
-def scaling_note(C, features):
+def scaling_note(C: float, features: Any) -> str:
     """A sentence diagnosing a badly scaled training QP, or "" when the scales are sane.
 
     The QP's data span ``C``, the features and their products (the optimal ``w`` grows
@@ -346,7 +346,7 @@ def scaling_note(C, features):
             "the features to about unit size and keep C within about [1e-6, 1e6].")
 
 
-def max_violation(problem):
+def max_violation(problem: Any) -> float:
     """Largest violation of the constraints of a solved cvxpy problem at its point
     (``inf`` when the solver returned no point)."""
     worst = 0.0
@@ -360,8 +360,9 @@ def max_violation(problem):
     return worst if np.isfinite(worst) else float("inf")
 
 
-def verify_solution(problem, solver, what, reported, recomputed=None, scale=1.0, note="",
-                    stacklevel=3):
+def verify_solution(problem: Any, solver: str, what: str, reported: float,
+                    recomputed: Optional[float] = None, scale: float = 1.0, note: str = "",
+                    stacklevel: int = 3) -> Dict[str, Any]:
     """Check a solver's answer instead of trusting its status.
 
     Checks that the returned point satisfies the constraints (violation at most

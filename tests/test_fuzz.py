@@ -408,11 +408,13 @@ LEARNER_PARAMS = {
     "MaxMarginLearner": {"C": "positive", "solver": "solver", "solver_opts": "opts",
                          "dual": "bool", "formulation": "choice"},
     "CuttingPlaneLearner": {"C": "positive", "tol": "positive", "max_iter": "int",
-                            "one_slack": "bool", "solver_opts": "opts"},
+                            "one_slack": "bool", "solver_opts": "opts", "warm_start": "bool"},
     "FrankWolfeLearner": {"C": "positive", "tol": "positive", "max_iter": "int",
-                          "pairwise": "bool", "random_state": "seed", "batch_size": "int"},
+                          "pairwise": "bool", "random_state": "seed", "batch_size": "int",
+                          "warm_start": "bool"},
     "SubgradientLearner": {"C": "positive", "tol": "positive", "max_iter": "int",
-                           "averaging": "bool", "random_state": "seed", "batch_size": "int"},
+                           "averaging": "bool", "random_state": "seed", "batch_size": "int",
+                           "warm_start": "bool"},
 }
 
 
@@ -971,10 +973,10 @@ def _seq_learner_entry(cls):
         quick = {"max_iter": 30}
         mode = draw(st.sampled_from(["valid", "valid", "param", "y", "lengths", "unfitted"]))
         if mode == "param":
-            param = draw(st.sampled_from(["max_iter", "tol"] + (
+            param = draw(st.sampled_from(["max_iter", "tol", "warm_start"] + (
                 ["C"] if cls is seq.SequenceSSVM else ["reg", "method"])))
             bad = "magic" if param == "method" else _bad_scalar(
-                draw, "int" if param == "max_iter" else "positive")
+                draw, {"max_iter": "int", "warm_start": "bool"}.get(param, "positive"))
             return Case(lambda: cls(loss, feats, **{**quick, param: bad}).fit(X, Y),
                         names=(param,))
         if mode == "y":

@@ -5,6 +5,9 @@ release (the test extra) and the oldest supported one (a step of .ci/run).
 Oracles: hand-written fold loops over the same folds and scorer.
 """
 
+import inspect
+import warnings
+
 import numpy as np
 import pytest
 
@@ -121,6 +124,48 @@ def test_make_scorer_losses(data):
         make_scorer("hinge")
     with pytest.raises(InvalidParameterError, match="'greater_is_better'"):
         make_scorer(greater_is_better="yes")
+
+
+def _iterative(name, data):
+    """(estimator with warm_start=True, X, Y) for each iterative learner."""
+    from structlp import sequence as seq
+    from structlp.datasets import make_sequences
+    X, Y, model = data
+    if name in ("SoftmaxMarginLearner", "SequenceSSVM"):
+        X, Y, _, feats = make_sequences(n_samples=6, length=4, n_labels=3, n_inputs=3,
+                                        noise=0.3, random_state=0)
+        return getattr(seq, name)(seq.HammingLoss(), feats, warm_start=True), X, Y
+    kw = {"random_state": 0} if name in ("FrankWolfeLearner", "SubgradientLearner") else {}
+    return getattr(structlp, name)(model, C=0.5, warm_start=True, **kw), X, Y
+
+
+ITERATIVE = ["FrankWolfeLearner", "SubgradientLearner", "CuttingPlaneLearner",
+             "SoftmaxMarginLearner", "SequenceSSVM"]
+
+
+@pytest.mark.parametrize("name", ITERATIVE)
+def test_warm_start_the_scikit_learn_way(name, data):
+    """warm_start is a plain parameter (default False, in get_params, kept by clone, checked
+    at fit); a warm refit on the same data needs fewer iterations to the cold optimum;
+    a clone carries no fitted state, so it starts cold."""
+    est, X, Y = _iterative(name, data)
+    assert inspect.signature(type(est)).parameters["warm_start"].default is False
+    cold = structlp.clone(est).set_params(warm_start=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", structlp.ConvergenceWarning)
+        cold.fit(X, Y)
+        est.fit(X, Y)
+        assert est.n_iter_ == cold.n_iter_ and est.objective_ == cold.objective_
+        est.fit(X, Y)                                 # warm: from the previous solution
+        if name != "SubgradientLearner":              # (its steps go on shrinking: no optimum)
+            assert est.n_iter_ < cold.n_iter_
+            assert est.objective_ == pytest.approx(cold.objective_, rel=1e-4)
+        twin = structlp.clone(est)
+        assert twin.get_params()["warm_start"] is True and not hasattr(twin, "coef_")
+        twin.fit(X, Y)
+    assert twin.n_iter_ == cold.n_iter_ and twin.objective_ == cold.objective_
+    with pytest.raises(InvalidParameterError, match="'warm_start' parameter"):
+        structlp.clone(est).set_params(warm_start="yes").fit(X, Y)
 
 
 # ------------------------------------------------------------ with scikit-learn

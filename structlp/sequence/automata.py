@@ -23,12 +23,17 @@ kept in log space (``log`` of the probability-semiring weight), i.e.
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Tuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_bool, check_scalar
 from ..exceptions import InvalidInputError, InvalidParameterError, StructlpError
 from ._checks import check_alphabet_size, check_sequence
+
+if TYPE_CHECKING:  # pragma: no cover - losses imports this module
+    from .losses import SequenceLoss
 
 __all__ = ["LossAutomaton", "build_loss_automaton", "Lattice", "AutomatonTooLargeError"]
 
@@ -61,25 +66,28 @@ class LossAutomaton:
         sizes before minimization (the states of the loss's own DP).
     """
 
-    def __init__(self, next_, weight, final, initial, determinized_sizes):
+    def __init__(self, next_: List[np.ndarray], weight: List[np.ndarray], final: np.ndarray,
+                 initial: float, determinized_sizes: Sequence[int]) -> None:
         self.next, self.weight, self.final, self.initial = next_, weight, final, initial
         self.states_per_layer = [len(w) for w in weight] + [len(final)]
         self.determinized_states_per_layer = list(determinized_sizes)
 
     @property
-    def length(self):
+    def length(self) -> int:
+        """Length ``l`` of the sequences the automaton reads."""
         return len(self.next)
 
     @property
-    def n_states(self):
+    def n_states(self) -> int:
         """Total number of states of the minimal automaton."""
         return int(sum(self.states_per_layer))
 
     @property
-    def n_arcs(self):
+    def n_arcs(self) -> int:
+        """Total number of arcs (``k`` per state of layers ``0..l-1``)."""
         return int(sum(w.size for w in self.weight))
 
-    def info(self):
+    def info(self) -> Dict[str, Any]:
         """Size report: states and arcs, minimal and before minimization."""
         return {"n_states": self.n_states, "n_arcs": self.n_arcs,
                 "max_states_per_layer": int(max(self.states_per_layer)),
@@ -88,7 +96,7 @@ class LossAutomaton:
                 "max_determinized_states_per_layer":
                     int(max(self.determinized_states_per_layer))}
 
-    def log_weight(self, y):
+    def log_weight(self, y: ArrayLike) -> float:
         """``log B(y) = L(y, y_ref)`` by following the unique path labelled ``y``."""
         y = np.asarray(y, dtype=np.int64)
         if y.shape != (self.length,):
@@ -101,8 +109,8 @@ class LossAutomaton:
         return float(total + self.final[state])
 
 
-def build_loss_automaton(loss, y_ref, length, alphabet_size, *, minimize=True,
-                         max_states=500_000):
+def build_loss_automaton(loss: SequenceLoss, y_ref: ArrayLike, length: int, alphabet_size: int,
+                         *, minimize: bool = True, max_states: int = 500_000) -> LossAutomaton:
     """Build the deterministic loss automaton ``B`` with ``B(y) = exp(L(y, y_ref))``.
 
     Parameters
@@ -216,7 +224,7 @@ class Lattice:
     initial : float
     """
 
-    def __init__(self, automaton, alphabet_size, order):
+    def __init__(self, automaton: LossAutomaton, alphabet_size: int, order: int) -> None:
         k, q, B = alphabet_size, order, automaton
         self.alphabet_size, self.order, self.length = k, q, B.length
         self.automaton = B
@@ -240,25 +248,27 @@ class Lattice:
         self.states_per_layer = [len(g) for g in self.gram] + [len(self.final)]
 
     @property
-    def n_states(self):
+    def n_states(self) -> int:
+        """Total number of reachable states of ``C``."""
         return int(sum(self.states_per_layer))
 
     @property
-    def n_arcs(self):
+    def n_arcs(self) -> int:
+        """Total number of arcs of ``C``."""
         return int(sum(g.size for g in self.gram))
 
     def _arc_scores(self, thetas, t):
         return thetas[t][self.gram[t]] + self.loss_weight[t]
 
-    def log_partition(self, thetas):
+    def log_partition(self, thetas: Sequence[np.ndarray]) -> Tuple[float, List[np.ndarray]]:
         """``log sum_y exp(L(y, y_ref) + sum_t theta_t[z_t(y)])`` and the backward log-potentials."""
-        beta = [None] * (self.length + 1)
+        beta: List[Any] = [None] * (self.length + 1)
         beta[-1] = self.final
         for t in range(self.length - 1, -1, -1):
             beta[t] = _logsumexp_rows(self._arc_scores(thetas, t) + beta[t + 1][self.dest[t]])
         return float(self.initial + beta[0][0]), beta
 
-    def expected_grams(self, thetas):
+    def expected_grams(self, thetas: Sequence[np.ndarray]) -> Tuple[float, List[np.ndarray]]:
         """``log Z`` and ``Q_t[z]`` = probability that the q-gram ending at t is z.
 
         The distribution is ``p(y) ∝ exp(L(y, y_ref) + w . Psi(x, y))``.
@@ -268,7 +278,7 @@ class Lattice:
         """
         logz, beta = self.log_partition(thetas)
         k = self.alphabet_size
-        p = np.ones(1)
+        p: np.ndarray = np.ones(1)
         Q = []
         for t in range(self.length):
             arc = np.exp(self._arc_scores(thetas, t) + beta[t + 1][self.dest[t]]
@@ -279,10 +289,10 @@ class Lattice:
                             minlength=len(beta[t + 1]))
         return logz, Q
 
-    def best_path(self, thetas):
+    def best_path(self, thetas: Sequence[np.ndarray]) -> Tuple[np.ndarray, float]:
         """Tropical (max, +) pass: ``argmax_y L(y, y_ref) + sum_t theta_t[z_t(y)]`` and its value."""
         delta = self.final
-        choice = [None] * self.length
+        choice: List[Any] = [None] * self.length
         for t in range(self.length - 1, -1, -1):
             scores = self._arc_scores(thetas, t) + delta[self.dest[t]]
             choice[t] = np.argmax(scores, axis=1)
@@ -296,7 +306,7 @@ class Lattice:
 
 
 
-def unique_rows(a):
+def unique_rows(a: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct rows of an int 2-D array: ``(rows, first_index, inverse)`` like ``np.unique(axis=0)``.
 
     Each column is shifted to start at 0 (entries >= 2**39, the "infinite"

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import itertools
 import numbers
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_scalar
 from ..exceptions import InvalidInputError, InvalidParameterError
@@ -26,7 +28,7 @@ __all__ = ["MarkovFeatures", "BigramFeatures", "FunctionFeatures", "EmissionFeat
            "StackedFeatures", "gram_index"]
 
 
-def gram_index(y, t, k, q):
+def gram_index(y: ArrayLike, t: int, k: int, q: int) -> np.ndarray:
     """Base-``k`` index of the q-gram of ``y`` (int array, shape (..., l)) ending at 0-based ``t``."""
     y = np.asarray(y)
     idx = np.zeros(y.shape[:-1], dtype=np.int64)
@@ -46,15 +48,15 @@ class MarkovFeatures:
     order: int
     n_features: int
 
-    def tables(self, x, length):
+    def tables(self, x: Any, length: int) -> List[np.ndarray]:
         """List of ``length`` arrays; entry s has shape ``(k**min(q, s+1), n_features)``."""
         raise NotImplementedError  # pragma: no cover
 
-    def check_input(self, x):
+    def check_input(self, x: Any) -> Any:
         """Validate one input ``x`` (default: anything)."""
         return x
 
-    def output_length(self, x):
+    def output_length(self, x: Any) -> int:
         """Default output length for input ``x`` (its length)."""
         try:
             return len(x)
@@ -63,7 +65,7 @@ class MarkovFeatures:
                 f"{type(self).__name__} cannot infer an output length from x of type "
                 f"{type(x).__name__}; pass the length explicitly.") from None
 
-    def joint_feature(self, x, y):
+    def joint_feature(self, x: Any, y: ArrayLike) -> np.ndarray:
         """``Psi(x, y)``, shape (n_features,), for one output ``y`` (1-D ints)."""
         y = check_sequence(y, "y", self.alphabet_size)
         tabs = self.tables(self.check_input(x), len(y))
@@ -83,11 +85,11 @@ class BigramFeatures(MarkovFeatures):
 
     order = 2
 
-    def __init__(self, alphabet_size):
+    def __init__(self, alphabet_size: int) -> None:
         self.alphabet_size = check_alphabet_size(alphabet_size, owner="BigramFeatures")
         self.n_features = self.alphabet_size ** 2
 
-    def tables(self, x, length):
+    def tables(self, x: Any, length: int) -> List[np.ndarray]:
         k = self.alphabet_size
         first = np.zeros((k, k * k))
         rest = np.eye(k * k)
@@ -105,7 +107,7 @@ class EmissionFeatures(MarkovFeatures):
 
     order = 1
 
-    def __init__(self, alphabet_size, n_inputs, window=0):
+    def __init__(self, alphabet_size: int, n_inputs: int, window: int = 0) -> None:
         owner = "EmissionFeatures"
         self.alphabet_size = check_alphabet_size(alphabet_size, owner=owner)
         self.n_inputs = check_scalar(n_inputs, "n_inputs", kind=numbers.Integral, low=1,
@@ -113,10 +115,10 @@ class EmissionFeatures(MarkovFeatures):
         self.window = check_scalar(window, "window", kind=numbers.Integral, low=0, owner=owner)
         self.n_features = (2 * self.window + 1) * (self.n_inputs + 1) * self.alphabet_size
 
-    def check_input(self, x):
+    def check_input(self, x: ArrayLike) -> np.ndarray:
         return check_sequence(x, "x", self.n_inputs)
 
-    def tables(self, x, length):
+    def tables(self, x: Any, length: int) -> List[np.ndarray]:
         x = self.check_input(x)
         if len(x) != length:
             raise InvalidInputError(
@@ -145,7 +147,8 @@ class FunctionFeatures(MarkovFeatures):
     alphabet_size, order, n_features : int >= 1
     """
 
-    def __init__(self, psi, alphabet_size, order, n_features):
+    def __init__(self, psi: Callable[[Any, tuple, int], ArrayLike], alphabet_size: int,
+                 order: int, n_features: int) -> None:
         owner = "FunctionFeatures"
         if not callable(psi):
             raise InvalidParameterError(
@@ -157,7 +160,7 @@ class FunctionFeatures(MarkovFeatures):
         self.n_features = check_scalar(n_features, "n_features", kind=numbers.Integral, low=1,
                                        owner=owner)
 
-    def tables(self, x, length):
+    def tables(self, x: Any, length: int) -> List[np.ndarray]:
         k, q, d = self.alphabet_size, self.order, self.n_features
         out = []
         for t in range(length):
@@ -177,7 +180,7 @@ class FunctionFeatures(MarkovFeatures):
 class StackedFeatures(MarkovFeatures):
     """Concatenation of feature maps over the same alphabet (order = the largest order)."""
 
-    def __init__(self, parts):
+    def __init__(self, parts: Sequence[MarkovFeatures]) -> None:
         parts = list(parts)
         if not parts or not all(isinstance(p, MarkovFeatures) for p in parts):
             raise InvalidParameterError(
@@ -192,13 +195,13 @@ class StackedFeatures(MarkovFeatures):
         self.order = max(p.order for p in parts)
         self.n_features = sum(p.n_features for p in parts)
 
-    def check_input(self, x):
+    def check_input(self, x: Any) -> Any:
         return x
 
-    def output_length(self, x):
+    def output_length(self, x: Any) -> int:
         return self.parts[0].output_length(x)
 
-    def tables(self, x, length):
+    def tables(self, x: Any, length: int) -> List[np.ndarray]:
         k, q = self.alphabet_size, self.order
         per_part = [p.tables(x, length) for p in self.parts]
         out = []

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._lbfgs import minimize_lbfgs
 from .._progress import Progress, check_callback, check_verbose
-from .._validation import check_choice, check_scalar, check_sequence_of_examples
+from .._validation import check_bool, check_choice, check_scalar, check_sequence_of_examples
 from ..base import BaseEstimator
 from ..exceptions import ConvergenceWarning, InvalidInputError, NotFittedError
 from ._checks import check_lengths
+from .features import MarkovFeatures
 from .losses import SequenceLoss
-from .softmax_margin import METHODS, _check_loss_features, compile_example
+from .softmax_margin import METHODS, CompiledExample, _check_loss_features, compile_example
 from .viterbi import viterbi
 
 __all__ = ["SoftmaxMarginLearner"]
@@ -59,6 +62,11 @@ class SoftmaxMarginLearner(BaseEstimator):
     callback : callable or None, default=None
         ``callback(info)`` after every L-BFGS iteration (``info``: ``iteration``,
         ``objective``, ``time``); returning True stops the fit (``converged_`` False).
+    warm_start : bool, default=False
+        A refit starts L-BFGS from the previous fit's ``coef_`` when its shape is
+        ``(features.n_features,)`` (e.g. after changing ``reg``, or on more data);
+        otherwise, or before any fit, from ``w = 0``.  The objective is strictly
+        convex, so the optimum is the same; only the iterations to reach it differ.
 
     Attributes
     ----------
@@ -71,8 +79,11 @@ class SoftmaxMarginLearner(BaseEstimator):
         Size of the loss automaton ``B`` and lattice ``C`` of each training example.
     """
 
-    def __init__(self, loss, features, reg=1e-2, max_iter=100, tol=1e-5, method="automata",
-                 max_states=500_000, verbose=0, callback=None):
+    def __init__(self, loss: SequenceLoss, features: MarkovFeatures, reg: float = 1e-2,
+                 max_iter: int = 100, tol: float = 1e-5, method: str = "automata",
+                 max_states: int = 500_000, verbose: int = 0,
+                 callback: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                 warm_start: bool = False) -> None:
         self.loss = loss
         self.features = features
         self.reg = reg
@@ -82,6 +93,7 @@ class SoftmaxMarginLearner(BaseEstimator):
         self.max_states = max_states
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     def _validate_params(self):
         owner = "SoftmaxMarginLearner"
@@ -91,9 +103,11 @@ class SoftmaxMarginLearner(BaseEstimator):
         check_scalar(self.tol, "tol", low=0, low_inclusive=False, owner=owner)
         check_choice(self.method, "method", METHODS, owner=owner)
         check_scalar(self.max_states, "max_states", kind=numbers.Integral, low=1, owner=owner)
+        check_bool(self.warm_start, "warm_start", owner=owner)
         return check_verbose(self.verbose, owner), check_callback(self.callback, owner)
 
-    def objective(self, w, examples):
+    def objective(self, w: np.ndarray,
+                  examples: Sequence[CompiledExample]) -> Tuple[float, np.ndarray]:
         """Regularized objective and gradient at ``w`` for compiled examples."""
         value, grad = 0.0, np.zeros_like(w)
         for ex in examples:
@@ -103,7 +117,7 @@ class SoftmaxMarginLearner(BaseEstimator):
         m = len(examples)
         return value / m + 0.5 * self.reg * w @ w, grad / m + self.reg * w
 
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[ArrayLike]) -> "SoftmaxMarginLearner":
         """Fit ``coef_`` on inputs ``X`` (list of m inputs) and outputs ``Y`` (list of int arrays).
 
         The loss automaton and lattice of each example are built once and
@@ -118,6 +132,9 @@ class SoftmaxMarginLearner(BaseEstimator):
         examples = [compile_example(x, y, self.loss, self.features, self.method,
                                     max_states=self.max_states) for x, y in zip(X, Y)]
         w0 = np.zeros(self.features.n_features)
+        previous = getattr(self, "coef_", None) if self.warm_start else None
+        if isinstance(previous, np.ndarray) and previous.shape == w0.shape:
+            w0 = np.array(previous, dtype=float)
         res = minimize_lbfgs(self.objective, w0, args=(examples,),
                              options={"maxiter": self.max_iter, "gtol": self.tol,
                                       "ftol": 1e-4 * self.tol},
@@ -137,7 +154,8 @@ class SoftmaxMarginLearner(BaseEstimator):
         if not hasattr(self, "coef_"):
             raise NotFittedError("This SoftmaxMarginLearner is not fitted yet; call fit first.")
 
-    def predict(self, X, lengths=None):
+    def predict(self, X: Sequence[Any],
+                lengths: Optional[Sequence[Optional[int]]] = None) -> List[np.ndarray]:
         """Viterbi outputs ``argmax_y coef_ . Psi(x, y)``; a list of int arrays.
 
         ``lengths`` (list of int) gives the output lengths; default
@@ -148,7 +166,8 @@ class SoftmaxMarginLearner(BaseEstimator):
         lengths = check_lengths(lengths, len(X))
         return [viterbi(self.coef_, x, self.features, length=n) for x, n in zip(X, lengths)]
 
-    def score(self, X, Y, loss=None):
+    def score(self, X: Sequence[Any], Y: Sequence[ArrayLike],
+              loss: Optional[SequenceLoss] = None) -> float:
         """Minus the mean task loss of the predictions (higher is better).
 
         ``loss`` defaults to the training loss; outputs are predicted with the

@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any, Dict, Optional, Protocol, Tuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_scalar
 from ..exceptions import DeclarationError, InvalidInputError, InvalidParameterError
@@ -52,6 +54,23 @@ __all__ = ["SequenceLoss", "EditDistance", "SmithWaterman", "NGramLoss", "Hammin
 _INF = 1 << 40  # "unreachable" entry of an int64 DP column (never overflows)
 
 
+class LossMachine(Protocol):
+    """What :meth:`SequenceLoss.dynamic_program` returns: a left-to-right machine.
+
+    States are the rows of an int64 array of shape (n_states, width).
+    """
+
+    def start(self) -> np.ndarray:
+        """The state before any symbol, shape (1, width)."""
+
+    def advance(self, states: np.ndarray, symbols: np.ndarray,
+                t: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Next states (n, width) and step losses (n,) after reading ``symbols`` (n,)."""
+
+    def final(self, states: np.ndarray) -> np.ndarray:
+        """The loss added at the end, shape (n,)."""
+
+
 class SequenceLoss:
     """Base class: a loss ``L(y, y_ref)`` between two integer sequences.
 
@@ -62,8 +81,10 @@ class SequenceLoss:
 
     #: "tropical" (min-plus machine) or "rational" (-log of a count).
     kind = "tropical"
+    _params: Dict[str, Any]
 
-    def dynamic_program(self, y_ref, length, alphabet_size):
+    def dynamic_program(self, y_ref: np.ndarray, length: int,
+                        alphabet_size: int) -> LossMachine:
         """Return the machine (start/advance/final) for reference ``y_ref``."""
         raise DeclarationError(
             f"{type(self).__name__} must define dynamic_program(y_ref, length, alphabet_size) "
@@ -72,7 +93,8 @@ class SequenceLoss:
     def _alphabet_for(self, *seqs):
         return int(max(int(np.max(s)) for s in seqs if len(s)) + 1)
 
-    def __call__(self, y, y_ref, alphabet_size=None):
+    def __call__(self, y: ArrayLike, y_ref: ArrayLike,
+                 alphabet_size: Optional[int] = None) -> float:
         """Loss ``L(y, y_ref)`` of prediction ``y`` (1-D ints) against ``y_ref``."""
         k = np.iinfo(np.int64).max if alphabet_size is None else check_alphabet_size(
             alphabet_size)
@@ -82,7 +104,8 @@ class SequenceLoss:
             k = self._alphabet_for(yy, ref)
         return float(self.values(yy[None, :], ref, alphabet_size=k)[0])
 
-    def values(self, Y, y_ref, alphabet_size=None):
+    def values(self, Y: ArrayLike, y_ref: ArrayLike,
+               alphabet_size: Optional[int] = None) -> np.ndarray:
         """Losses of the rows of ``Y`` (shape (N, l)) against ``y_ref``; shape (N,)."""
         limit = np.iinfo(np.int64).max if alphabet_size is None else check_alphabet_size(
             alphabet_size)
@@ -104,7 +127,7 @@ class SequenceLoss:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> Dict[str, Any]:
         """Constructor parameters as a dict (``deep`` is accepted for scikit-learn's clone)."""
         return dict(self._params)
 
@@ -135,7 +158,8 @@ class EditDistance(SequenceLoss):
         automaton is then bounded per layer.  Requires ``band >= |l - len(y_ref)|``.
     """
 
-    def __init__(self, sub=1, ins=1, dele=1, *, cap=None, band=None):
+    def __init__(self, sub: int = 1, ins: int = 1, dele: int = 1, *,
+                 cap: Optional[float] = None, band: Optional[int] = None) -> None:
         owner = "EditDistance"
         self.sub = check_integer_cost(sub, "sub", owner)
         self.ins = check_integer_cost(ins, "ins", owner)
@@ -145,7 +169,8 @@ class EditDistance(SequenceLoss):
             band, "band", kind=numbers.Integral, low=0, owner=owner)
         self._params = dict(sub=sub, ins=ins, dele=dele, cap=cap, band=band)
 
-    def dynamic_program(self, y_ref, length, alphabet_size):
+    def dynamic_program(self, y_ref: np.ndarray, length: int,
+                        alphabet_size: int) -> LossMachine:
         return _EditDP(self, np.asarray(y_ref, dtype=np.int64), int(length))
 
 
@@ -232,7 +257,8 @@ class SmithWaterman(SequenceLoss):
         (the banded SW score is <= the true one, so the loss is >=).
     """
 
-    def __init__(self, match=2, mismatch=-1, gap=-1, *, cap=None, band=None):
+    def __init__(self, match: int = 2, mismatch: int = -1, gap: int = -1, *,
+                 cap: Optional[float] = None, band: Optional[int] = None) -> None:
         owner = "SmithWaterman"
         self.match = check_integer_cost(match, "match", owner, low=1)
         self.mismatch = check_integer_cost(mismatch, "mismatch", owner, low=None)
@@ -249,7 +275,8 @@ class SmithWaterman(SequenceLoss):
             band, "band", kind=numbers.Integral, low=0, owner=owner)
         self._params = dict(match=match, mismatch=mismatch, gap=gap, cap=cap, band=band)
 
-    def dynamic_program(self, y_ref, length, alphabet_size):
+    def dynamic_program(self, y_ref: np.ndarray, length: int,
+                        alphabet_size: int) -> LossMachine:
         return _SmithWatermanDP(self, np.asarray(y_ref, dtype=np.int64), int(length))
 
 
@@ -319,7 +346,8 @@ class NGramLoss(SequenceLoss):
 
     kind = "rational"
 
-    def __init__(self, n=2, smoothing=1.0, *, cap=None):
+    def __init__(self, n: int = 2, smoothing: float = 1.0, *,
+                 cap: Optional[float] = None) -> None:
         owner = "NGramLoss"
         self.n = check_scalar(n, "n", kind=numbers.Integral, low=1, owner=owner)
         self.smoothing = check_scalar(smoothing, "smoothing", low=0, low_inclusive=False,
@@ -327,7 +355,8 @@ class NGramLoss(SequenceLoss):
         self.cap = None if cap is None else check_scalar(cap, "cap", owner=owner)
         self._params = dict(n=n, smoothing=smoothing, cap=cap)
 
-    def dynamic_program(self, y_ref, length, alphabet_size):
+    def dynamic_program(self, y_ref: np.ndarray, length: int,
+                        alphabet_size: int) -> LossMachine:
         return _NGramDP(self, np.asarray(y_ref, dtype=np.int64), int(length), int(alphabet_size))
 
 
@@ -374,10 +403,11 @@ class _NGramDP:
 class HammingLoss(SequenceLoss):
     """Hamming loss ``L(y, y_ref) = #{s : y_s != y_ref_s}`` (same lengths)."""
 
-    def __init__(self):
-        self._params = {}
+    def __init__(self) -> None:
+        self._params: Dict[str, Any] = {}
 
-    def dynamic_program(self, y_ref, length, alphabet_size):
+    def dynamic_program(self, y_ref: np.ndarray, length: int,
+                        alphabet_size: int) -> LossMachine:
         if length != len(y_ref):
             raise InvalidInputError(
                 f"HammingLoss needs a prediction of the reference's length {len(y_ref)}; "
@@ -402,10 +432,11 @@ class _HammingDP:
 class ZeroLoss(SequenceLoss):
     """``L = 0``: the softmax-margin objective becomes the CRF negative log-likelihood."""
 
-    def __init__(self):
-        self._params = {}
+    def __init__(self) -> None:
+        self._params: Dict[str, Any] = {}
 
-    def dynamic_program(self, y_ref, length, alphabet_size):
+    def dynamic_program(self, y_ref: np.ndarray, length: int,
+                        alphabet_size: int) -> LossMachine:
         return _ZeroDP()
 
 

@@ -22,8 +22,10 @@ Two methods:
 from __future__ import annotations
 
 import math
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_bool, check_choice, check_finite_array
 from ..exceptions import InvalidInputError, InvalidParameterError
@@ -55,7 +57,8 @@ class CompiledExample:
         Size of the loss automaton ``B`` and of ``C``.
     """
 
-    def __init__(self, x, y_true, loss, features, method="automata", max_states=500_000):
+    def __init__(self, x: Any, y_true: np.ndarray, loss: SequenceLoss, features: MarkovFeatures,
+                 method: str = "automata", max_states: int = 500_000) -> None:
         self.loss, self.features, self.method = loss, features, method
         self.y_true = y_true
         self.length = len(y_true)
@@ -63,21 +66,22 @@ class CompiledExample:
         k, q = features.alphabet_size, features.order
         self.psi_true = sum(self.tables[t][gram_index(y_true, t, k, q)]
                             for t in range(self.length))
-        self.lattice, self.automaton_info = None, None
+        self.lattice: Optional[Lattice] = None
+        self.automaton_info: Optional[Dict[str, Any]] = None
         if method == "automata":
             B = build_loss_automaton(loss, y_true, self.length, k, max_states=max_states)
             self.lattice = Lattice(B, k, q)
             self.automaton_info = dict(B.info(), lattice_states=self.lattice.n_states,
                                        lattice_arcs=self.lattice.n_arcs)
 
-    def thetas(self, w):
+    def thetas(self, w: np.ndarray) -> List[np.ndarray]:
         """Per-position q-gram scores ``theta_t = tables[t] @ w``."""
         return [tab @ w for tab in self.tables]
 
-    def value_and_grad(self, w):
+    def value_and_grad(self, w: np.ndarray) -> Tuple[float, np.ndarray]:
         """``(F_i(w), grad F_i(w))``."""
         thetas = self.thetas(w)
-        if self.method == "automata":
+        if self.lattice is not None:     # method "automata"
             logz, Q = self.lattice.expected_grams(thetas)
         else:
             logz, Q = _naive_expected_grams(thetas, self.loss, self.y_true,
@@ -87,7 +91,8 @@ class CompiledExample:
         return value, grad
 
 
-def compile_example(x, y_true, loss, features, method="automata", max_states=500_000):
+def compile_example(x: Any, y_true: ArrayLike, loss: SequenceLoss, features: MarkovFeatures,
+                    method: str = "automata", max_states: int = 500_000) -> CompiledExample:
     """Validate one example and return its :class:`CompiledExample`."""
     _check_loss_features(loss, features)
     check_choice(method, "method", METHODS, owner="softmax_margin")
@@ -102,7 +107,9 @@ def compile_example(x, y_true, loss, features, method="automata", max_states=500
     return CompiledExample(x, y_true, loss, features, method, max_states=max_states)
 
 
-def softmax_margin(w, x, y_true, loss, features, method="automata", return_info=False):
+def softmax_margin(w: ArrayLike, x: Any, y_true: ArrayLike, loss: SequenceLoss,
+                   features: MarkovFeatures, method: str = "automata", return_info: bool = False
+                   ) -> Union[Tuple[float, np.ndarray], Tuple[float, np.ndarray, Dict[str, Any]]]:
     r"""Softmax-margin objective of one example and its exact gradient.
 
     Computes
@@ -148,17 +155,17 @@ def softmax_margin(w, x, y_true, loss, features, method="automata", return_info=
     return value, grad
 
 
-def check_weights(w, features):
+def check_weights(w: ArrayLike, features: MarkovFeatures) -> np.ndarray:
     """``w`` as a finite float vector of length ``features.n_features``."""
-    w = check_finite_array(w, "w")
-    if w.shape != (features.n_features,):
+    arr = check_finite_array(w, "w")
+    if arr.shape != (features.n_features,):
         raise InvalidInputError(
             f"w must be a vector of length {features.n_features} (features.n_features of "
-            f"{features!r}); got an array of shape {w.shape}.")
-    return w
+            f"{features!r}); got an array of shape {arr.shape}.")
+    return arr
 
 
-def _check_loss_features(loss, features):
+def _check_loss_features(loss: Any, features: Any) -> None:
     if not isinstance(loss, SequenceLoss):
         raise InvalidParameterError(
             "The 'loss' parameter must be a structlp.sequence loss (EditDistance, SmithWaterman, "
@@ -169,7 +176,7 @@ def _check_loss_features(loss, features):
             f"(e.g. BigramFeatures(k)). Got {features!r} instead.")
 
 
-def all_sequences(k, l, start=0, stop=None):
+def all_sequences(k: int, l: int, start: int = 0, stop: Optional[int] = None) -> np.ndarray:
     """Rows ``start..stop-1`` of the lexicographic list of ``Delta^l``; shape (n, l)."""
     stop = k ** l if stop is None else stop
     idx = np.arange(start, stop, dtype=np.int64)

@@ -18,18 +18,22 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import cvxpy as cp
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .._progress import Progress, check_verbose
-from .._validation import check_scalar, check_sequence_of_examples
+from .._progress import Progress, check_callback, check_verbose
+from .._validation import check_bool, check_scalar, check_sequence_of_examples
 from ..base import BaseEstimator
 from ..exceptions import ConvergenceWarning, InvalidInputError
 from ..solvers import check_solver, check_solver_opts, solve
 from ._checks import check_lengths
-from .features import gram_index
-from .softmax_margin import _check_loss_features, compile_example
+from .automata import Lattice
+from .features import MarkovFeatures, gram_index
+from .losses import SequenceLoss
+from .softmax_margin import CompiledExample, _check_loss_features, compile_example
 from .viterbi import viterbi
 
 
@@ -51,6 +55,19 @@ class SequenceSSVM(BaseEstimator):
         cvxpy solver for the master QP (default CLARABEL) and its options, untouched.
     verbose : int >= 0, default=0
         1: one log line per round (master objective, violated examples, working set).
+    callback : callable or None, default=None
+        ``callback(info)`` after every round (``iteration``, ``time``,
+        ``master_objective``, ``violated``, ``constraints``, with ``coef_`` set to the
+        round's ``w``); returning True stops the fit (``converged_`` False, no warning;
+        ``objective_`` is then exact at that ``w``).
+    warm_start : bool, default=False
+        A refit starts from the previous fit's working set (the loss-augmented
+        outputs found for each example, in this process): their constraints are
+        rebuilt on the new data, so they are valid constraints of the new problem
+        whatever changed (``C``, the features' inputs, the loss), and the first
+        master QP starts near the previous optimum.  Used when the number of
+        examples, their lengths and the alphabet match; otherwise, or after
+        unpickling, the fit starts from an empty working set (``w = 0``).
 
     Attributes
     ----------
@@ -66,8 +83,11 @@ class SequenceSSVM(BaseEstimator):
         Size of the working sets at the end.
     """
 
-    def __init__(self, loss, features, C=1.0, tol=1e-4, max_iter=50, solver=None,
-                 solver_opts=None, verbose=0):
+    def __init__(self, loss: SequenceLoss, features: MarkovFeatures, C: float = 1.0,
+                 tol: float = 1e-4, max_iter: int = 50, solver: Optional[str] = None,
+                 solver_opts: Optional[Dict[str, Any]] = None, verbose: int = 0,
+                 callback: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                 warm_start: bool = False) -> None:
         self.loss = loss
         self.features = features
         self.C = C
@@ -76,6 +96,8 @@ class SequenceSSVM(BaseEstimator):
         self.solver = solver
         self.solver_opts = solver_opts
         self.verbose = verbose
+        self.callback = callback
+        self.warm_start = warm_start
 
     def _check_params(self):
         name = type(self).__name__
@@ -84,21 +106,36 @@ class SequenceSSVM(BaseEstimator):
         tol = check_scalar(self.tol, "tol", low=0, low_inclusive=False, owner=name)
         max_iter = check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1,
                                 owner=name)
+        check_bool(self.warm_start, "warm_start", owner=name)
         return (C, tol, max_iter, check_solver(self.solver, owner=name),
                 check_solver_opts(self.solver_opts, owner=name))
 
     def _hinges(self, examples, w):
         """Loss-augmented maximizers, their feature differences, and exact hinges."""
-        k, q = self.features.alphabet_size, self.features.order
-        diffs, hinges = [], []
+        outputs, diffs, hinges = [], [], []
         for ex in examples:
-            y_hat, best = ex.lattice.best_path(ex.thetas(w))
-            psi_hat = sum(ex.tables[t][gram_index(y_hat, t, k, q)] for t in range(ex.length))
-            diffs.append(ex.psi_true - psi_hat)
+            y_hat, best = cast(Lattice, ex.lattice).best_path(ex.thetas(w))
+            outputs.append(y_hat)
+            diffs.append(self._difference(ex, y_hat))
             hinges.append(best - float(w @ ex.psi_true))
-        return diffs, np.array(hinges)
+        return outputs, diffs, np.array(hinges)
 
-    def fit(self, X, Y):
+    def _difference(self, ex, y):
+        """``Psi(x_i, y_i) - Psi(x_i, y)`` from the example's position tables."""
+        k, q = self.features.alphabet_size, self.features.order
+        return ex.psi_true - sum(ex.tables[t][gram_index(y, t, k, q)] for t in range(ex.length))
+
+    def _warm_outputs(self, examples):
+        """The previous working set ``[(i, y), ...]`` when ``warm_start`` and it fits."""
+        previous = getattr(self, "_warm", None) if self.warm_start else None
+        k = self.features.alphabet_size
+        if previous is None or any(
+                i >= len(examples) or len(y) != examples[i].length or y.max() >= k
+                for i, y in previous):
+            return []
+        return previous
+
+    def fit(self, X: Sequence[Any], Y: Sequence[ArrayLike]) -> "SequenceSSVM":
         """Train by n-slack cutting planes.
 
         Parameters
@@ -113,8 +150,9 @@ class SequenceSSVM(BaseEstimator):
         C, tol, max_iter, solver, opts = self._check_params()
         X = check_sequence_of_examples(X, "X")
         Y = check_sequence_of_examples(Y, "Y")
-        progress = Progress(self, check_verbose(self.verbose, type(self).__name__),
-                            total=max_iter)
+        name = type(self).__name__
+        progress = Progress(self, check_verbose(self.verbose, name),
+                            check_callback(self.callback, name), total=max_iter)
         if len(X) != len(Y) or len(Y) == 0:
             raise InvalidInputError(
                 f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
@@ -124,39 +162,46 @@ class SequenceSSVM(BaseEstimator):
         d = self.features.n_features
         m = len(examples)
         w = np.zeros(d)
-        rows, owner, offsets = [], [], []   # working sets: w.(Psi_i - Psi_y) >= L(y) - xi_i
+        # working sets: w.(Psi_i - Psi_y) >= L(y, y_i) - xi_i for the outputs y found
+        found: List[Tuple[int, np.ndarray]] = []
+        rows, owner, offsets = [], [], []
+        k = self.features.alphabet_size
+        for i, y in self._warm_outputs(examples):
+            found.append((i, y))
+            rows.append(self._difference(examples[i], y))
+            owner.append(i)
+            offsets.append(self.loss(y, examples[i].y_true, alphabet_size=k))
         xi = np.zeros(m)
-        converged = False
+        if rows:
+            w, xi, _ = _master(rows, owner, offsets, m, d, C, solver, opts)
+        converged = stopped = False
         it = 0
         for it in range(1, max_iter + 1):
-            diffs, hinges = self._hinges(examples, w)
+            outputs, diffs, hinges = self._hinges(examples, w)
             violated = np.flatnonzero(hinges > xi + tol)
             if len(violated) == 0:
                 converged = True
                 break
             for i in violated:
                 # the constraint's loss term: hinge + w.diff = L(y_hat, y_i)
+                found.append((int(i), outputs[i]))
                 rows.append(diffs[i])
                 owner.append(i)
                 offsets.append(hinges[i] + float(w @ diffs[i]))
-            D = np.vstack(rows)
-            wv, xv = cp.Variable(d), cp.Variable(m, nonneg=True)
-            S = np.zeros((len(owner), m))
-            S[np.arange(len(owner)), owner] = 1.0
-            problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(wv) + C * cp.sum(xv)),
-                                 [D @ wv + S @ xv >= np.array(offsets)])
-            solve(problem, solver, opts, what="the SequenceSSVM master QP")
-            w = np.asarray(wv.value, dtype=float)
-            xi = np.asarray(xv.value, dtype=float)
-            progress.update(iteration=it, master_objective=float(problem.value),
-                            violated=len(violated), constraints=len(rows))
+            w, xi, value = _master(rows, owner, offsets, m, d, C, solver, opts)
+            self.coef_ = w       # the round's iterate (for callbacks)
+            if progress.update(iteration=it, master_objective=value,
+                               violated=len(violated), constraints=len(rows)):
+                stopped = True
+                break
         progress.close()
-        if not converged:
+        if not converged and not stopped:
             warnings.warn(
                 f"SequenceSSVM stopped after max_iter={max_iter} passes with an example "
                 f"violated by more than tol={tol:g}; raise max_iter or tol.", ConvergenceWarning,
                 stacklevel=2)
-        _, hinges = self._hinges(examples, w)
+        _, _, hinges = self._hinges(examples, w)
+        self._warm = found if self.warm_start else None
         self.coef_ = w
         self.slack_ = np.maximum(hinges, 0.0)
         self.objective_ = float(0.5 * w @ w + C * self.slack_.sum())
@@ -165,7 +210,8 @@ class SequenceSSVM(BaseEstimator):
         self.n_constraints_ = len(rows)
         return self
 
-    def predict(self, X, lengths=None):
+    def predict(self, X: Sequence[Any],
+                lengths: Optional[Sequence[Optional[int]]] = None) -> List[np.ndarray]:
         """Viterbi decoding ``argmax_y w . Psi(x, y)`` of each input.
 
         ``lengths`` gives the output lengths when the features do not fix them
@@ -175,3 +221,16 @@ class SequenceSSVM(BaseEstimator):
         X = check_sequence_of_examples(X, "X")
         lengths = check_lengths(lengths, len(X))
         return [viterbi(self.coef_, x, self.features, length=n) for x, n in zip(X, lengths)]
+
+
+def _master(rows, owner, offsets, m, d, C, solver, opts):
+    """The master QP over the working sets: ``(w, xi, objective)``."""
+    D = np.vstack(rows)
+    wv, xv = cp.Variable(d), cp.Variable(m, nonneg=True)
+    S = np.zeros((len(owner), m))
+    S[np.arange(len(owner)), owner] = 1.0
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(wv) + C * cp.sum(xv)),
+                         [D @ wv + S @ xv >= np.array(offsets)])
+    solve(problem, solver, opts, what="the SequenceSSVM master QP")
+    return (np.asarray(wv.value, dtype=float), np.asarray(xv.value, dtype=float),
+            float(problem.value))

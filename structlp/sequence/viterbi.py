@@ -10,18 +10,22 @@ same pass with no loss (``argmax_y w . Psi(x, y)``).
 from __future__ import annotations
 
 import numbers
+from typing import Any, Optional, Tuple, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_scalar
 from .automata import Lattice, build_loss_automaton
-from .losses import ZeroLoss
+from .features import MarkovFeatures
+from .losses import SequenceLoss, ZeroLoss
 from .softmax_margin import _check_loss_features, check_weights, compile_example
 
 __all__ = ["viterbi", "loss_augmented_viterbi", "structured_hinge"]
 
 
-def viterbi(w, x, features, length=None):
+def viterbi(w: ArrayLike, x: Any, features: MarkovFeatures,
+            length: Optional[int] = None) -> np.ndarray:
     """Highest-scoring output ``argmax_{y in Delta^l} w . Psi(x, y)``.
 
     Parameters
@@ -55,7 +59,8 @@ def _plain_lattice(k, q, l, _cache={}):
     return _cache[key]
 
 
-def loss_augmented_viterbi(w, x, y_true, loss, features):
+def loss_augmented_viterbi(w: ArrayLike, x: Any, y_true: ArrayLike, loss: SequenceLoss,
+                           features: MarkovFeatures) -> Tuple[np.ndarray, float]:
     """Most violating output ``argmax_{y in Delta^l} w . Psi(x, y) + L(y, y_true)``.
 
     A (max, +) dynamic program over ``C = A o B`` (``B`` the deterministic loss
@@ -70,10 +75,11 @@ def loss_augmented_viterbi(w, x, y_true, loss, features):
     _check_loss_features(loss, features)
     w = check_weights(w, features)
     ex = compile_example(x, y_true, loss, features, "automata")
-    return ex.lattice.best_path(ex.thetas(w))
+    return cast(Lattice, ex.lattice).best_path(ex.thetas(w))
 
 
-def structured_hinge(w, x, y_true, loss, features):
+def structured_hinge(w: ArrayLike, x: Any, y_true: ArrayLike, loss: SequenceLoss,
+                     features: MarkovFeatures) -> Tuple[float, np.ndarray]:
     """Structured hinge ``max_y [w . Psi(x, y) + L(y, y_true)] - w . Psi(x, y_true)`` and a subgradient.
 
     Returns
@@ -85,6 +91,6 @@ def structured_hinge(w, x, y_true, loss, features):
     _check_loss_features(loss, features)
     w = check_weights(w, features)
     ex = compile_example(x, y_true, loss, features, "automata")
-    y_hat, best = ex.lattice.best_path(ex.thetas(w))
+    y_hat, best = cast(Lattice, ex.lattice).best_path(ex.thetas(w))
     psi_hat = features.joint_feature(x, y_hat)
     return best - float(w @ ex.psi_true), psi_hat - ex.psi_true

@@ -123,3 +123,14 @@ def test_sequence_alignment_problem_checks_C(C):
     spec.loader.exec_module(module)
     with pytest.raises(InvalidParameterError, match="'C' option of sequence_alignment"):
         module.run(C=C, repeats=1, n_train=2, n_val=1, n_test=1, length=3)
+
+
+@pytest.mark.parametrize("make", [lambda v: EditDistance(sub=v), lambda v: EditDistance(ins=v),
+                                  lambda v: SmithWaterman(mismatch=-v),
+                                  lambda v: SmithWaterman(gap=-v)])
+@pytest.mark.parametrize("v", [2**31, 10**400])
+def test_integer_costs_are_bounded(make, v):
+    """Huge integer costs (beyond the int64 DP's range) are refused, not overflowed."""
+    with pytest.raises(InvalidParameterError, match="magnitude at most 2\\*\\*30"):
+        make(v)
+    make(2**30)      # the largest allowed

@@ -56,3 +56,27 @@ def test_predict_and_bad_input():
         SequenceSSVM(EditDistance(), feats, tol=-1).fit([None], Y[:1])
     with pytest.raises(ValueError, match="same number of examples"):
         SequenceSSVM(EditDistance(), feats).fit([None], Y)
+
+
+def test_callback_sees_every_round_and_can_stop():
+    import warnings
+
+    from structlp.sequence import structured_hinge
+    rng = np.random.default_rng(8)
+    feats = BigramFeatures(3)
+    Y = [rng.integers(3, size=4) for _ in range(5)]
+    full = SequenceSSVM(EditDistance(), feats, tol=1e-7).fit([None] * 5, Y)
+    assert full.n_iter_ > 3
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # a stop by the callback does not warn
+        est = SequenceSSVM(EditDistance(), feats, tol=1e-7, callback=lambda info: seen.append(
+            info) or info["iteration"] == 2).fit([None] * 5, Y)
+    assert [s["iteration"] for s in seen] == [1, 2] and est.n_iter_ == 2
+    assert not est.converged_ and {"master_objective", "violated", "constraints"} <= set(seen[0])
+    hinge = [structured_hinge(est.coef_, None, y, EditDistance(), feats)[0] for y in Y]
+    assert est.objective_ == pytest.approx(0.5 * est.coef_ @ est.coef_ + np.maximum(hinge, 0).sum(),
+                                           rel=1e-9)
+    assert seen[1]["master_objective"] <= est.objective_ * (1 + 1e-6)   # a lower bound at w
+    with pytest.raises(InvalidParameterError, match="'callback' parameter"):
+        SequenceSSVM(EditDistance(), feats, callback="no").fit([None] * 5, Y)
