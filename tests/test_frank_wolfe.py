@@ -1,5 +1,6 @@
 """FrankWolfeLearner: the objective of MaxMarginLearner, certified by the duality gap."""
 
+import importlib.util
 import itertools
 import logging
 import tracemalloc
@@ -216,6 +217,70 @@ def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
         # the dual restricted to this block, C c.m - |w|^2 / 2, does not decrease
         assert C * dl - 0.5 * (w @ w - w_before @ w_before) >= -1e-12
         w += rng.normal(scale=0.3, size=d)          # the other blocks move w meanwhile
+
+
+@pytest.mark.parametrize("psi_mode", [True, False])
+def test_block_gram_matrix_is_that_of_the_active_outputs(rng, psi_mode):
+    """The Gram matrix a block keeps (``psi_j . psi_l`` of its active outputs) stays that
+    of its outputs through additions, drop steps and swaps."""
+    from structlp.frank_wolfe import _Block, _vertex
+    from structlp.part_features import MatrixFeatures
+    n, d, C = 4, 5, 2.0
+    L = n * n
+    P = rng.normal(size=(L, d))
+    op = MatrixFeatures(P)
+    c = rng.normal(size=L)
+    perms = [np.eye(n)[list(p)].ravel() for p in itertools.permutations(range(n))]
+    blk = _Block(_vertex(perms[0], c, op, psi_mode), psi_mode)
+    w = rng.normal(size=d)
+    for t in range(40):
+        a = P @ w + c
+        mu = max(perms, key=lambda v: a @ v)
+        blk.step(_vertex(mu, c, op, psi_mode), a, w, op, c, C, True, 3)
+        if t % 3 == 0:
+            blk.inner_step(w, op, c, C)
+        nb = blk.n
+        V = np.zeros((nb, L))
+        for j in range(nb):
+            V[j, blk.idx[j]] = blk.val[j]
+        Psi = V @ P
+        assert blk.ng == nb
+        np.testing.assert_allclose(blk.G[:nb, :nb], Psi @ Psi.T, rtol=1e-12, atol=1e-10)
+        w += rng.normal(scale=0.5, size=d)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba not installed")
+def test_pairwise_kernel_numba_equals_python_exactly(rng):
+    """The compiled pairwise-step kernel gives bit-identical weights, values and loss
+    changes to the plain Python function (the fallback without numba)."""
+    from structlp import frank_wolfe as fw
+    compiled = fw._kernel()
+    assert compiled is not fw._pairwise_steps
+    for trial in range(200):
+        n = int(rng.integers(1, 7))
+        Psi = rng.normal(size=(n, 3))
+        if trial % 5 == 0 and n > 1:
+            Psi[1] = Psi[0]                 # a zero direction: den = 0
+        G = Psi @ Psi.T
+        alpha = rng.dirichlet(np.ones(n))
+        if trial % 4 == 0:
+            alpha[rng.integers(n)] = 0.0     # an output of weight 0 (just added)
+        act = rng.normal(size=n)
+        if trial % 7 == 0:
+            act[:] = act[0]                  # ties
+        lv = rng.normal(size=n)
+        j = int(rng.integers(-1, n))
+        C = float(rng.uniform(0.01, 3.0))
+        k = int(rng.integers(0, 5))
+        g_min = float(rng.uniform(0, 0.1))
+        ra, rb = (alpha.copy(), act.copy()), (alpha.copy(), act.copy())
+        out_a = fw._pairwise_steps(rb[1], G, rb[0], lv, n, j, C, k, g_min)
+        out_b = compiled(ra[1], G, ra[0], lv, n, j, C, k, g_min)
+        assert out_a[1] == out_b[1] and out_a[0] == out_b[0]
+        np.testing.assert_array_equal(ra[0], rb[0])
+        np.testing.assert_array_equal(ra[1], rb[1])
+        # the weights stay on the simplex
+        assert ra[0].sum() == pytest.approx(alpha.sum()) and np.all(ra[0] >= -1e-15)
 
 
 def test_max_iter_warns(rng):
