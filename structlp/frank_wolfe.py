@@ -531,10 +531,11 @@ class _Block:
     its nonzeros (``idx`` and ``val``, rows padded with zero values), its loss
     coefficient ``lv_j = c_i . v_j`` and, in psi mode, its joint feature
     ``psi_j = Phi_i^T v_j`` (d,); never as a dense (L_i,) vector.  Rows have spare
-    capacity; outputs are found by the bytes of their nonzeros.  The Gram matrix
-    ``G[j, l] = psi_j . psi_l`` of the active outputs (rows ``< ng`` known) lets the
-    pairwise steps inside the active set run on ``n``-vectors (:func:`_pairwise_steps`),
-    with one product by ``Phi_i^T`` per visit to move ``w``.
+    capacity; outputs are found by the bytes of their nonzeros.  Without psi, the Gram
+    matrix ``G[j, l] = psi_j . psi_l`` of the active outputs (rows ``< ng`` known) lets
+    the pairwise steps inside the active set run on ``n``-vectors
+    (:func:`_pairwise_steps`), with one product by ``Phi_i^T`` per visit to move ``w``
+    instead of a part-score and a joint-feature product per step.
     """
 
     __slots__ = ("idx", "val", "psi", "alpha", "lv", "n", "keys", "rowkeys", "G", "ng")
@@ -580,73 +581,143 @@ class _Block:
         follow.  Returns the block's Frank–Wolfe gap ``C a . (mu - m_i)`` before the
         step and the change of ``c_i . m_i``.
         """
-        idx, vals, key, lmu, psi = vertex
+        if self.psi is not None or not pairwise:   # w updated at every step
+            return self._step_direct(vertex, a, w, op, c, C, pairwise, inner_steps)
+        idx, vals, key, _, _ = vertex
         n = self.n
         alpha = self.alpha
         act = self.values(a, w)
-        amu = psi.dot(w) + lmu if psi is not None else a[idx].dot(vals)
+        amu = a[idx].dot(vals)
         g = C * (amu - alpha[:n].dot(act))
         if g <= 0.0:
             return g, 0.0
-        if not pairwise:
-            return g, self._full_step(vertex, w, op, g, C)
         j = self.keys.get(key)
         if j is None:                     # mu joins with weight 0
             j = self.add(vertex, 0.0)
             act = np.append(act, amu)
         return g, self._pairwise(act, j, w, op, C, inner_steps, 1e-3 * g)
 
-    def _full_step(self, vertex, w, op, g, C):
-        """The classical Frank–Wolfe step ``m_i += gamma (mu - m_i)``; returns the change
-        of ``c_i . m_i``."""
-        idx, vals, _, _, psi = vertex
-        n = self.n
-        lost = self.loss()
-        v = op.joint_sparse(idx, vals) - self.joint(op) if psi is None else \
-            psi - self.alpha[:n].dot(self.psi[:n])
-        gamma = _line_search(w, v, g, 1.0, C)
-        if gamma <= 0.0:
-            return 0.0
-        if gamma >= 1.0:                              # a full step: mu alone remains
-            self._clear()
-        else:
-            self.alpha[:n] *= 1.0 - gamma
-        j = self.add(vertex, gamma)
-        return gamma * (self.lv[j] - lost)
-
     def inner_step(self, w, op, c, C, g_min=0.0, n_steps=1):
         """Up to ``n_steps`` pairwise steps between the best and the worst active outputs
         at the current ``w`` (no oracle call; ``w`` is moved in place).  Returns the change
         of ``c_i . m_i``, or None when fewer than two outputs are active or the pair's gap
         is at most ``g_min``."""
+        if self.psi is not None:
+            return self._inner_direct(w, op, c, C, g_min)
+        if self.n < 2:
+            return None
+        return self._pairwise(self.values(op.scores(w) + c, w), -1, w, op, C, n_steps, g_min)
+
+    def _step_direct(self, vertex, a, w, op, c, C, pairwise, inner_steps):
+        """The step of :meth:`step` with each update of ``w`` made at once (psi mode,
+        where ``psi_j . w`` is a short product, and classical steps).
+
+        ``vertex`` is ``mu`` in compact form (:func:`_vertex`), ``a = Phi_i w + c_i`` the
+        loss-augmented scores at the current ``w``, which is updated in place
+        (``w = C sum_i Phi_i^T (mu_i - m_i)``; ``op`` is ``Phi_i``).  With ``pairwise``,
+        weight moves from the worst active output to ``mu``, then up to
+        ``inner_steps`` pairwise steps between the best and the worst active outputs
+        follow.  Returns the block's Frank–Wolfe gap ``C a . (mu - m_i)`` before the
+        step and the change of ``c_i . m_i``.
+        """
+        idx, vals, _, lmu, psi = vertex
+        n = self.n
+        alpha, lv = self.alpha, self.lv
+        act = self.values(a, w)
+        amu = psi.dot(w) + lmu if psi is not None else a[idx].dot(vals)
+        g = C * (amu - alpha[:n].dot(act))
+        if g <= 0.0:
+            return g, 0.0
+        if pairwise:
+            # move weight from the worst active output to mu (Osokin et al. 2016)
+            k = int(act.argmin())
+            g_dir, cap = C * (amu - act[k]), alpha[k]
+            lost = lv[k]
+        else:
+            g_dir, cap = g, 1.0
+            lost = self.loss()
+        if g_dir <= 0.0:
+            return g, 0.0
+        if pairwise:
+            v = psi - self.psi[k] if psi is not None else self._joint_diff(op, idx, vals, k)
+        else:
+            v = op.joint_sparse(idx, vals) - self.joint(op) if psi is None else \
+                psi - alpha[:n].dot(self.psi[:n])
+        gamma = _line_search(w, v, g_dir, cap, C)
+        if gamma <= 0.0:
+            return g, 0.0
+        if pairwise:
+            alpha[k] -= gamma
+        elif gamma >= 1.0:                            # a full step: mu alone remains
+            self._clear()
+        else:
+            alpha[:n] *= 1.0 - gamma
+        j = self.add(vertex, gamma)
+        dl = gamma * (self.lv[j] - lost)
+        if pairwise:
+            if self.alpha[k] <= 1e-12:                # drop step: the output leaves
+                self.remove(k)
+            elif self.n == 2:      # the only pair is (v_k, mu), just line-searched exactly
+                return g, dl
+            for _ in range(inner_steps):             # pairwise steps inside the active set
+                step = self._inner_direct(w, op, c, C, 1e-3 * g)
+                if step is None:
+                    break
+                dl += step
+        return g, dl
+
+    def _inner_direct(self, w, op, c, C, g_min=0.0):
+        """A pairwise step between the best and the worst active outputs at the current
+        ``w`` (no oracle call; ``w`` is moved in place).  Returns the change of
+        ``c_i . m_i``, or None when fewer than two outputs are active or the pair's gap
+        is at most ``g_min``."""
         if self.n < 2:
             return None
         act = self.values(None if self.psi is not None else op.scores(w) + c, w)
-        return self._pairwise(act, -1, w, op, C, n_steps, g_min)
+        kf, ka = int(act.argmax()), int(act.argmin())
+        g2 = C * (act[kf] - act[ka])
+        if g2 <= g_min:
+            return None
+        v = self.psi[kf] - self.psi[ka] if self.psi is not None else \
+            self._joint_diff(op, self.idx[kf], self.val[kf], ka)
+        gamma = _line_search(w, v, g2, self.alpha[ka], C)
+        self.alpha[kf] += gamma
+        self.alpha[ka] -= gamma
+        dl = gamma * (self.lv[kf] - self.lv[ka])
+        if self.alpha[ka] <= 1e-12:
+            self.remove(ka)
+        return dl
+
+    def _joint_diff(self, op, idx, vals, k):
+        """``Phi_i^T (v - v_k)`` for ``v`` given by its nonzeros."""
+        return op.joint_sparse(np.concatenate((idx, self.idx[k])),
+                               np.concatenate((vals, -self.val[k])))
 
     def _pairwise(self, act, j, w, op, C, inner_steps, g_min):
         """Pairwise steps by :func:`_pairwise_steps` on the values ``act`` (n,) at ``w``
         (towards output ``j`` first, if ``j >= 0``), then ``w`` moved by the change of
         the weights and the outputs left without weight dropped.  Returns the change of
         ``c_i . m_i`` (None if no step was taken)."""
-        self._gram(op)
         n = self.n
-        before = self.alpha[:n].copy()
-        dl, steps = _kernel()(act, self.G, self.alpha, self.lv, n, j, C, inner_steps,
-                              g_min)
+        if self.ng < n:
+            self._gram(op)
+        alpha = self.alpha
+        before = alpha[:n].copy()
+        dl, steps = _kernel()(act, self.G, alpha, self.lv, n, j, C, inner_steps, g_min)
         if steps == 0:
-            if j >= 0 and self.alpha[j] <= _DROP:
+            if j >= 0 and alpha[j] <= _DROP:
                 self.remove(j)
             return None if j < 0 else 0.0
-        delta = self.alpha[:n] - before
-        rows = np.flatnonzero(delta)
+        delta = alpha[:n] - before
         if self.psi is not None:
-            w -= C * delta[rows].dot(self.psi[rows])
+            w -= C * delta.dot(self.psi[:n])
         else:
+            rows = np.flatnonzero(delta)
             w -= C * op.joint_sparse(self.idx[rows].ravel(),
                                      (delta[rows, None] * self.val[rows]).ravel())
-        for r in np.flatnonzero(self.alpha[:n] <= _DROP)[::-1]:   # drop steps
-            self.remove(int(r))
+        if alpha[:n].min() <= _DROP:
+            for r in np.flatnonzero(alpha[:n] <= _DROP)[::-1]:   # drop steps
+                self.remove(int(r))
         return dl
 
     def _gram(self, op):
