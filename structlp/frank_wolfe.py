@@ -609,17 +609,8 @@ class _Block:
         return self._pairwise(self.values(op.scores(w) + c, w), -1, w, op, C, n_steps, g_min)
 
     def _step_direct(self, vertex, a, w, op, c, C, pairwise, inner_steps):
-        """The step of :meth:`step` with each update of ``w`` made at once (psi mode,
-        where ``psi_j . w`` is a short product, and classical steps).
-
-        ``vertex`` is ``mu`` in compact form (:func:`_vertex`), ``a = Phi_i w + c_i`` the
-        loss-augmented scores at the current ``w``, which is updated in place
-        (``w = C sum_i Phi_i^T (mu_i - m_i)``; ``op`` is ``Phi_i``).  With ``pairwise``,
-        weight moves from the worst active output to ``mu``, then up to
-        ``inner_steps`` pairwise steps between the best and the worst active outputs
-        follow.  Returns the block's Frank–Wolfe gap ``C a . (mu - m_i)`` before the
-        step and the change of ``c_i . m_i``.
-        """
+        """:meth:`step` with ``w`` moved at every step (psi mode, where ``psi_j . w`` is a
+        short product, and classical Frank–Wolfe steps)."""
         idx, vals, _, lmu, psi = vertex
         n = self.n
         alpha, lv = self.alpha, self.lv

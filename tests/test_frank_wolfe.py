@@ -180,7 +180,8 @@ def test_duality_gap_bounds_suboptimality_early(rng, max_iter):
 def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
     """_Block.step moves w by C Phi^T (m_before - m_after), returns the exact change of
     c . m, keeps the weights on the simplex, and never lowers the dual objective; the
-    active outputs are stored compactly (nonzeros, and psi = Phi^T v in psi mode)."""
+    active outputs are stored compactly (nonzeros, and psi = Phi^T v in psi mode), and
+    without psi the block's Gram matrix is that of its active outputs."""
     from structlp.frank_wolfe import _Block, _vertex
     from structlp.part_features import MatrixFeatures
     n, d, C = 4, 3, 0.7
@@ -214,39 +215,16 @@ def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
                 np.testing.assert_allclose(blk.psi[j], P.T @ v, atol=1e-12)
         else:
             assert blk.psi is None
+            if pairwise:      # the Gram matrix of the active outputs (drops, swaps)
+                V = np.zeros((blk.n, L))
+                for j in range(blk.n):
+                    V[j, blk.idx[j]] = blk.val[j]
+                assert blk.ng == blk.n
+                np.testing.assert_allclose(blk.G[:blk.n, :blk.n], V @ P @ (V @ P).T,
+                                           rtol=1e-12, atol=1e-10)
         # the dual restricted to this block, C c.m - |w|^2 / 2, does not decrease
         assert C * dl - 0.5 * (w @ w - w_before @ w_before) >= -1e-12
         w += rng.normal(scale=0.3, size=d)          # the other blocks move w meanwhile
-
-
-def test_block_gram_matrix_is_that_of_the_active_outputs(rng):
-    """The Gram matrix a block keeps without psi (``psi_j . psi_l`` of its active outputs)
-    stays that of its outputs through additions, drop steps and swaps."""
-    psi_mode = False
-    from structlp.frank_wolfe import _Block, _vertex
-    from structlp.part_features import MatrixFeatures
-    n, d, C = 4, 5, 2.0
-    L = n * n
-    P = rng.normal(size=(L, d))
-    op = MatrixFeatures(P)
-    c = rng.normal(size=L)
-    perms = [np.eye(n)[list(p)].ravel() for p in itertools.permutations(range(n))]
-    blk = _Block(_vertex(perms[0], c, op, psi_mode), psi_mode)
-    w = rng.normal(size=d)
-    for t in range(40):
-        a = P @ w + c
-        mu = max(perms, key=lambda v: a @ v)
-        blk.step(_vertex(mu, c, op, psi_mode), a, w, op, c, C, True, 3)
-        if t % 3 == 0:
-            blk.inner_step(w, op, c, C)
-        nb = blk.n
-        V = np.zeros((nb, L))
-        for j in range(nb):
-            V[j, blk.idx[j]] = blk.val[j]
-        Psi = V @ P
-        assert blk.ng == nb
-        np.testing.assert_allclose(blk.G[:nb, :nb], Psi @ Psi.T, rtol=1e-12, atol=1e-10)
-        w += rng.normal(scale=0.5, size=d)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba not installed")
