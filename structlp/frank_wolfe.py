@@ -188,7 +188,11 @@ class FrankWolfeLearner(_FirstOrderLearner):
         (multi-plane BCFW, Shah, Kolmogorov & Lampert 2015); the passes stop as
         soon as one raises the dual objective by less than 5% of what the epoch of
         oracle calls did.  On noisy bipartite data (m = 1000, 10 x 10, C = 0.1)
-        they cut the epochs from 57 to 30-35.  0 disables them.
+        they cut the epochs from 57 to 30-35.  0 disables them.  They run only
+        when the active outputs keep their joint features (up to 256 features or
+        4 times an output's nonzeros): otherwise a visit needs the block's part
+        scores, about the cost of an oracle step, and on OCR letters (4,004
+        features) the passes cost more time than they saved.
     sampling : {"gap", "uniform"}, default="gap"
         Order of the blocks in an epoch.  "uniform": a random permutation.
         "gap": after every block has a gap estimate (the first epoch), ``m``
@@ -335,6 +339,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
         psi_true = [op.joint(t) if psi_mode else (np.flatnonzero(t), t[t != 0])
                     for op, t in zip(ops, mt)]
         blocks = self._warm_blocks(data)
+        for blk in blocks or ():   # the features may differ: Gram matrices made afresh
+            blk.ng = 0
         if blocks is None:     # m_i = the truth
             blocks = [_Block(_vertex(t, ci, op, psi_mode), psi_mode)
                       for t, ci, op in zip(mt, c, ops)]
@@ -387,7 +393,9 @@ class FrankWolfeLearner(_FirstOrderLearner):
             # epoch of oracle calls gained in the dual
             dual_now = ell - 0.5 * float(w.dot(w))
             gain, dual_before = dual_now - dual_before, dual_now
-            for _ in range(max_cache_passes):
+            # (in psi mode only: otherwise a visit costs a part-score product, about what
+            # the oracle's step costs, and on OCR the passes cost more than they gained)
+            for _ in range(max_cache_passes if psi_mode else 0):
                 for i in [i for i, b in enumerate(blocks) if b.n > 1]:
                     dl = blocks[i].inner_step(w, ops[i], None if psi_mode else c[i], C)
                     if dl is not None:
@@ -523,10 +531,14 @@ class _Block:
     its nonzeros (``idx`` and ``val``, rows padded with zero values), its loss
     coefficient ``lv_j = c_i . v_j`` and, in psi mode, its joint feature
     ``psi_j = Phi_i^T v_j`` (d,); never as a dense (L_i,) vector.  Rows have spare
-    capacity; outputs are found by the bytes of their nonzeros.
+    capacity; outputs are found by the bytes of their nonzeros.  Without psi, the Gram
+    matrix ``G[j, l] = psi_j . psi_l`` of the active outputs (rows ``< ng`` known) lets
+    the pairwise steps inside the active set run on ``n``-vectors
+    (:func:`_pairwise_steps`), with one product by ``Phi_i^T`` per visit to move ``w``
+    instead of a part-score and a joint-feature product per step.
     """
 
-    __slots__ = ("idx", "val", "psi", "alpha", "lv", "n", "keys", "rowkeys")
+    __slots__ = ("idx", "val", "psi", "alpha", "lv", "n", "keys", "rowkeys", "G", "ng")
 
     def __init__(self, vertex, psi_mode):
         idx, _, _, _, psi = vertex
@@ -535,12 +547,13 @@ class _Block:
         self.psi = np.zeros((4, psi.size)) if psi_mode else None
         self.alpha = np.zeros(4)
         self.lv = np.zeros(4)
+        self.G = np.zeros((4, 4))
         self._clear()
         self.add(vertex, 1.0)
 
     def _clear(self):
         self.alpha[:] = 0.0
-        self.n = 0
+        self.n = self.ng = 0
         self.keys, self.rowkeys = {}, []
 
     def values(self, a, w):
@@ -568,6 +581,36 @@ class _Block:
         follow.  Returns the block's Frank–Wolfe gap ``C a . (mu - m_i)`` before the
         step and the change of ``c_i . m_i``.
         """
+        if self.psi is not None or not pairwise:   # w updated at every step
+            return self._step_direct(vertex, a, w, op, c, C, pairwise, inner_steps)
+        idx, vals, key, _, _ = vertex
+        n = self.n
+        alpha = self.alpha
+        act = self.values(a, w)
+        amu = a[idx].dot(vals)
+        g = C * (amu - alpha[:n].dot(act))
+        if g <= 0.0:
+            return g, 0.0
+        j = self.keys.get(key)
+        if j is None:                     # mu joins with weight 0
+            j = self.add(vertex, 0.0)
+            act = np.append(act, amu)
+        return g, self._pairwise(act, j, w, op, C, inner_steps, 1e-3 * g)
+
+    def inner_step(self, w, op, c, C, g_min=0.0, n_steps=1):
+        """Up to ``n_steps`` pairwise steps between the best and the worst active outputs
+        at the current ``w`` (no oracle call; ``w`` is moved in place).  Returns the change
+        of ``c_i . m_i``, or None when fewer than two outputs are active or the pair's gap
+        is at most ``g_min``."""
+        if self.psi is not None:
+            return self._inner_direct(w, op, c, C, g_min)
+        if self.n < 2:
+            return None
+        return self._pairwise(self.values(op.scores(w) + c, w), -1, w, op, C, n_steps, g_min)
+
+    def _step_direct(self, vertex, a, w, op, c, C, pairwise, inner_steps):
+        """:meth:`step` with ``w`` moved at every step (psi mode, where ``psi_j . w`` is a
+        short product, and classical Frank–Wolfe steps)."""
         idx, vals, _, lmu, psi = vertex
         n = self.n
         alpha, lv = self.alpha, self.lv
@@ -600,20 +643,21 @@ class _Block:
             self._clear()
         else:
             alpha[:n] *= 1.0 - gamma
-        dl = gamma * (self.add(vertex, gamma) - lost)
+        j = self.add(vertex, gamma)
+        dl = gamma * (self.lv[j] - lost)
         if pairwise:
             if self.alpha[k] <= 1e-12:                # drop step: the output leaves
                 self.remove(k)
             elif self.n == 2:      # the only pair is (v_k, mu), just line-searched exactly
                 return g, dl
             for _ in range(inner_steps):             # pairwise steps inside the active set
-                step = self.inner_step(w, op, c, C, 1e-3 * g)
+                step = self._inner_direct(w, op, c, C, 1e-3 * g)
                 if step is None:
                     break
                 dl += step
         return g, dl
 
-    def inner_step(self, w, op, c, C, g_min=0.0):
+    def _inner_direct(self, w, op, c, C, g_min=0.0):
         """A pairwise step between the best and the worst active outputs at the current
         ``w`` (no oracle call; ``w`` is moved in place).  Returns the change of
         ``c_i . m_i``, or None when fewer than two outputs are active or the pair's gap
@@ -640,9 +684,49 @@ class _Block:
         return op.joint_sparse(np.concatenate((idx, self.idx[k])),
                                np.concatenate((vals, -self.val[k])))
 
+    def _pairwise(self, act, j, w, op, C, inner_steps, g_min):
+        """Pairwise steps by :func:`_pairwise_steps` on the values ``act`` (n,) at ``w``
+        (towards output ``j`` first, if ``j >= 0``), then ``w`` moved by the change of
+        the weights and the outputs left without weight dropped.  Returns the change of
+        ``c_i . m_i`` (None if no step was taken)."""
+        n = self.n
+        if self.ng < n:
+            self._gram(op)
+        alpha = self.alpha
+        before = alpha[:n].copy()
+        dl, steps = _kernel()(act, self.G, alpha, self.lv, n, j, C, inner_steps, g_min)
+        if steps == 0:
+            if j >= 0 and alpha[j] <= _DROP:
+                self.remove(j)
+            return None if j < 0 else 0.0
+        delta = alpha[:n] - before
+        if self.psi is not None:
+            w -= C * delta.dot(self.psi[:n])
+        else:
+            rows = np.flatnonzero(delta)
+            w -= C * op.joint_sparse(self.idx[rows].ravel(),
+                                     (delta[rows, None] * self.val[rows]).ravel())
+        if alpha[:n].min() <= _DROP:
+            for r in np.flatnonzero(alpha[:n] <= _DROP)[::-1]:   # drop steps
+                self.remove(int(r))
+        return dl
+
+    def _gram(self, op):
+        """Fill the Gram rows (and columns) ``ng..n-1``: ``psi_j . psi_l`` from the psi rows,
+        or as ``(Phi_i Phi_i^T v_j) . v_l`` from the nonzeros (two operator products)."""
+        n = self.n
+        for r in range(self.ng, n):
+            if self.psi is not None:
+                row = self.psi[:n].dot(self.psi[r])
+            else:
+                s = op.scores(op.joint_sparse(self.idx[r], self.val[r]))
+                row = np.einsum("ij,ij->i", s[self.idx[:n]], self.val[:n])
+            self.G[r, :n] = row
+            self.G[:n, r] = row
+        self.ng = n
+
     def add(self, vertex, weight):
-        """Add ``weight`` to the output ``vertex`` (made active if new); returns its
-        ``c . v``."""
+        """Add ``weight`` to the output ``vertex`` (made active if new); returns its row."""
         idx, vals, key, lmu, psi = vertex
         j = self.keys.get(key)
         if j is None:
@@ -654,6 +738,9 @@ class _Block:
                     self.psi = np.vstack([self.psi, np.zeros_like(self.psi)])
                 self.alpha = np.concatenate([self.alpha, np.zeros(j)])
                 self.lv = np.concatenate([self.lv, np.zeros(j)])
+                G = np.zeros((2 * j, 2 * j))
+                G[:j, :j] = self.G
+                self.G = G
             width = self.idx.shape[1]
             if idx.size > width:                      # more nonzeros: wider rows
                 pad = idx.size - width
@@ -671,7 +758,7 @@ class _Block:
             self.rowkeys.append(key)
             self.n += 1
         self.alpha[j] += weight
-        return self.lv[j]
+        return j
 
     def remove(self, j):
         last = self.n - 1
@@ -683,6 +770,14 @@ class _Block:
             self.alpha[j], self.lv[j] = self.alpha[last], self.lv[last]
             self.rowkeys[j] = self.rowkeys[last]
             self.keys[self.rowkeys[j]] = j
+        if j < self.ng:
+            if self.ng == self.n:                      # the Gram matrix follows
+                G = self.G
+                G[j, :last], G[:last, j] = G[last, :last], G[:last, last]
+                G[j, j] = G[last, last]
+                self.ng = last
+            else:
+                self.ng = j
         self.rowkeys.pop()
         self.alpha[last] = 0.0
         self.n = last
@@ -711,6 +806,90 @@ class _Block:
     def loss(self):
         """``c_i . m_i``."""
         return float(self.alpha[:self.n].dot(self.lv[:self.n]))
+
+
+_DROP = 1e-12          # an output whose weight falls to this leaves the active set
+
+
+def _pairwise_steps(act, G, alpha, lv, n, j, C, inner_steps, g_min):
+    """Pairwise Frank–Wolfe steps inside a block's active set, on ``n``-vectors only.
+
+    ``act[l] = a . v_l`` (n,) are the loss-augmented values of the active outputs at the
+    current ``w`` and ``G[l, r] = psi_l . psi_r`` their Gram matrix, so that a step of
+    ``gamma`` from output ``f`` to ``b`` (``w -= gamma C (psi_b - psi_f)``) changes the
+    values by ``-gamma C (G[:, b] - G[:, f])`` and the dual objective by
+    ``gamma g - gamma^2 C^2 |psi_b - psi_f|^2 / 2`` with ``g = C (act[b] - act[f])``: the
+    exact line search is ``gamma = min(alpha[f], g / (C^2 |psi_b - psi_f|^2))``.
+
+    If ``j >= 0``: first a step from the worst active output (lowest value, weight
+    above ``_DROP``) to ``j`` (the oracle's output, possibly of weight 0), and no more
+    if it leaves exactly two outputs; then (or if ``j < 0``) up to ``inner_steps`` steps
+    from the worst to the best active output, while their gap exceeds ``g_min``.
+    ``alpha`` and ``act`` are updated in place (outputs whose weight falls to ``_DROP``
+    are skipped, for the caller to drop).  Returns the change of ``c . m`` and the number
+    of steps taken.
+
+    Plain scalar loops: compiled by numba when it is installed, run as Python otherwise,
+    with the same operations in the same order (the same results).
+    """
+    dl = 0.0
+    steps = 0
+    pair_only = False
+    for s in range(inner_steps + 1):
+        if s == 0 and j < 0:
+            continue
+        lo = -1
+        hi = -1
+        count = 0
+        for l in range(n):
+            if alpha[l] > 1e-12:
+                count += 1
+                if lo < 0 or act[l] < act[lo]:
+                    lo = l
+                if hi < 0 or act[l] > act[hi]:
+                    hi = l
+        if s == 0:
+            hi = j
+            # mu and one other output: that pair is exactly line-searched by this step
+            pair_only = count + (0 if alpha[j] > 1e-12 else 1) == 2
+        elif count < 2 or pair_only:
+            break
+        if lo < 0:
+            break
+        g = C * (act[hi] - act[lo])
+        if g <= (0.0 if s == 0 else g_min):
+            break
+        den = C * C * (G[hi, hi] + G[lo, lo] - 2.0 * G[hi, lo])
+        cap = alpha[lo]
+        gamma = cap if den <= 0.0 else min(cap, g / den)
+        if gamma <= 0.0:
+            break
+        alpha[hi] += gamma
+        alpha[lo] -= gamma
+        dl += gamma * (lv[hi] - lv[lo])
+        t = gamma * C
+        for l in range(n):
+            act[l] -= t * (G[l, hi] - G[l, lo])
+        steps += 1
+        if s == 0 and alpha[lo] <= 1e-12:
+            pair_only = False          # a drop step: the others may still move
+    return dl, steps
+
+
+_compiled_steps = None
+
+
+def _kernel():
+    """:func:`_pairwise_steps`, compiled by numba when it imports (else the Python one)."""
+    global _compiled_steps
+    if _compiled_steps is None:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - the numpy fallback is tested directly
+            _compiled_steps = _pairwise_steps
+        else:
+            _compiled_steps = numba.njit(cache=True, nogil=True)(_pairwise_steps)
+    return _compiled_steps
 
 
 def _line_search(w, v, g_dir, cap, C):

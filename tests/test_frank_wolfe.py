@@ -1,5 +1,6 @@
 """FrankWolfeLearner: the objective of MaxMarginLearner, certified by the duality gap."""
 
+import importlib.util
 import itertools
 import logging
 import tracemalloc
@@ -179,7 +180,8 @@ def test_duality_gap_bounds_suboptimality_early(rng, max_iter):
 def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
     """_Block.step moves w by C Phi^T (m_before - m_after), returns the exact change of
     c . m, keeps the weights on the simplex, and never lowers the dual objective; the
-    active outputs are stored compactly (nonzeros, and psi = Phi^T v in psi mode)."""
+    active outputs are stored compactly (nonzeros, and psi = Phi^T v in psi mode), and
+    without psi the block's Gram matrix is that of its active outputs."""
     from structlp.frank_wolfe import _Block, _vertex
     from structlp.part_features import MatrixFeatures
     n, d, C = 4, 3, 0.7
@@ -213,9 +215,50 @@ def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
                 np.testing.assert_allclose(blk.psi[j], P.T @ v, atol=1e-12)
         else:
             assert blk.psi is None
+            if pairwise:      # the Gram matrix of the active outputs (drops, swaps)
+                V = np.zeros((blk.n, L))
+                for j in range(blk.n):
+                    V[j, blk.idx[j]] = blk.val[j]
+                assert blk.ng == blk.n
+                np.testing.assert_allclose(blk.G[:blk.n, :blk.n], V @ P @ (V @ P).T,
+                                           rtol=1e-12, atol=1e-10)
         # the dual restricted to this block, C c.m - |w|^2 / 2, does not decrease
         assert C * dl - 0.5 * (w @ w - w_before @ w_before) >= -1e-12
         w += rng.normal(scale=0.3, size=d)          # the other blocks move w meanwhile
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba not installed")
+def test_pairwise_kernel_numba_equals_python_exactly(rng):
+    """The compiled pairwise-step kernel gives bit-identical weights, values and loss
+    changes to the plain Python function (the fallback without numba)."""
+    from structlp import frank_wolfe as fw
+    compiled = fw._kernel()
+    assert compiled is not fw._pairwise_steps
+    for trial in range(200):
+        n = int(rng.integers(1, 7))
+        Psi = rng.normal(size=(n, 3))
+        if trial % 5 == 0 and n > 1:
+            Psi[1] = Psi[0]                 # a zero direction: den = 0
+        G = Psi @ Psi.T
+        alpha = rng.dirichlet(np.ones(n))
+        if trial % 4 == 0:
+            alpha[rng.integers(n)] = 0.0     # an output of weight 0 (just added)
+        act = rng.normal(size=n)
+        if trial % 7 == 0:
+            act[:] = act[0]                  # ties
+        lv = rng.normal(size=n)
+        j = int(rng.integers(-1, n))
+        C = float(rng.uniform(0.01, 3.0))
+        k = int(rng.integers(0, 5))
+        g_min = float(rng.uniform(0, 0.1))
+        ra, rb = (alpha.copy(), act.copy()), (alpha.copy(), act.copy())
+        out_a = fw._pairwise_steps(rb[1], G, rb[0], lv, n, j, C, k, g_min)
+        out_b = compiled(ra[1], G, ra[0], lv, n, j, C, k, g_min)
+        assert out_a[1] == out_b[1] and out_a[0] == out_b[0]
+        np.testing.assert_array_equal(ra[0], rb[0])
+        np.testing.assert_array_equal(ra[1], rb[1])
+        # the weights stay on the simplex
+        assert ra[0].sum() == pytest.approx(alpha.sum()) and np.all(ra[0] >= -1e-15)
 
 
 def test_max_iter_warns(rng):
