@@ -555,9 +555,15 @@ def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, c
     lines.append(f"best-or-tied sets equal to the paper's on {agree} of 6 metrics")
     if n_split < 5:
         lines.append("(fewer than 5 splits: no significance test, only the best is marked)")
-    lines.append(f"reg chosen by {cv}-fold CV on split 1's training set from {grid}"
-                 + (" (extended as needed)" if protocol == "exact" else "") + ": " + "; ".join(
-                     f"{n} " + ", ".join(f"{chosen[(n, k)]:g}" for k in METRICS) for n in MODELS))
+    per_model = "; ".join(f"{n} " + ", ".join(f"{chosen[(n, k)]:g}" for k in METRICS)
+                          for n in MODELS)
+    if len(grid) == 1 or cv == 1:       # no selection was made: say so, not "chosen by CV"
+        lines.append(f"reg fixed at {grid[0]:g} (no cross-validation: "
+                     + ("a single reg value" if len(grid) == 1 else "cv=1") + "): " + per_model)
+    else:
+        lines.append(f"reg chosen by {cv}-fold CV on split 1's training set from {grid}"
+                     + (" (extended as needed)" if protocol == "exact" else "") + ": "
+                     + per_model)
     lines += [f"  grid extension: {note}" for note in notes]
     # runtime breakdown: per phase and model, wall / CPU seconds summed over tasks
     lines.append(f"wall {elapsed:.0f} s (CV {t_val:.0f} s), CPU {cpu:.0f} s (all processes) "

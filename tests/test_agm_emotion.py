@@ -318,7 +318,7 @@ def test_agm_init_starts_the_subgradient_method():
     m = AdversarialGraphicalModel(3, init=start, **kw).fit(X, Y)
     np.testing.assert_allclose(m.coef_, start, atol=1e-6)
     assert m.get_params()["init"] is start
-    for bad in (np.zeros(D + 1), "zeros", np.nan):
+    for bad in (np.zeros(D + 1), "zeros", np.nan, ["a"] * D, [["x"]], True):
         with pytest.raises(InvalidParameterError, match="'init'.*shape \\(27,\\)"):
             AdversarialGraphicalModel(3, init=bad, **kw).fit(X, Y)
 
@@ -372,3 +372,17 @@ def test_a_cv_value_the_solver_cannot_reach_counts_as_worst(monkeypatch):
                                               E.Progress("test", verbose=0))
     assert chosen[("AGM", key)] <= 1.0 and cv_loss[("AGM", key)][100.0] == float("inf")
     assert any(n.startswith("AGM/zero-one, unweighted: solver failed at reg 100") for n in notes)
+
+
+def test_summary_says_fixed_reg_without_selection():
+    """One reg value (or cv=1): the summary says the value was fixed, not "chosen by CV"."""
+    from scipy.stats import wilcoxon
+    E = load_problem(PROBLEM)
+    results = {(n, k): [0.3] for n in E.MODELS for k in E.METRICS}
+    args = ([], [], "exact")
+    for grid, cv, fixed in (([0.01], 3, True), ([0.1, 1.0], 1, True), ([0.1, 1.0], 3, False)):
+        chosen = {(n, k): grid[0] for n in E.MODELS for k in E.METRICS}
+        report = E._report(results, chosen, {}, *args, grid, 1, cv, 1, 1.0, 0.0, 1.0,
+                           wilcoxon)["report"]
+        assert ("reg fixed at 0.01" in report or "reg fixed at 0.1" in report) == fixed
+        assert ("chosen by" in report) != fixed

@@ -292,3 +292,25 @@ def test_qp_solution_is_verified_not_trusted(rng):
         assert loose.verification_["ok"] == (not msgs)
         caught.append((solver, loose.verification_["ok"], msgs))
     assert any(not ok and solver in msgs[0] for solver, ok, msgs in caught), caught
+
+
+def test_highs_banner_stays_off_stdout(tmp_path):
+    """The subgradient method's HiGHS instances (inner="lp") print nothing to stdout.
+
+    HiGHS writes a banner when a process builds its first instance: a fresh process.
+    """
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np\n"
+            "from structlp.agm import AdversarialGraphicalModel, chain\n"
+            "rng = np.random.default_rng(0)\n"
+            "X = [chain(rng.normal(size=(4, 2)), rng.normal(size=(3, 1))) for _ in range(3)]\n"
+            "Y = [rng.integers(0, 2, 4) for _ in range(3)]\n"
+            "AdversarialGraphicalModel(2, inner='lp', max_epochs=2, random_state=0).fit(X, Y)\n"
+            "print('done')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "done\n"

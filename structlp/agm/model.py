@@ -354,8 +354,13 @@ class AdversarialGraphicalModel(BaseEstimator):
         return (avg if (self.average and n_avg) else theta), polys
 
     def _initial_theta(self, D):
-        init = np.asarray(self.init, dtype=float) if isinstance(
-            self.init, (numbers.Real, np.ndarray, list, tuple)) else None
+        init = None
+        if isinstance(self.init, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(
+                self.init, bool):
+            try:
+                init = np.asarray(self.init, dtype=float)
+            except (TypeError, ValueError):     # e.g. a list of strings
+                init = None
         if init is None or init.shape not in ((), (D,)) or not np.all(np.isfinite(init)):
             raise InvalidParameterError(
                 f"The 'init' parameter of {type(self).__name__} must be a finite number or an "
