@@ -82,12 +82,13 @@ import numpy as np
 
 import structlp
 from structlp._progress import Progress, check_verbose
-from structlp.agm import AdversarialGraphicalModel, TreeCRF
+from structlp.agm import AdversarialGraphicalModel, JunctionTreeCRF, TreeCRF
 from structlp.agm.crf import tree_marginals
 from structlp.agm.data import emotion_examples, load_ck_emotion
 from structlp.agm.game import check_loss
+from structlp.agm.junction import GraphExample, check_graph_example, jt_marginals, jt_max_sum
 from structlp.agm.trees import check_tree_example, max_sum, potentials
-from structlp.structures import TreeLabeling
+from structlp.structures import JunctionTreeLabeling, TreeLabeling
 
 DESCRIPTION = __doc__.split("\n\n")[0]
 
@@ -111,15 +112,22 @@ PAPER_GRID = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 0.0)
 #: AdaGrad passes of the authors' code: in cross-validation, in the final fits.
 PAPER_PASSES = {"cv": 50, "final": 100}
 EXACT_GRID = (0.1, 1.0, 10.0)
+#: Graph of a sequence (option ``edges``): the chain, or the chain plus skip edges
+#: (t, t + 2) with their own parameters (junction tree of width 2; AGM, SSVM and CRF
+#: then run on the junction tree).
+EDGES = ("chain", "skip2")
 #: Training sequences of a split (the authors' 120; the rest are the test set).
 N_TRAIN = 120
 #: Extension of the exact grid stops at these (a decade at a time).
 EXACT_LIMITS = (1e-6, 1e6)
 
-#: Clarabel without iterative refinement of its KKT solves: 20-30 % faster on these
-#: QPs, optimal values within 2e-6 relative of the defaults (split 1, per-class QPs);
-#: a QP that then fails is solved again with Clarabel's defaults.
-FAST_CLARABEL = {"iterative_refinement_enable": False}
+#: Clarabel with faer's supernodal LDL (one thread per worker process) and without
+#: iterative refinement of its KKT solves: on these QPs (the dense 312-parameter block
+#: makes every KKT factor dense-ish) faer's BLAS-3 kernels beat the default QDLDL by
+#: about 25 % and skipping refinement saves 20-30 %; optimal values within 2e-6
+#: relative of the defaults.  A QP that then fails is solved again with Clarabel's
+#: defaults (QDLDL, refinement on).
+FAST_CLARABEL = {"direct_solve_method": "faer", "iterative_refinement_enable": False}
 
 def metric_name(loss, weighted):
     return f"{loss.replace('_', '-')}, {'weighted' if weighted else 'unweighted'}"
@@ -176,28 +184,43 @@ def _agm(loss, weighted, reg, solver, solver_opts=None):
         reg=reg * m / m_z, method="qp", solver=solver, solver_opts=solver_opts)
 
 
-def _ssvm(loss, weighted, reg, solver, solver_opts=None):
+def _ssvm(loss, weighted, reg, solver, solver_opts=None, loopy=False):
     # 1/2 |w|^2 + C sum xi with C = 1 / (reg m): the same scaling as reg/2 |w|^2 + mean xi
+    # (skip-chain examples: the labelling over the clique polytope of the junction tree)
+    structure = JunctionTreeLabeling if loopy else TreeLabeling
     return lambda m_z, m: structlp.MaxMarginLearner(
-        TreeLabeling(3, loss=loss, node_weights="position" if weighted else None,
-                     normalize_weights=True), C=1.0 / (reg * m), solver=solver,
+        structure(3, loss=loss, node_weights="position" if weighted else None,
+                  normalize_weights=True), C=1.0 / (reg * m), solver=solver,
         solver_opts=solver_opts)
 
 
-def _crf(reg):
-    return lambda m_z, m: TreeCRF(3, reg=reg * m / m_z, max_iter=300)
+def _crf(reg, loopy=False):
+    crf = JunctionTreeCRF if loopy else TreeCRF
+    return lambda m_z, m: crf(3, reg=reg * m / m_z, max_iter=300)
 
 
-def _make(model, key, reg, solver, opts):
+def _make(model, key, reg, solver, opts, loopy=False):
     return (_agm(*key, reg, solver, opts) if model == "AGM"
-            else _ssvm(*key, reg, solver, opts))
+            else _ssvm(*key, reg, solver, opts, loopy))
 
 
 # ------------------------------------------------------------------ paper protocol
+def _decode(ex, b, B):
+    """Max-sum labelling: on the chain, or on the junction tree of a skip-chain."""
+    return (jt_max_sum if isinstance(ex, GraphExample) else max_sum)(ex, b, B)[0]
+
+
+def _marginals(ex, b, B):
+    """Node (n, k) and edge (E, k, k) marginals by sum-product (chain or junction tree)."""
+    if isinstance(ex, GraphExample):
+        return jt_marginals(ex, b, B)[2:]
+    return tree_marginals(ex, b, B)[1:]
+
+
 def _one_hot(ex, y, k):
     Zv = np.eye(k)[y]
-    Ze = np.zeros((ex.n_nodes - 1, k, k))
-    Ze[np.arange(ex.n_nodes - 1), y[ex.edge_parent], y[ex.edge_child]] = 1.0
+    Ze = np.zeros((len(ex.edge_child), k, k))
+    Ze[np.arange(len(ex.edge_child)), y[ex.edge_parent], y[ex.edge_child]] = 1.0
     return Zv, Ze
 
 
@@ -238,7 +261,7 @@ def _paper_fit(model, key, reg, exs, Ys, passes, seed):
     if model == "CRF":
         def grad(i, theta):
             ex, y = exs[i], Ys[i]
-            _, R, Q = tree_marginals(ex, *potentials(ex, theta, k))
+            R, Q = _marginals(ex, *potentials(ex, theta, k))
             return _feature_gradient(ex, R, Q, y, k)
         return adagrad(grad, rng.uniform(-0.5, 0.5, D), len(exs), reg, passes, rng)
     L = check_loss(key[0], k)[1]
@@ -247,7 +270,7 @@ def _paper_fit(model, key, reg, exs, Ys, passes, seed):
         ex, y = exs[i], Ys[i]
         b, B = potentials(ex, theta, k)
         w = _weights(ex.n_nodes, key[1])
-        y_star = max_sum(ex, b + w[:, None] * L[:, y].T, B)[0]
+        y_star = _decode(ex, b + w[:, None] * L[:, y].T, B)
         R, Q = _one_hot(ex, y_star, k)
         return _feature_gradient(ex, R, Q, y, k)
     return adagrad(grad, np.full(D, -0.5), len(exs), reg, passes, rng)
@@ -257,10 +280,9 @@ def _paper_predict(model, theta, exs, key):
     k = 3
     pots = [potentials(ex, theta, k) for ex in exs]
     if model != "CRF":
-        return [max_sum(ex, b, B)[0] for ex, (b, B) in zip(exs, pots)]
+        return [_decode(ex, b, B) for ex, (b, B) in zip(exs, pots)]
     L = check_loss(key[0], k)[1]
-    return [np.argmin(tree_marginals(ex, b, B)[1] @ L.T, axis=1)
-            for ex, (b, B) in zip(exs, pots)]
+    return [np.argmin(_marginals(ex, b, B)[0] @ L.T, axis=1) for ex, (b, B) in zip(exs, pots)]
 
 
 # ------------------------------------------------------------------ tasks
@@ -294,7 +316,7 @@ def _task(job):
         X = _DATA["X"]
         Xtr, Ztr, Xte, Zte = [X[i] for i in train], Z[train], [X[i] for i in test], Z[test]
         if model == "CRF":
-            fitted = PerClass(_crf(reg)).fit(Xtr, Ytr, Ztr)
+            fitted = PerClass(_crf(reg, cfg.get("edges", "chain") != "chain")).fit(Xtr, Ytr, Ztr)
         else:
             solver = cfg["solver"]
             clarabel = solver is None or str(solver).upper() == "CLARABEL"
@@ -324,14 +346,15 @@ def _task(job):
 
 
 def _fit_with_fallback(model, key, reg, solver, opts, clarabel, X, Y, Z):
+    loopy = _DATA["cfg"].get("edges", "chain") != "chain"
     try:
-        return PerClass(_make(model, key, reg, solver, opts)).fit(X, Y, Z)
+        return PerClass(_make(model, key, reg, solver, opts, loopy)).fit(X, Y, Z)
     except structlp.SolverError:
         if not clarabel:
             raise
         # without iterative refinement Clarabel may stop short: redo with its defaults
         opts = {k: v for k, v in opts.items() if k not in FAST_CLARABEL}
-        return PerClass(_make(model, key, reg, solver, opts)).fit(X, Y, Z)
+        return PerClass(_make(model, key, reg, solver, opts, loopy)).fit(X, Y, Z)
 
 
 def _run_tasks(jobs, n_jobs, progress):
@@ -424,10 +447,14 @@ def _best(by_reg):
     return regs[int(np.argmin(means))]
 
 
-def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid):
+def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges="chain"):
     if protocol not in ("exact", "paper"):
         raise structlp.InvalidParameterError(
             f"protocol must be 'exact' or 'paper'; got {protocol!r}.")
+    if edges not in EDGES:
+        raise structlp.InvalidParameterError(
+            f"edges must be one of {EDGES} (the chain, or the chain plus the skip edges "
+            f"(t, t + 2)); got {edges!r}.")
     for name, v, lo, hi in (("splits", splits, 1, 20), ("n_jobs", n_jobs, 1, None),
                             ("cv", cv, 1, 40)):
         if (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo
@@ -442,7 +469,7 @@ def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid):
 
 
 def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact", cv=3,
-        reg_grid=None, n_jobs=2, verbose=0, **options):
+        reg_grid=None, n_jobs=2, verbose=0, edges="chain", **options):
     """Run the experiment on ``splits`` of the authors' 20 splits (in order).
 
     Options: ``protocol`` ("exact" or "paper", see the module docstring),
@@ -455,13 +482,19 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     being one model fitted on one split or fold; Clarabel then runs one
     thread per worker), ``seed`` (AdaGrad's order and the CRF's start in the
     paper protocol), ``verbose`` (0, or >= 1: one log line per finished task
-    and per grid extension, through :mod:`structlp._progress`).
+    and per grid extension, through :mod:`structlp._progress`), ``edges``
+    ("chain", default, or "skip2": skip-chain examples with the edges (t, t + 2)
+    too, their features ``[|x_{t+2} - x_t|; 1]`` with their own parameters; the
+    AGM then runs on the junction tree (width 2), the SSVM on
+    :class:`~structlp.structures.JunctionTreeLabeling`, the CRF is
+    :class:`~structlp.agm.JunctionTreeCRF`).
+
     """
     from scipy.stats import wilcoxon
     if options:
         raise structlp.InvalidParameterError(
             f"Unknown option(s) {sorted(options)} of emotion_intensity; known: protocol, "
-            "splits, cv, reg_grid, data_path, n_jobs, seed, verbose.")
+            "splits, cv, reg_grid, data_path, n_jobs, seed, verbose, edges.")
     verbose = check_verbose(verbose, owner="emotion_intensity")
     if reg_grid is None:
         reg_grid = PAPER_GRID if protocol == "paper" else EXACT_GRID
@@ -469,19 +502,21 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
         grid = [float(C)] if C is not None else [float(r) for r in np.atleast_1d(reg_grid)]
     except (TypeError, ValueError):
         grid = []
-    _check_options(protocol, splits, n_jobs, cv, grid, reg_grid)
+    _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges)
     progress = Progress("emotion_intensity", verbose=verbose)
     t0 = time.perf_counter()
     ru0 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     D = load_ck_emotion(data_path)
     n_split = int(splits)
+    check = check_tree_example if edges == "chain" else (lambda x: check_graph_example(x, 3))
     _DATA.update(X=emotion_examples(D["frames"], np.zeros(len(D["frames"]), dtype=int),
-                                    n_classes=1),
-                 X_joint=[check_tree_example(x) for x in
-                          emotion_examples(D["frames"], D["emotion"], n_classes=6)],
+                                    n_classes=1, edges=edges),
+                 X_joint=[check(x) for x in
+                          emotion_examples(D["frames"], D["emotion"], n_classes=6,
+                                           edges=edges)],
                  Y=D["labels"], Z=D["emotion"],
                  cfg={"protocol": protocol, "solver": solver, "seed": int(seed),
-                      "n_jobs": int(n_jobs)})
+                      "n_jobs": int(n_jobs), "edges": edges})
     first = D["splits"][0]
     timings, notes, cv_loss = [], [], {}
     if len(grid) == 1 or cv == 1:
@@ -507,7 +542,7 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     ru1 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     cpu = sum(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime for a, b in zip(ru0, ru1))
     return _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, cv,
-                   n_jobs, elapsed, t_val, cpu, wilcoxon)
+                   n_jobs, elapsed, t_val, cpu, wilcoxon, edges)
 
 
 def _marks(results, key, n_split, wilcoxon):
@@ -525,9 +560,10 @@ def _marks(results, key, n_split, wilcoxon):
 
 
 def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, cv, n_jobs,
-            elapsed, t_val, cpu, wilcoxon):
-    lines = [f"Emotion intensity (CK+), protocol={protocol}, mean test loss over {n_split} "
-             "split(s); * = best or not significantly worse (Wilcoxon, alpha=0.05)",
+            elapsed, t_val, cpu, wilcoxon, edges="chain"):
+    lines = [f"Emotion intensity (CK+), protocol={protocol}, edges={edges}, mean test loss "
+             f"over {n_split} split(s); * = best or not significantly worse (Wilcoxon, "
+             "alpha=0.05)",
              f"{'loss metric':<22} {'AGM':>7} {'CRF':>7} {'SSVM':>7}   | paper: AGM   CRF   SSVM"
              "  | ours - paper: AGM    CRF   SSVM"]
     table, bold_count, agree = {}, {n: 0 for n in MODELS}, 0
@@ -580,7 +616,7 @@ def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, c
                      f"fit {b['fit']:7.1f} s (cpu {b['fit_cpu']:7.1f}, solver {b['solver']:7.1f}; "
                      f"{per_fit:.2f} s per fit), predict {b['predict']:5.1f} s")
     return {"report": "\n".join(lines), "table": table, "average": avg, "splits": n_split,
-            "protocol": protocol, "seconds": elapsed, "cv_seconds": t_val, "cpu_seconds": cpu,
+            "protocol": protocol, "edges": edges, "seconds": elapsed, "cv_seconds": t_val, "cpu_seconds": cpu,
             "grid_extensions": notes, "paper_agreement": agree,
             "breakdown": {f"{p}/{m}": b for (p, m), b in breakdown.items()},
             "cv_loss": {f"{n}/{metric_name(*k)}": {str(r): v for r, v in d.items()}

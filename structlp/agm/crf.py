@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 from .._lbfgs import minimize_lbfgs
 from .._progress import Progress, check_callback, check_verbose
-from .._validation import check_scalar
+from .._validation import check_bool, check_scalar
 from ..base import BaseEstimator
 from ..exceptions import InvalidInputError
 from .game import check_loss
@@ -103,6 +103,9 @@ class TreeCRF(BaseEstimator):
     callback : callable or None, default None
         ``callback(info)`` after every L-BFGS iteration (``iteration``, ``objective``,
         ``time``); returning True stops the fit (``converged_`` is then False).
+    warm_start : bool, default False
+        When True and the model is fitted with a ``coef_`` of the same length, a
+        re-fit starts L-BFGS from ``coef_`` instead of zero.
 
     Attributes
     ----------
@@ -114,13 +117,14 @@ class TreeCRF(BaseEstimator):
     """
 
     def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500, verbose=0,
-                 callback=None):
+                 callback=None, warm_start=False):
         self.n_labels = n_labels
         self.loss = loss
         self.reg = reg
         self.max_iter = max_iter
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     def _check_params(self):
         name = type(self).__name__
@@ -130,13 +134,20 @@ class TreeCRF(BaseEstimator):
         check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1, owner=name)
         check_verbose(self.verbose, name)
         check_callback(self.callback, name)
+        check_bool(self.warm_start, "warm_start", owner=name)
         return k, L, reg
 
     def _lbfgs(self, objective, n, args):
-        """L-BFGS from zero, reporting each iteration (see :mod:`structlp._lbfgs`)."""
+        """L-BFGS from zero (or ``coef_`` with ``warm_start``), reporting each iteration.
+
+        See :mod:`structlp._lbfgs`.
+        """
         progress = Progress(self, check_verbose(self.verbose), self.callback,
                             total=int(self.max_iter))
-        return minimize_lbfgs(objective, np.zeros(n), args=args, progress=progress,
+        prev = getattr(self, "coef_", None)
+        start = (prev.copy() if self.warm_start and isinstance(prev, np.ndarray)
+                 and prev.shape == (n,) else np.zeros(n))
+        return minimize_lbfgs(objective, start, args=args, progress=progress,
                               options={"maxiter": int(self.max_iter), "gtol": 1e-7})
 
     def fit(self, X, Y):
@@ -249,8 +260,9 @@ class JunctionTreeCRF(TreeCRF):
     max_iter : int, default 500
     max_treewidth : int, default 8
         Refuse wider junction trees (see :func:`structlp.agm.junction.check_graph_example`).
-    verbose, callback :
-        As :class:`TreeCRF` (one report per L-BFGS iteration).
+    verbose, callback, warm_start :
+        As :class:`TreeCRF` (one report per L-BFGS iteration; a warm re-fit starts
+        L-BFGS from ``coef_``).
 
     Attributes
     ----------
@@ -259,9 +271,9 @@ class JunctionTreeCRF(TreeCRF):
     """
 
     def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500, max_treewidth=8,
-                 verbose=0, callback=None):
+                 verbose=0, callback=None, warm_start=False):
         super().__init__(n_labels, loss=loss, reg=reg, max_iter=max_iter, verbose=verbose,
-                         callback=callback)
+                         callback=callback, warm_start=warm_start)
         self.max_treewidth = max_treewidth
 
     def _check_params(self):
