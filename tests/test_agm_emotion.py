@@ -460,3 +460,25 @@ def test_skip_chain_option_on_a_ck_subset(monkeypatch):
     res = E.run(splits=1, reg_grid=[10.0], n_jobs=1, edges="skip2")
     _check_result(res, "exact", 1)
     assert res["edges"] == "skip2" and "edges=skip2" in res["report"]
+
+
+def test_chain_labeling_is_tree_labeling_without_the_redundant_bounds(rng):
+    """The SSVM's ChainLabeling: the same polytope and QP optimum as TreeLabeling, fewer variables."""
+    import structlp
+    from agm_oracles import random_tree_data
+    from structlp.structures import TreeLabeling
+    E = load_problem(PROBLEM)
+    X, Y = random_tree_data(rng, 5, 5, k=3, chain=True)
+    fits = {}
+    for cls in (TreeLabeling, E.ChainLabeling):
+        model = cls(3, loss="absolute", node_weights="position", normalize_weights=True)
+        fits[cls] = structlp.MaxMarginLearner(model, C=0.5).fit(X, Y)
+        P = model.polytope(model.check_x(X[0]))
+        Q = TreeLabeling(3).polytope(model.check_x(X[0]))
+        assert (P.E != Q.E).nnz == 0 and np.array_equal(P.e, Q.e) and np.array_equal(P.ub, Q.ub)
+    a, b = fits[TreeLabeling], fits[E.ChainLabeling]
+    assert b.problem_.value == pytest.approx(a.problem_.value, rel=1e-6)
+    np.testing.assert_allclose(b.coef_, a.coef_, atol=1e-5)
+    assert (sum(v.size for v in b.problem_.variables())
+            < sum(v.size for v in a.problem_.variables()))
+    assert all(np.array_equal(p, q) for p, q in zip(b.predict(X), a.predict(X)))

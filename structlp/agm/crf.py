@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numbers
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 from .._lbfgs import minimize_lbfgs
 from .._progress import Progress, check_callback, check_verbose
 from .._validation import check_bool, check_scalar
@@ -116,8 +118,9 @@ class TreeCRF(BaseEstimator):
         L-BFGS met its tolerance.
     """
 
-    def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500, verbose=0,
-                 callback=None, warm_start=False):
+    def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one", reg: float = 1e-2,
+                 max_iter: int = 500, verbose: int = 0,
+                 callback: Optional[Callable[..., Any]] = None, warm_start: bool = False) -> None:
         self.n_labels = n_labels
         self.loss = loss
         self.reg = reg
@@ -150,7 +153,7 @@ class TreeCRF(BaseEstimator):
         return minimize_lbfgs(objective, start, args=args, progress=progress,
                               options={"maxiter": int(self.max_iter), "gtol": 1e-7})
 
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[ArrayLike]) -> "TreeCRF":
         """Fit by L-BFGS on the regularized mean negative log-likelihood; returns self."""
         k, L, reg = self._check_params()
         exs, Ys, d_v, d_e = self._examples(X, Y, k)
@@ -181,13 +184,14 @@ class TreeCRF(BaseEstimator):
                 f"X has {d_v} node features; the model was fitted with {self.n_features_in_[0]}.")
         return exs, k
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Sequence[Any]) -> List[np.ndarray]:
         """Node marginals ``P(y_i = a | x)`` of each example: list of (n_i, k) arrays."""
         exs, k = self._checked(X)
         F = Forest(exs)
         return F.split_nodes(forest_marginals(F, *F.potentials(self.coef_, k))[1])
 
-    def predict(self, X, loss=None):
+    def predict(self, X: Sequence[Any], loss: Union[None, str, ArrayLike] = None
+                ) -> List[np.ndarray]:
         """Bayes-optimal labelling for ``loss`` (default: the ``loss`` parameter).
 
         Returns
@@ -270,8 +274,9 @@ class JunctionTreeCRF(TreeCRF):
     converged_ : bool; n_features_in_ : (d_v, d_e)
     """
 
-    def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500, max_treewidth=8,
-                 verbose=0, callback=None, warm_start=False):
+    def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one", reg: float = 1e-2,
+                 max_iter: int = 500, max_treewidth: int = 8, verbose: int = 0,
+                 callback: Optional[Callable[..., Any]] = None, warm_start: bool = False) -> None:
         super().__init__(n_labels, loss=loss, reg=reg, max_iter=max_iter, verbose=verbose,
                          callback=callback, warm_start=warm_start)
         self.max_treewidth = max_treewidth
@@ -282,7 +287,7 @@ class JunctionTreeCRF(TreeCRF):
                      owner=type(self).__name__)
         return out
 
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[ArrayLike]) -> "JunctionTreeCRF":
         """Fit by L-BFGS on the regularized mean negative log-likelihood; returns self."""
         from .junction import encode_pairwise
         from .trees import part_features
@@ -296,7 +301,7 @@ class JunctionTreeCRF(TreeCRF):
     def _examples(self, X, Y, k):
         return _graph_examples(X, Y, k, self.max_treewidth, type(self).__name__)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Sequence[Any]) -> List[np.ndarray]:
         """Node marginals ``P(y_i = a | x)`` of each example: list of (n_i, k) arrays."""
         from .junction import jt_marginals
         from .trees import potentials

@@ -24,13 +24,11 @@ marginals with ``Q_e 1 = r_parent``, ``Q_e^T 1 = r_child``).  Two solvers:
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 from scipy.optimize import linprog
 
 from ..exceptions import SolverError
+from ..inference import _new_highs
 from .game import node_games
 from .junction import GraphExample, clique_game_polytope, clique_scores, pairwise_marginals
 from .recovery import emd_max
@@ -100,7 +98,7 @@ class InnerLP:
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = \
             M.indptr, M.indices, M.data
         lp.sense_ = highspy.ObjSense.kMaximize
-        self.h = _quiet_highs(highspy)
+        self.h = _new_highs()   # quiet, its banner kept off stdout
         self.h.passModel(lp)
         self._idx = np.arange(self.n_cols, dtype=np.int32)
         self._ok = highspy.HighsModelStatus.kOptimal
@@ -114,39 +112,6 @@ class InnerLP:
                               f"{self.h.modelStatusToString(self.h.getModelStatus())}")
         R, Q = _lp_marginals(self.ex, np.asarray(self.h.getSolution().col_value), self.k)
         return float(self.h.getInfo().objective_function_value), R, Q
-
-
-def _quiet_highs(highspy):
-    """A ``highspy.Highs()`` with its output off and its banner kept off stdout.
-
-    HiGHS writes its banner to the C-level stdout when the first instance of a
-    process is built, before any option can be set: that construction runs with
-    file descriptor 1 pointed at ``os.devnull`` (later ones print nothing).
-    """
-    global _HIGHS_BANNER_DONE
-    saved = None
-    if not _HIGHS_BANNER_DONE:
-        sys.stdout.flush()
-        try:
-            saved = os.dup(1)
-        except OSError:             # no file descriptor 1: nothing to keep clean
-            saved = None
-    if saved is None:
-        h = highspy.Highs()
-    else:
-        try:
-            with open(os.devnull, "w") as null:
-                os.dup2(null.fileno(), 1)
-                h = highspy.Highs()
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-    _HIGHS_BANNER_DONE = True
-    h.setOptionValue("output_flag", False)
-    return h
-
-
-_HIGHS_BANNER_DONE = False
 
 
 def inner_lp(ex, b, B, node_losses, polytope=None):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numbers
 import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .._progress import Progress, check_callback, check_verbose
 from .._validation import (check_bool, check_choice, check_random_state, check_scalar,
@@ -187,11 +189,16 @@ class AdversarialGraphicalModel(BaseEstimator):
     fit_time_ : float
     """
 
-    def __init__(self, n_labels, loss="zero_one", node_weights=None, normalize_weights=False,
-                 reg=1e-2, method="subgradient", inner="lp", max_epochs=100, learning_rate=0.1,
-                 batch_size=1, average=True, inner_tol=1e-6, random_state=None, solver=None,
-                 solver_opts=None, max_treewidth=MAX_TREEWIDTH, init=0.0, verbose=0,
-                 callback=None, warm_start=False):
+    def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one",
+                 node_weights: Union[None, str, Callable[..., Any]] = None,
+                 normalize_weights: bool = False, reg: float = 1e-2,
+                 method: str = "subgradient", inner: str = "lp", max_epochs: int = 100,
+                 learning_rate: float = 0.1, batch_size: int = 1, average: bool = True,
+                 inner_tol: float = 1e-6, random_state: Optional[int] = None,
+                 solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
+                 max_treewidth: int = MAX_TREEWIDTH, init: Union[float, ArrayLike] = 0.0,
+                 verbose: int = 0, callback: Optional[Callable[..., Any]] = None,
+                 warm_start: bool = False) -> None:
         self.n_labels = n_labels
         self.loss = loss
         self.node_weights = node_weights
@@ -249,7 +256,7 @@ class AdversarialGraphicalModel(BaseEstimator):
                                   max_treewidth=self.max_treewidth)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[ArrayLike]) -> "AdversarialGraphicalModel":
         """Learn ``theta`` from tree examples ``X`` and labellings ``Y``.
 
         Parameters
@@ -274,7 +281,7 @@ class AdversarialGraphicalModel(BaseEstimator):
                             total=None if qp else int(self.max_epochs))
         try:
             if qp:
-                polytopes = []
+                polytopes: List[Any] = []
                 theta = self._fit_qp(exs, Ys, NL, k, d_v, d_e, progress, polytopes)
                 self.n_iter_ = 1
             else:
@@ -310,7 +317,8 @@ class AdversarialGraphicalModel(BaseEstimator):
             total += val - graph_score(ex, b, B, y)
         return float(0.5 * float(self.reg) * theta @ theta + total / len(exs))
 
-    def objective(self, X, Y, theta=None):
+    def objective(self, X: Sequence[Any], Y: Sequence[ArrayLike],
+                  theta: Optional[ArrayLike] = None) -> float:
         """The regularized AGM objective of ``theta`` (default ``coef_``) on ``(X, Y)``, exactly."""
         k, _, L = self._check_params()
         if theta is None:
@@ -467,7 +475,7 @@ class AdversarialGraphicalModel(BaseEstimator):
                 f"{tuple(self.n_features_in_)}.")
         return exs, k
 
-    def decision_potentials(self, X):
+    def decision_potentials(self, X: Sequence[Any]) -> List[Tuple[np.ndarray, np.ndarray]]:
         """Node potentials (n, k) and edge potentials (E, k, k) of each example.
 
         (A graph example that is a tree directed from a root has its edges in the
@@ -476,7 +484,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         exs, k = self._checked(X)
         return [potentials(ex, self.coef_, k) for ex in exs]
 
-    def predict(self, X):
+    def predict(self, X: Sequence[Any]) -> List[np.ndarray]:
         """The highest-potential labelling of each example, by max-sum on its (junction) tree.
 
         Solves ``argmax_y theta . Phi(x, y)``.
@@ -489,7 +497,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         return [(jt_max_sum if isinstance(ex, GraphExample) else max_sum)(
             ex, *potentials(ex, self.coef_, k))[0] for ex in exs]
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Sequence[Any]) -> List[np.ndarray]:
         """The predictor's node marginals of Eq. 10, one LP for all examples.
 
         Solves, for every example,
