@@ -35,21 +35,29 @@ Where the time goes (exact protocol; CPU seconds measured in this run's
 tasks, which report fit / prediction / solver seconds per model and phase):
 72 per-class QPs per split (6 metrics x 2 models x 6 classes), 0.6-0.9 CPU-s
 each (an AGM or SSVM task = one model and metric on 6 classes: 3.7-3.9 CPU-s
-on a CV fold of 80 sequences, about 5.5 on a split's 120), about 80-85 % of it
-inside Clarabel's interior point method (the 312 shared parameters of a class
-make every KKT factorization dense-ish), compilation under 10 %, prediction
-and the CRF (L-BFGS) a few %.  A split's final fits cost about 76 CPU-s, the
-CV about 600 (3 folds x 3-5 grid values x 72 QPs of 2/3 the size), the whole
-20-split run about 2,100 CPU-s: some 18 minutes on two idle cores (CPU
-seconds / 2), no faster than the former 70/30 validation (2,302 CPU-s,
-19 min 41 s).  Tried and not kept: Clarabel's faer solver and looser
-tolerances (no measurable gain), OSQP (slower), Frank-Wolfe to a 1e-6 duality
-gap for the SSVM (1.8x, 7x and over 25x slower than the QP at reg 10, 1, 0.1).  Kept: Clarabel
-without iterative refinement (``FAST_CLARABEL``, 20-30 %), one solver thread
-per worker, tasks longest first, and a grid search that only evaluates the
-decades it needs.  The paper protocol costs about 82 CPU-s per split (AGM
-9 CPU-s per 100-pass fit: one hot-started HiGHS inner LP per example and
-step; CRF 13, SSVM 2.5) plus about 600 for its CV.
+on a CV fold of 80 sequences, about 5.5 on a split's 120), about 85 % of it
+inside Clarabel's interior point method and 80 % of that in its KKT
+factorizations (18 iterations: the 312 shared parameters of a class couple
+every row of the QP, so every KKT factor is dense-ish), the exact re-evaluation
+of the AGM's objective (one LP per example) about 15 % of an AGM fit before
+it reused the QP's polytopes, compilation under 10 %, prediction and the CRF
+(L-BFGS) a few %.  A split's final fits cost about 76 CPU-s, the CV about 600
+(3 folds x 3-5 grid values x 72 QPs of 2/3 the size), the whole 20-split run
+about 2,100 CPU-s: some 18 minutes on two idle cores (CPU seconds / 2).  Kept:
+Clarabel with faer's supernodal LDL and without iterative refinement
+(``FAST_CLARABEL``), one solver thread per worker, tasks longest first, a
+grid search that only evaluates the decades it needs, the SSVM's
+:class:`ChainLabeling` (no multipliers for the implied bounds mu <= 1: 4,734
+of 8,786 QP variables on the largest class), the AGM's re-evaluation on the
+QP's own polytopes.  Together these cut one split's final fits from 111.2 to
+99.0 CPU-s (AGM 62.4 -> 56.0, SSVM 47.6 -> 41.6; the same test losses; both
+measured in one run of ``benchmarks/bench_agm_emotion.py`` at reg 10 on a
+machine loaded 9-14 on 2 cores), so the 20-split run stays well above 10
+minutes (about 1,900 CPU-s, 16 idle-core minutes, extrapolated).  Tried and
+not kept: looser tolerances (one iteration of 18 saved), OSQP (slower),
+Frank-Wolfe to a 1e-6 duality gap for the SSVM (1.8x, 7x and over 25x slower
+than the QP at reg 10, 1, 0.1), dropping the local polytope's one dependent
+row per edge (slower KKT factorizations).
 
 What the runs show.  Exact, earlier 20-split run (70/30 validation, reg 10 for
 AGM and SSVM): average AGM 0.356, CRF 0.348, SSVM 0.348 (paper 0.33 / 0.35 /
@@ -68,7 +76,7 @@ about 76 CPU-seconds per split, paper about 82, plus 600-630 for each CV).
 The data (research use only) are read from ``data_path`` (option), else
 ``$STRUCTLP_CK_PATH``, else ``../shared/data/ck_emotion``; never copied here.
 Run: ``structlp run problems/emotion_intensity.py -o splits=20
-[-o protocol=paper] [-o n_jobs=2] [-o verbose=1]`` (tasks = one model fitted on
+[-o protocol=paper] [-o edges=skip2] [-o n_jobs=2] [-o verbose=1]`` (tasks = one model fitted on
 one split or fold, run in forked worker processes).
 """
 
