@@ -10,7 +10,9 @@
 5. The full CK+ emotion-intensity experiment (20 splits; skipped when the data are
    absent), wall time against the 20-minute budget.
 6. Junction trees (§3.2.4): one subgradient epoch vs the number of cliques (cycles,
-   width 2: linear) and vs the treewidth (path powers, n = 12: k^(w+1) per clique);
+   width 2: linear) and vs the treewidth (path powers, n = 12: k^(w+1) per clique); the
+   hot-started inner LP's simplex pivots per solve vs the cycle's length (why the LP path's
+   cost per clique grows: more pivots per clique on a larger LP, not dearer pivots);
    the exact QP vs the stochastic path on 20-node cycles; AGM, SSVM and CRF on
    planted loopy data against their chain versions.
 
@@ -224,6 +226,44 @@ def bench_junction_cliques(lengths=(10, 30, 100, 300), m=3, dd_max=100,
               f"{st['lp_fallbacks']:4d}/{st['solves']}")
 
 
+def bench_inner_lp_pivots(lengths=(10, 30, 100, 300), steps=20, k=3,
+                          rng=np.random.default_rng(0)):
+    """Why an epoch's cost per clique grows with the graph (inner="lp"): simplex pivots.
+
+    One cycle of n nodes is one example, hence one LP of ~28 columns per clique.  After an
+    AdaGrad-sized step of theta (every clique's costs change) HiGHS's hot-started dual
+    simplex needs more pivots per clique the larger the LP, at a roughly constant cost per
+    pivot: the per-clique time grows with n, not the per-pivot work.
+    """
+    from structlp.agm.game import loss_matrix
+    from structlp.agm.inner import InnerLP
+    from structlp.agm.junction import check_graph_example
+    from structlp.agm.synthetic import loopy_edges
+    print(f"Hot-started inner LP on one n-cycle after {steps} steps theta += 0.05 N(0, I): "
+          "pivots and CPU per solve")
+    print(f"{'n':>5} {'cliques':>8} {'columns':>8} {'pivots':>8} {'pivots/clique':>14} "
+          f"{'ms/solve':>9} {'us/pivot':>9} {'ms/clique':>10}")
+    for n in lengths:
+        edges = loopy_edges("cycle", n)[0]
+        ex = check_graph_example({"node_features": rng.normal(size=(n, 3)), "edges": edges,
+                                  "edge_features": rng.normal(size=(len(edges), 2))}, k)
+        lp = InnerLP(ex, k, np.ones(n)[:, None, None] * loss_matrix("zero_one", k)[None])
+        theta = rng.normal(size=n_params(3, 2, k))
+        lp.solve(*potentials(ex, theta, k))
+        pivots, cpu = 0, 0.0
+        for _ in range(steps):
+            theta = theta + 0.05 * rng.normal(size=theta.shape)
+            b, B = potentials(ex, theta, k)
+            c0 = time.process_time()
+            lp.solve(b, B)
+            cpu += time.process_time() - c0
+            pivots += lp.h.getInfo().simplex_iteration_count
+        cl = len(ex.cliques)
+        print(f"{n:5d} {cl:8d} {lp.n_cols:8d} {pivots / steps:8.1f} {pivots / steps / cl:14.2f} "
+              f"{cpu / steps * 1e3:9.3f} {cpu / max(pivots, 1) * 1e6:9.1f} "
+              f"{cpu / steps / cl * 1e3:10.4f}")
+
+
 def bench_junction_width(widths=(1, 2, 3, 4, 5), n=12, m=3, k=3, rng=np.random.default_rng(6)):
     print(f"One subgradient epoch vs the treewidth (path powers on {n} nodes: edges (i, j), "
           f"0 < j - i <= w, mixed orientations; {m} examples, k = {k}, inner LP, hot)")
@@ -295,8 +335,8 @@ if __name__ == "__main__":
     ap.add_argument("--skip-emotion", action="store_true")
     ap.add_argument("--only-junction", action="store_true")
     args = ap.parse_args()
-    for bench in (bench_junction_cliques, bench_junction_width, bench_cycle_qp_vs_subgradient,
-                  bench_loopy_demo):
+    for bench in (bench_junction_cliques, bench_inner_lp_pivots, bench_junction_width,
+                  bench_cycle_qp_vs_subgradient, bench_loopy_demo):
         bench()
         print()
     if args.only_junction:

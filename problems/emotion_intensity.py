@@ -35,21 +35,29 @@ Where the time goes (exact protocol; CPU seconds measured in this run's
 tasks, which report fit / prediction / solver seconds per model and phase):
 72 per-class QPs per split (6 metrics x 2 models x 6 classes), 0.6-0.9 CPU-s
 each (an AGM or SSVM task = one model and metric on 6 classes: 3.7-3.9 CPU-s
-on a CV fold of 80 sequences, about 5.5 on a split's 120), about 80-85 % of it
-inside Clarabel's interior point method (the 312 shared parameters of a class
-make every KKT factorization dense-ish), compilation under 10 %, prediction
-and the CRF (L-BFGS) a few %.  A split's final fits cost about 76 CPU-s, the
-CV about 600 (3 folds x 3-5 grid values x 72 QPs of 2/3 the size), the whole
-20-split run about 2,100 CPU-s: some 18 minutes on two idle cores (CPU
-seconds / 2), no faster than the former 70/30 validation (2,302 CPU-s,
-19 min 41 s).  Tried and not kept: Clarabel's faer solver and looser
-tolerances (no measurable gain), OSQP (slower), Frank-Wolfe to a 1e-6 duality
-gap for the SSVM (1.8x, 7x and over 25x slower than the QP at reg 10, 1, 0.1).  Kept: Clarabel
-without iterative refinement (``FAST_CLARABEL``, 20-30 %), one solver thread
-per worker, tasks longest first, and a grid search that only evaluates the
-decades it needs.  The paper protocol costs about 82 CPU-s per split (AGM
-9 CPU-s per 100-pass fit: one hot-started HiGHS inner LP per example and
-step; CRF 13, SSVM 2.5) plus about 600 for its CV.
+on a CV fold of 80 sequences, about 5.5 on a split's 120), about 85 % of it
+inside Clarabel's interior point method and 80 % of that in its KKT
+factorizations (18 iterations: the 312 shared parameters of a class couple
+every row of the QP, so every KKT factor is dense-ish), the exact re-evaluation
+of the AGM's objective (one LP per example) about 15 % of an AGM fit before
+it reused the QP's polytopes, compilation under 10 %, prediction and the CRF
+(L-BFGS) a few %.  A split's final fits cost about 76 CPU-s, the CV about 600
+(3 folds x 3-5 grid values x 72 QPs of 2/3 the size), the whole 20-split run
+about 2,100 CPU-s: some 18 minutes on two idle cores (CPU seconds / 2).  Kept:
+Clarabel with faer's supernodal LDL and without iterative refinement
+(``FAST_CLARABEL``), one solver thread per worker, tasks longest first, a
+grid search that only evaluates the decades it needs, the SSVM's
+:class:`ChainLabeling` (no multipliers for the implied bounds mu <= 1: 4,734
+of 8,786 QP variables on the largest class), the AGM's re-evaluation on the
+QP's own polytopes.  Together these cut one split's final fits from 111.2 to
+99.0 CPU-s (AGM 62.4 -> 56.0, SSVM 47.6 -> 41.6; the same test losses; both
+measured in one run of ``benchmarks/bench_agm_emotion.py`` at reg 10 on a
+machine loaded 9-14 on 2 cores), so the 20-split run stays well above 10
+minutes (about 1,900 CPU-s, 16 idle-core minutes, extrapolated).  Tried and
+not kept: looser tolerances (one iteration of 18 saved), OSQP (slower),
+Frank-Wolfe to a 1e-6 duality gap for the SSVM (1.8x, 7x and over 25x slower
+than the QP at reg 10, 1, 0.1), dropping the local polytope's one dependent
+row per edge (slower KKT factorizations).
 
 What the runs show.  Exact, earlier 20-split run (70/30 validation, reg 10 for
 AGM and SSVM): average AGM 0.356, CRF 0.348, SSVM 0.348 (paper 0.33 / 0.35 /
@@ -68,7 +76,7 @@ about 76 CPU-seconds per split, paper about 82, plus 600-630 for each CV).
 The data (research use only) are read from ``data_path`` (option), else
 ``$STRUCTLP_CK_PATH``, else ``../shared/data/ck_emotion``; never copied here.
 Run: ``structlp run problems/emotion_intensity.py -o splits=20
-[-o protocol=paper] [-o n_jobs=2] [-o verbose=1]`` (tasks = one model fitted on
+[-o protocol=paper] [-o edges=skip2] [-o n_jobs=2] [-o verbose=1]`` (tasks = one model fitted on
 one split or fold, run in forked worker processes).
 """
 
@@ -82,12 +90,13 @@ import numpy as np
 
 import structlp
 from structlp._progress import Progress, check_verbose
-from structlp.agm import AdversarialGraphicalModel, TreeCRF
+from structlp.agm import AdversarialGraphicalModel, JunctionTreeCRF, TreeCRF
 from structlp.agm.crf import tree_marginals
 from structlp.agm.data import emotion_examples, load_ck_emotion
 from structlp.agm.game import check_loss
+from structlp.agm.junction import GraphExample, check_graph_example, jt_marginals, jt_max_sum
 from structlp.agm.trees import check_tree_example, max_sum, potentials
-from structlp.structures import TreeLabeling
+from structlp.structures import JunctionTreeLabeling, TreeLabeling
 
 DESCRIPTION = __doc__.split("\n\n")[0]
 
@@ -111,15 +120,22 @@ PAPER_GRID = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 0.0)
 #: AdaGrad passes of the authors' code: in cross-validation, in the final fits.
 PAPER_PASSES = {"cv": 50, "final": 100}
 EXACT_GRID = (0.1, 1.0, 10.0)
+#: Graph of a sequence (option ``edges``): the chain, or the chain plus skip edges
+#: (t, t + 2) with their own parameters (junction tree of width 2; AGM, SSVM and CRF
+#: then run on the junction tree).
+EDGES = ("chain", "skip2")
 #: Training sequences of a split (the authors' 120; the rest are the test set).
 N_TRAIN = 120
 #: Extension of the exact grid stops at these (a decade at a time).
 EXACT_LIMITS = (1e-6, 1e6)
 
-#: Clarabel without iterative refinement of its KKT solves: 20-30 % faster on these
-#: QPs, optimal values within 2e-6 relative of the defaults (split 1, per-class QPs);
-#: a QP that then fails is solved again with Clarabel's defaults.
-FAST_CLARABEL = {"iterative_refinement_enable": False}
+#: Clarabel with faer's supernodal LDL (one thread per worker process) and without
+#: iterative refinement of its KKT solves: on these QPs (the dense 312-parameter block
+#: makes every KKT factor dense-ish) faer's BLAS-3 kernels beat the default QDLDL by
+#: about 25 % and skipping refinement saves 20-30 %; optimal values within 2e-6
+#: relative of the defaults.  A QP that then fails is solved again with Clarabel's
+#: defaults (QDLDL, refinement on).
+FAST_CLARABEL = {"direct_solve_method": "faer", "iterative_refinement_enable": False}
 
 def metric_name(loss, weighted):
     return f"{loss.replace('_', '-')}, {'weighted' if weighted else 'unweighted'}"
@@ -176,28 +192,62 @@ def _agm(loss, weighted, reg, solver, solver_opts=None):
         reg=reg * m / m_z, method="qp", solver=solver, solver_opts=solver_opts)
 
 
-def _ssvm(loss, weighted, reg, solver, solver_opts=None):
+class ChainLabeling(TreeLabeling):
+    """TreeLabeling whose polytope records that every marginal is at most 1 (the same polytope).
+
+    Node marginals sum to 1 and an edge marginal ``Q_e[a, b]`` is at most its parent's
+    ``r[a]`` (``sum_b Q_e[a, b] = r[a]``, ``Q >= 0``), so the explicit bounds ``mu <= 1``
+    are all implied.  :meth:`~structlp.polytope.Polytope.implied_upper_bounds` scans
+    single rows and sees it for the node parts only, so the dualized QP would keep one
+    multiplier per edge part (4,734 of 8,786 variables on the largest class); with the
+    implied bounds recorded they are dropped: the same LP, the same QP optimum (within
+    the solver's tolerance: 2e-8 relative on the objective), about a third less
+    Clarabel time on these QPs.
+    """
+
+    def polytope(self, x):
+        P = super().polytope(x)
+        P._implied_ub = np.ones(P.n_columns)   # the cache implied_upper_bounds fills
+        return P
+
+
+def _ssvm(loss, weighted, reg, solver, solver_opts=None, loopy=False):
     # 1/2 |w|^2 + C sum xi with C = 1 / (reg m): the same scaling as reg/2 |w|^2 + mean xi
+    # (skip-chain examples: the labelling over the clique polytope of the junction tree)
+    structure = JunctionTreeLabeling if loopy else ChainLabeling
     return lambda m_z, m: structlp.MaxMarginLearner(
-        TreeLabeling(3, loss=loss, node_weights="position" if weighted else None,
-                     normalize_weights=True), C=1.0 / (reg * m), solver=solver,
+        structure(3, loss=loss, node_weights="position" if weighted else None,
+                  normalize_weights=True), C=1.0 / (reg * m), solver=solver,
         solver_opts=solver_opts)
 
 
-def _crf(reg):
-    return lambda m_z, m: TreeCRF(3, reg=reg * m / m_z, max_iter=300)
+def _crf(reg, loopy=False):
+    crf = JunctionTreeCRF if loopy else TreeCRF
+    return lambda m_z, m: crf(3, reg=reg * m / m_z, max_iter=300)
 
 
-def _make(model, key, reg, solver, opts):
+def _make(model, key, reg, solver, opts, loopy=False):
     return (_agm(*key, reg, solver, opts) if model == "AGM"
-            else _ssvm(*key, reg, solver, opts))
+            else _ssvm(*key, reg, solver, opts, loopy))
 
 
 # ------------------------------------------------------------------ paper protocol
+def _decode(ex, b, B):
+    """Max-sum labelling: on the chain, or on the junction tree of a skip-chain."""
+    return (jt_max_sum if isinstance(ex, GraphExample) else max_sum)(ex, b, B)[0]
+
+
+def _marginals(ex, b, B):
+    """Node (n, k) and edge (E, k, k) marginals by sum-product (chain or junction tree)."""
+    if isinstance(ex, GraphExample):
+        return jt_marginals(ex, b, B)[2:]
+    return tree_marginals(ex, b, B)[1:]
+
+
 def _one_hot(ex, y, k):
     Zv = np.eye(k)[y]
-    Ze = np.zeros((ex.n_nodes - 1, k, k))
-    Ze[np.arange(ex.n_nodes - 1), y[ex.edge_parent], y[ex.edge_child]] = 1.0
+    Ze = np.zeros((len(ex.edge_child), k, k))
+    Ze[np.arange(len(ex.edge_child)), y[ex.edge_parent], y[ex.edge_child]] = 1.0
     return Zv, Ze
 
 
@@ -238,7 +288,7 @@ def _paper_fit(model, key, reg, exs, Ys, passes, seed):
     if model == "CRF":
         def grad(i, theta):
             ex, y = exs[i], Ys[i]
-            _, R, Q = tree_marginals(ex, *potentials(ex, theta, k))
+            R, Q = _marginals(ex, *potentials(ex, theta, k))
             return _feature_gradient(ex, R, Q, y, k)
         return adagrad(grad, rng.uniform(-0.5, 0.5, D), len(exs), reg, passes, rng)
     L = check_loss(key[0], k)[1]
@@ -247,7 +297,7 @@ def _paper_fit(model, key, reg, exs, Ys, passes, seed):
         ex, y = exs[i], Ys[i]
         b, B = potentials(ex, theta, k)
         w = _weights(ex.n_nodes, key[1])
-        y_star = max_sum(ex, b + w[:, None] * L[:, y].T, B)[0]
+        y_star = _decode(ex, b + w[:, None] * L[:, y].T, B)
         R, Q = _one_hot(ex, y_star, k)
         return _feature_gradient(ex, R, Q, y, k)
     return adagrad(grad, np.full(D, -0.5), len(exs), reg, passes, rng)
@@ -257,10 +307,9 @@ def _paper_predict(model, theta, exs, key):
     k = 3
     pots = [potentials(ex, theta, k) for ex in exs]
     if model != "CRF":
-        return [max_sum(ex, b, B)[0] for ex, (b, B) in zip(exs, pots)]
+        return [_decode(ex, b, B) for ex, (b, B) in zip(exs, pots)]
     L = check_loss(key[0], k)[1]
-    return [np.argmin(tree_marginals(ex, b, B)[1] @ L.T, axis=1)
-            for ex, (b, B) in zip(exs, pots)]
+    return [np.argmin(_marginals(ex, b, B)[0] @ L.T, axis=1) for ex, (b, B) in zip(exs, pots)]
 
 
 # ------------------------------------------------------------------ tasks
@@ -294,7 +343,7 @@ def _task(job):
         X = _DATA["X"]
         Xtr, Ztr, Xte, Zte = [X[i] for i in train], Z[train], [X[i] for i in test], Z[test]
         if model == "CRF":
-            fitted = PerClass(_crf(reg)).fit(Xtr, Ytr, Ztr)
+            fitted = PerClass(_crf(reg, cfg.get("edges", "chain") != "chain")).fit(Xtr, Ytr, Ztr)
         else:
             solver = cfg["solver"]
             clarabel = solver is None or str(solver).upper() == "CLARABEL"
@@ -324,14 +373,15 @@ def _task(job):
 
 
 def _fit_with_fallback(model, key, reg, solver, opts, clarabel, X, Y, Z):
+    loopy = _DATA["cfg"].get("edges", "chain") != "chain"
     try:
-        return PerClass(_make(model, key, reg, solver, opts)).fit(X, Y, Z)
+        return PerClass(_make(model, key, reg, solver, opts, loopy)).fit(X, Y, Z)
     except structlp.SolverError:
         if not clarabel:
             raise
         # without iterative refinement Clarabel may stop short: redo with its defaults
         opts = {k: v for k, v in opts.items() if k not in FAST_CLARABEL}
-        return PerClass(_make(model, key, reg, solver, opts)).fit(X, Y, Z)
+        return PerClass(_make(model, key, reg, solver, opts, loopy)).fit(X, Y, Z)
 
 
 def _run_tasks(jobs, n_jobs, progress):
@@ -424,10 +474,14 @@ def _best(by_reg):
     return regs[int(np.argmin(means))]
 
 
-def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid):
+def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges="chain"):
     if protocol not in ("exact", "paper"):
         raise structlp.InvalidParameterError(
             f"protocol must be 'exact' or 'paper'; got {protocol!r}.")
+    if edges not in EDGES:
+        raise structlp.InvalidParameterError(
+            f"edges must be one of {EDGES} (the chain, or the chain plus the skip edges "
+            f"(t, t + 2)); got {edges!r}.")
     for name, v, lo, hi in (("splits", splits, 1, 20), ("n_jobs", n_jobs, 1, None),
                             ("cv", cv, 1, 40)):
         if (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo
@@ -442,7 +496,7 @@ def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid):
 
 
 def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact", cv=3,
-        reg_grid=None, n_jobs=2, verbose=0, **options):
+        reg_grid=None, n_jobs=2, verbose=0, edges="chain", **options):
     """Run the experiment on ``splits`` of the authors' 20 splits (in order).
 
     Options: ``protocol`` ("exact" or "paper", see the module docstring),
@@ -455,13 +509,19 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     being one model fitted on one split or fold; Clarabel then runs one
     thread per worker), ``seed`` (AdaGrad's order and the CRF's start in the
     paper protocol), ``verbose`` (0, or >= 1: one log line per finished task
-    and per grid extension, through :mod:`structlp._progress`).
+    and per grid extension, through :mod:`structlp._progress`), ``edges``
+    ("chain", default, or "skip2": skip-chain examples with the edges (t, t + 2)
+    too, their features ``[|x_{t+2} - x_t|; 1]`` with their own parameters; the
+    AGM then runs on the junction tree (width 2), the SSVM on
+    :class:`~structlp.structures.JunctionTreeLabeling`, the CRF is
+    :class:`~structlp.agm.JunctionTreeCRF`).
+
     """
     from scipy.stats import wilcoxon
     if options:
         raise structlp.InvalidParameterError(
             f"Unknown option(s) {sorted(options)} of emotion_intensity; known: protocol, "
-            "splits, cv, reg_grid, data_path, n_jobs, seed, verbose.")
+            "splits, cv, reg_grid, data_path, n_jobs, seed, verbose, edges.")
     verbose = check_verbose(verbose, owner="emotion_intensity")
     if reg_grid is None:
         reg_grid = PAPER_GRID if protocol == "paper" else EXACT_GRID
@@ -469,19 +529,21 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
         grid = [float(C)] if C is not None else [float(r) for r in np.atleast_1d(reg_grid)]
     except (TypeError, ValueError):
         grid = []
-    _check_options(protocol, splits, n_jobs, cv, grid, reg_grid)
+    _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges)
     progress = Progress("emotion_intensity", verbose=verbose)
     t0 = time.perf_counter()
     ru0 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     D = load_ck_emotion(data_path)
     n_split = int(splits)
+    check = check_tree_example if edges == "chain" else (lambda x: check_graph_example(x, 3))
     _DATA.update(X=emotion_examples(D["frames"], np.zeros(len(D["frames"]), dtype=int),
-                                    n_classes=1),
-                 X_joint=[check_tree_example(x) for x in
-                          emotion_examples(D["frames"], D["emotion"], n_classes=6)],
+                                    n_classes=1, edges=edges),
+                 X_joint=[check(x) for x in
+                          emotion_examples(D["frames"], D["emotion"], n_classes=6,
+                                           edges=edges)],
                  Y=D["labels"], Z=D["emotion"],
                  cfg={"protocol": protocol, "solver": solver, "seed": int(seed),
-                      "n_jobs": int(n_jobs)})
+                      "n_jobs": int(n_jobs), "edges": edges})
     first = D["splits"][0]
     timings, notes, cv_loss = [], [], {}
     if len(grid) == 1 or cv == 1:
@@ -507,7 +569,7 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     ru1 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     cpu = sum(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime for a, b in zip(ru0, ru1))
     return _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, cv,
-                   n_jobs, elapsed, t_val, cpu, wilcoxon)
+                   n_jobs, elapsed, t_val, cpu, wilcoxon, edges)
 
 
 def _marks(results, key, n_split, wilcoxon):
@@ -525,9 +587,10 @@ def _marks(results, key, n_split, wilcoxon):
 
 
 def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, cv, n_jobs,
-            elapsed, t_val, cpu, wilcoxon):
-    lines = [f"Emotion intensity (CK+), protocol={protocol}, mean test loss over {n_split} "
-             "split(s); * = best or not significantly worse (Wilcoxon, alpha=0.05)",
+            elapsed, t_val, cpu, wilcoxon, edges="chain"):
+    lines = [f"Emotion intensity (CK+), protocol={protocol}, edges={edges}, mean test loss "
+             f"over {n_split} split(s); * = best or not significantly worse (Wilcoxon, "
+             "alpha=0.05)",
              f"{'loss metric':<22} {'AGM':>7} {'CRF':>7} {'SSVM':>7}   | paper: AGM   CRF   SSVM"
              "  | ours - paper: AGM    CRF   SSVM"]
     table, bold_count, agree = {}, {n: 0 for n in MODELS}, 0
@@ -555,9 +618,15 @@ def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, c
     lines.append(f"best-or-tied sets equal to the paper's on {agree} of 6 metrics")
     if n_split < 5:
         lines.append("(fewer than 5 splits: no significance test, only the best is marked)")
-    lines.append(f"reg chosen by {cv}-fold CV on split 1's training set from {grid}"
-                 + (" (extended as needed)" if protocol == "exact" else "") + ": " + "; ".join(
-                     f"{n} " + ", ".join(f"{chosen[(n, k)]:g}" for k in METRICS) for n in MODELS))
+    per_model = "; ".join(f"{n} " + ", ".join(f"{chosen[(n, k)]:g}" for k in METRICS)
+                          for n in MODELS)
+    if len(grid) == 1 or cv == 1:       # no selection was made: say so, not "chosen by CV"
+        lines.append(f"reg fixed at {grid[0]:g} (no cross-validation: "
+                     + ("a single reg value" if len(grid) == 1 else "cv=1") + "): " + per_model)
+    else:
+        lines.append(f"reg chosen by {cv}-fold CV on split 1's training set from {grid}"
+                     + (" (extended as needed)" if protocol == "exact" else "") + ": "
+                     + per_model)
     lines += [f"  grid extension: {note}" for note in notes]
     # runtime breakdown: per phase and model, wall / CPU seconds summed over tasks
     lines.append(f"wall {elapsed:.0f} s (CV {t_val:.0f} s), CPU {cpu:.0f} s (all processes) "
@@ -574,7 +643,7 @@ def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, c
                      f"fit {b['fit']:7.1f} s (cpu {b['fit_cpu']:7.1f}, solver {b['solver']:7.1f}; "
                      f"{per_fit:.2f} s per fit), predict {b['predict']:5.1f} s")
     return {"report": "\n".join(lines), "table": table, "average": avg, "splits": n_split,
-            "protocol": protocol, "seconds": elapsed, "cv_seconds": t_val, "cpu_seconds": cpu,
+            "protocol": protocol, "edges": edges, "seconds": elapsed, "cv_seconds": t_val, "cpu_seconds": cpu,
             "grid_extensions": notes, "paper_agreement": agree,
             "breakdown": {f"{p}/{m}": b for (p, m), b in breakdown.items()},
             "cv_loss": {f"{n}/{metric_name(*k)}": {str(r): v for r, v in d.items()}

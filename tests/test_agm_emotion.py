@@ -318,7 +318,7 @@ def test_agm_init_starts_the_subgradient_method():
     m = AdversarialGraphicalModel(3, init=start, **kw).fit(X, Y)
     np.testing.assert_allclose(m.coef_, start, atol=1e-6)
     assert m.get_params()["init"] is start
-    for bad in (np.zeros(D + 1), "zeros", np.nan):
+    for bad in (np.zeros(D + 1), "zeros", np.nan, ["a"] * D, [["x"]], True):
         with pytest.raises(InvalidParameterError, match="'init'.*shape \\(27,\\)"):
             AdversarialGraphicalModel(3, init=bad, **kw).fit(X, Y)
 
@@ -372,3 +372,113 @@ def test_a_cv_value_the_solver_cannot_reach_counts_as_worst(monkeypatch):
                                               E.Progress("test", verbose=0))
     assert chosen[("AGM", key)] <= 1.0 and cv_loss[("AGM", key)][100.0] == float("inf")
     assert any(n.startswith("AGM/zero-one, unweighted: solver failed at reg 100") for n in notes)
+
+
+def test_summary_says_fixed_reg_without_selection():
+    """One reg value (or cv=1): the summary says the value was fixed, not "chosen by CV"."""
+    from scipy.stats import wilcoxon
+    E = load_problem(PROBLEM)
+    results = {(n, k): [0.3] for n in E.MODELS for k in E.METRICS}
+    args = ([], [], "exact")
+    for grid, cv, fixed in (([0.01], 3, True), ([0.1, 1.0], 1, True), ([0.1, 1.0], 3, False)):
+        chosen = {(n, k): grid[0] for n in E.MODELS for k in E.METRICS}
+        report = E._report(results, chosen, {}, *args, grid, 1, cv, 1, 1.0, 0.0, 1.0,
+                           wilcoxon)["report"]
+        assert ("reg fixed at 0.01" in report or "reg fixed at 0.1" in report) == fixed
+        assert ("chosen by" in report) != fixed
+
+
+def _skip_chain_problem(monkeypatch, protocol="exact"):
+    """The problem module on 8 random skip-chains (edges t -> t+1 and t -> t+2), 2 classes."""
+    from structlp.agm import skip_chain
+    E = load_problem(PROBLEM)
+    rng = np.random.default_rng(3)
+    X, Y = [], []
+    for _ in range(8):
+        n = int(rng.integers(4, 7))
+        X.append(skip_chain(rng.normal(size=(n, 2)), rng.normal(size=(n - 1, 2)),
+                            skip_features=rng.normal(size=(n - 2, 2))))
+        Y.append(rng.integers(0, 3, n))
+    monkeypatch.setattr(E, "_DATA", {"X": X, "Y": Y, "Z": np.array([0, 1] * 4),
+                                     "X_joint": [E.check_graph_example(x, 3) for x in X],
+                                     "cfg": {"protocol": protocol, "solver": None, "seed": 0,
+                                             "n_jobs": 1, "edges": "skip2"}})
+    return E, X, Y
+
+
+def test_skip_chain_option_runs_the_junction_tree_models(monkeypatch):
+    """edges="skip2": AGM on the junction tree, SSVM on JunctionTreeLabeling, JunctionTreeCRF."""
+    from structlp.agm import JunctionTreeCRF
+    from structlp.structures import JunctionTreeLabeling
+    E, X, Y = _skip_chain_problem(monkeypatch)
+    train, test = np.arange(6), np.arange(6, 8)
+    key = ("absolute", True)
+    for model in ("AGM", "SSVM", "CRF"):
+        _, out, tm = E._task(E.Job(model, key if model != "CRF" else None, 1.0, train, test,
+                                   "final", 0))
+        assert tm["fits"] == 2 and all(0.0 <= v <= 2.0 for v in out.values())
+    ssvm = E._make("SSVM", key, 1.0, None, None, loopy=True)(6, 6)
+    assert isinstance(ssvm.model, JunctionTreeLabeling)
+    assert isinstance(E._crf(1.0, loopy=True)(6, 6), JunctionTreeCRF)
+    # the AGM's predictions are max-sum on the junction tree: equal to enumeration
+    agm = E._make("AGM", key, 1.0, None, None, loopy=True)(6, 6).fit(X[:6], Y[:6])
+    from structlp.agm.junction import graph_score
+    for x, y_hat in zip(X[6:], agm.predict(X[6:])):
+        ex = E.check_graph_example(x, 3)
+        b, B = E.potentials(ex, agm.coef_, 3)
+        best = max(graph_score(ex, b, B, np.array(y))
+                   for y in itertools.product(range(3), repeat=ex.n_nodes))
+        assert graph_score(ex, b, B, y_hat) == pytest.approx(best, abs=1e-9)
+
+
+def test_skip_chain_option_paper_protocol(monkeypatch):
+    """The paper protocol's AdaGrad runs on skip-chains too (junction-tree max-sum / marginals)."""
+    E, X, Y = _skip_chain_problem(monkeypatch, protocol="paper")
+    monkeypatch.setattr(E, "PAPER_PASSES", {"cv": 1, "final": 2})
+    train, test = np.arange(6), np.arange(6, 8)
+    for model in ("AGM", "SSVM", "CRF"):
+        key = None if model == "CRF" else ("zero_one", False)
+        out = E._task(E.Job(model, key, 0.1, train, test, "final", 0))[1]
+        assert all(0.0 <= v <= 4.0 for v in out.values())
+
+
+def test_edges_option_is_validated(tmp_path):
+    run = load_problem(PROBLEM).run
+    with pytest.raises(StructlpError, match="edges must be one of"):
+        run(edges="grid", data_path=tmp_path)
+    with pytest.raises(DataNotFoundError):               # a valid value reaches the data
+        run(edges="skip2", data_path=tmp_path)
+
+
+@needs_ck
+@pytest.mark.data
+@pytest.mark.slow
+def test_skip_chain_option_on_a_ck_subset(monkeypatch):
+    """``-o edges=skip2`` end to end on a CK+ subset (one reg value, one split)."""
+    E = load_problem(PROBLEM)
+    _ck_subset(E, monkeypatch)
+    res = E.run(splits=1, reg_grid=[10.0], n_jobs=1, edges="skip2")
+    _check_result(res, "exact", 1)
+    assert res["edges"] == "skip2" and "edges=skip2" in res["report"]
+
+
+def test_chain_labeling_is_tree_labeling_without_the_redundant_bounds(rng):
+    """The SSVM's ChainLabeling: the same polytope and QP optimum as TreeLabeling, fewer variables."""
+    import structlp
+    from agm_oracles import random_tree_data
+    from structlp.structures import TreeLabeling
+    E = load_problem(PROBLEM)
+    X, Y = random_tree_data(rng, 5, 5, k=3, chain=True)
+    fits = {}
+    for cls in (TreeLabeling, E.ChainLabeling):
+        model = cls(3, loss="absolute", node_weights="position", normalize_weights=True)
+        fits[cls] = structlp.MaxMarginLearner(model, C=0.5).fit(X, Y)
+        P = model.polytope(model.check_x(X[0]))
+        Q = TreeLabeling(3).polytope(model.check_x(X[0]))
+        assert (P.E != Q.E).nnz == 0 and np.array_equal(P.e, Q.e) and np.array_equal(P.ub, Q.ub)
+    a, b = fits[TreeLabeling], fits[E.ChainLabeling]
+    assert b.problem_.value == pytest.approx(a.problem_.value, rel=1e-6)
+    np.testing.assert_allclose(b.coef_, a.coef_, atol=1e-5)
+    assert (sum(v.size for v in b.problem_.variables())
+            < sum(v.size for v in a.problem_.variables()))
+    assert all(np.array_equal(p, q) for p, q in zip(b.predict(X), a.predict(X)))

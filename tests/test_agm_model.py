@@ -292,3 +292,71 @@ def test_qp_solution_is_verified_not_trusted(rng):
         assert loose.verification_["ok"] == (not msgs)
         caught.append((solver, loose.verification_["ok"], msgs))
     assert any(not ok and solver in msgs[0] for solver, ok, msgs in caught), caught
+
+
+def test_highs_banner_stays_off_stdout(tmp_path):
+    """The subgradient method's HiGHS instances (inner="lp") print nothing to stdout.
+
+    HiGHS writes a banner when a process builds its first instance: a fresh process.
+    """
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np\n"
+            "from structlp.agm import AdversarialGraphicalModel, chain\n"
+            "rng = np.random.default_rng(0)\n"
+            "X = [chain(rng.normal(size=(4, 2)), rng.normal(size=(3, 1))) for _ in range(3)]\n"
+            "Y = [rng.integers(0, 2, 4) for _ in range(3)]\n"
+            "AdversarialGraphicalModel(2, inner='lp', max_epochs=2, random_state=0).fit(X, Y)\n"
+            "print('done')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "done\n"
+
+
+def test_warm_start_crf_refit_converges_sooner_to_the_same_optimum(rng):
+    """warm_start=True: a re-fit on the same data starts L-BFGS from coef_ (fewer iterations)."""
+    from structlp.agm import JunctionTreeCRF
+    X, Y = random_tree_data(rng, 6, 5, chain=False)
+    for cls in (TreeCRF, JunctionTreeCRF):
+        est = cls(3, reg=0.1, warm_start=True).fit(X, Y)
+        n_cold, f_cold, w_cold = est.n_iter_, est.objective_, est.coef_.copy()
+        est.fit(X, Y)
+        assert est.n_iter_ < n_cold
+        assert est.objective_ == pytest.approx(f_cold, rel=1e-9, abs=1e-12)
+        np.testing.assert_allclose(est.coef_, w_cold, atol=1e-4)
+        cold = cls(3, reg=0.1).fit(X, Y)          # warm_start=False: every fit from zero
+        cold.fit(X, Y)
+        assert cold.n_iter_ == n_cold
+        est.set_params(reg=0.2).fit(X[:3], Y[:3])   # other data: same optimum as a cold fit
+        ref = cls(3, reg=0.2).fit(X[:3], Y[:3])
+        assert est.objective_ == pytest.approx(ref.objective_, rel=1e-7)
+
+
+def test_warm_start_agm_continues_the_subgradient_method(rng):
+    """A warm 20-epoch re-fit stays near the 300-epoch fit's gap to the QP optimum; cold does not."""
+    X, Y = random_tree_data(rng, 5, 4, chain=True)
+    opt = AdversarialGraphicalModel(3, reg=0.5, method="qp").fit(X, Y).objective_
+    kw = dict(reg=0.5, random_state=0)
+    est = AdversarialGraphicalModel(3, max_epochs=300, warm_start=True, **kw).fit(X, Y)
+    gap_long = est.objective_ - opt
+    cold_short = AdversarialGraphicalModel(3, max_epochs=20, **kw).fit(X, Y).objective_ - opt
+    est.set_params(max_epochs=20).fit(X, Y)
+    gap_warm = est.objective_ - opt
+    assert -1e-7 <= gap_warm <= max(2 * gap_long, 1e-6)
+    assert cold_short > 3 * gap_warm
+    assert est.adagrad_sum_.shape == est.coef_.shape
+    # a re-fit with another feature size starts from init (the shapes differ)
+    X2 = [dict(x, node_features=np.hstack([x["node_features"], x["node_features"]]))
+          for x in X]
+    est.set_params(max_epochs=1, learning_rate=1e-12, average=False, init=0.25).fit(X2, Y)
+    np.testing.assert_allclose(est.coef_, 0.25, atol=1e-9)
+
+
+@pytest.mark.parametrize("cls", [AdversarialGraphicalModel, TreeCRF])
+def test_warm_start_is_validated(rng, cls):
+    X, Y = random_tree_data(rng, 2, 3, chain=True)
+    with pytest.raises(InvalidParameterError, match="warm_start"):
+        cls(3, warm_start="yes").fit(X, Y)

@@ -635,10 +635,12 @@ def _tree_learner_entry(cls):
         mode = draw(st.sampled_from(["valid", "valid", "param", "x", "y", "unfitted"]))
         if mode == "param":
             params = (["n_labels", "reg", "max_epochs", "random_state", "average", "method",
-                       "normalize_weights", "batch_size"] if cls is agm.AdversarialGraphicalModel
-                      else ["n_labels", "reg", "max_iter", "loss"])
+                       "normalize_weights", "batch_size", "warm_start"]
+                      if cls is agm.AdversarialGraphicalModel
+                      else ["n_labels", "reg", "max_iter", "loss", "warm_start"])
             param = draw(st.sampled_from(params))
             kind = {"average": "bool", "normalize_weights": "bool", "max_epochs": "int",
+                    "warm_start": "bool",
                     "max_iter": "int", "batch_size": "int", "n_labels": "int"}.get(param,
                                                                                    "positive")
             bad = {"random_state": -1, "method": "magic", "loss": "hinge",
@@ -1299,9 +1301,11 @@ def _jt_crf(draw):
     quick = {"max_iter": 50, "reg": reg}
     mode = draw(st.sampled_from(["valid", "valid", "param", "x", "y", "unfitted"]))
     if mode == "param":
-        param = draw(st.sampled_from(["n_labels", "reg", "max_iter", "loss", "max_treewidth"]))
+        param = draw(st.sampled_from(["n_labels", "reg", "max_iter", "loss", "max_treewidth",
+                                      "warm_start"]))
         bad = {"loss": "hinge", "reg": draw(st.sampled_from([-1.0, np.nan, "1", None])),
-               "max_treewidth": draw(st.sampled_from([-1, 1.5, "8"]))}.get(
+               "max_treewidth": draw(st.sampled_from([-1, 1.5, "8"])),
+               "warm_start": _bad_scalar(draw, "bool")}.get(
             param, _bad_scalar(draw, "int"))
         return Case(lambda: agm.JunctionTreeCRF(**{"n_labels": k, **quick, param: bad}).fit(X, Y),
                     names=(param,))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numbers
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 from .._lbfgs import minimize_lbfgs
 from .._progress import Progress, check_callback, check_verbose
-from .._validation import check_scalar
+from .._validation import check_bool, check_scalar
 from ..base import BaseEstimator
 from ..exceptions import InvalidInputError
 from .game import check_loss
@@ -103,6 +105,9 @@ class TreeCRF(BaseEstimator):
     callback : callable or None, default None
         ``callback(info)`` after every L-BFGS iteration (``iteration``, ``objective``,
         ``time``); returning True stops the fit (``converged_`` is then False).
+    warm_start : bool, default False
+        When True and the model is fitted with a ``coef_`` of the same length, a
+        re-fit starts L-BFGS from ``coef_`` instead of zero.
 
     Attributes
     ----------
@@ -113,14 +118,16 @@ class TreeCRF(BaseEstimator):
         L-BFGS met its tolerance.
     """
 
-    def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500, verbose=0,
-                 callback=None):
+    def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one", reg: float = 1e-2,
+                 max_iter: int = 500, verbose: int = 0,
+                 callback: Optional[Callable[..., Any]] = None, warm_start: bool = False) -> None:
         self.n_labels = n_labels
         self.loss = loss
         self.reg = reg
         self.max_iter = max_iter
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     def _check_params(self):
         name = type(self).__name__
@@ -130,16 +137,23 @@ class TreeCRF(BaseEstimator):
         check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1, owner=name)
         check_verbose(self.verbose, name)
         check_callback(self.callback, name)
+        check_bool(self.warm_start, "warm_start", owner=name)
         return k, L, reg
 
     def _lbfgs(self, objective, n, args):
-        """L-BFGS from zero, reporting each iteration (see :mod:`structlp._lbfgs`)."""
+        """L-BFGS from zero (or ``coef_`` with ``warm_start``), reporting each iteration.
+
+        See :mod:`structlp._lbfgs`.
+        """
         progress = Progress(self, check_verbose(self.verbose), self.callback,
                             total=int(self.max_iter))
-        return minimize_lbfgs(objective, np.zeros(n), args=args, progress=progress,
+        prev = getattr(self, "coef_", None)
+        start = (prev.copy() if self.warm_start and isinstance(prev, np.ndarray)
+                 and prev.shape == (n,) else np.zeros(n))
+        return minimize_lbfgs(objective, start, args=args, progress=progress,
                               options={"maxiter": int(self.max_iter), "gtol": 1e-7})
 
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[ArrayLike]) -> "TreeCRF":
         """Fit by L-BFGS on the regularized mean negative log-likelihood; returns self."""
         k, L, reg = self._check_params()
         exs, Ys, d_v, d_e = self._examples(X, Y, k)
@@ -170,13 +184,14 @@ class TreeCRF(BaseEstimator):
                 f"X has {d_v} node features; the model was fitted with {self.n_features_in_[0]}.")
         return exs, k
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Sequence[Any]) -> List[np.ndarray]:
         """Node marginals ``P(y_i = a | x)`` of each example: list of (n_i, k) arrays."""
         exs, k = self._checked(X)
         F = Forest(exs)
         return F.split_nodes(forest_marginals(F, *F.potentials(self.coef_, k))[1])
 
-    def predict(self, X, loss=None):
+    def predict(self, X: Sequence[Any], loss: Union[None, str, ArrayLike] = None
+                ) -> List[np.ndarray]:
         """Bayes-optimal labelling for ``loss`` (default: the ``loss`` parameter).
 
         Returns
@@ -249,8 +264,9 @@ class JunctionTreeCRF(TreeCRF):
     max_iter : int, default 500
     max_treewidth : int, default 8
         Refuse wider junction trees (see :func:`structlp.agm.junction.check_graph_example`).
-    verbose, callback :
-        As :class:`TreeCRF` (one report per L-BFGS iteration).
+    verbose, callback, warm_start :
+        As :class:`TreeCRF` (one report per L-BFGS iteration; a warm re-fit starts
+        L-BFGS from ``coef_``).
 
     Attributes
     ----------
@@ -258,10 +274,11 @@ class JunctionTreeCRF(TreeCRF):
     converged_ : bool; n_features_in_ : (d_v, d_e)
     """
 
-    def __init__(self, n_labels, loss="zero_one", reg=1e-2, max_iter=500, max_treewidth=8,
-                 verbose=0, callback=None):
+    def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one", reg: float = 1e-2,
+                 max_iter: int = 500, max_treewidth: int = 8, verbose: int = 0,
+                 callback: Optional[Callable[..., Any]] = None, warm_start: bool = False) -> None:
         super().__init__(n_labels, loss=loss, reg=reg, max_iter=max_iter, verbose=verbose,
-                         callback=callback)
+                         callback=callback, warm_start=warm_start)
         self.max_treewidth = max_treewidth
 
     def _check_params(self):
@@ -270,7 +287,7 @@ class JunctionTreeCRF(TreeCRF):
                      owner=type(self).__name__)
         return out
 
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[ArrayLike]) -> "JunctionTreeCRF":
         """Fit by L-BFGS on the regularized mean negative log-likelihood; returns self."""
         from .junction import encode_pairwise
         from .trees import part_features
@@ -284,7 +301,7 @@ class JunctionTreeCRF(TreeCRF):
     def _examples(self, X, Y, k):
         return _graph_examples(X, Y, k, self.max_treewidth, type(self).__name__)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Sequence[Any]) -> List[np.ndarray]:
         """Node marginals ``P(y_i = a | x)`` of each example: list of (n_i, k) arrays."""
         from .junction import jt_marginals
         from .trees import potentials

@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import numbers
 
+from typing import Any, Dict, Optional, Tuple, Union
+
 import cvxpy as cp
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 
 from .._validation import check_choice, check_finite_array, check_scalar
@@ -38,7 +41,7 @@ from ..solvers import check_solver, check_solver_opts, solve
 NAMED_LOSSES = ("zero_one", "absolute", "squared")
 
 
-def loss_matrix(loss, n_labels):
+def loss_matrix(loss: str, n_labels: int) -> np.ndarray:
     """The (k, k) matrix of a named loss (labels 0..k-1), or the given matrix checked.
 
     Parameters
@@ -100,7 +103,8 @@ def _out(values, R, single):
     return (float(values[0]), R[0]) if single else (values, R)
 
 
-def zero_one_game(a, weight=1.0):
+def zero_one_game(a: ArrayLike, weight: Union[float, ArrayLike] = 1.0
+                  ) -> Tuple[Union[float, np.ndarray], np.ndarray]:
     """Closed-form node game for the zero-one loss ``weight * (1 1^T - I)``.
 
     Solves ``max_{r in simplex} a.r + weight * (1 - max_j r_j)``.
@@ -117,7 +121,8 @@ def zero_one_game(a, weight=1.0):
         The adversary's optimal distribution (uniform on the top-t labels).
     """
     A, w, single = _as_batch(a, weight)
-    return _out(*_zero_one(A, w), single)
+    values, R = _zero_one(A, w)
+    return _out(values, R, single)
 
 
 def _zero_one(A, w):
@@ -135,7 +140,8 @@ def _zero_one(A, w):
     return values, R
 
 
-def absolute_game(a, weight=1.0):
+def absolute_game(a: ArrayLike, weight: Union[float, ArrayLike] = 1.0
+                  ) -> Tuple[Union[float, np.ndarray], np.ndarray]:
     """Closed-form node game for the absolute (ordinal) loss ``weight * |j - b|``.
 
     Solves ``max_{r in simplex} a.r + min_j sum_b weight |j - b| r_b``; the value is
@@ -144,7 +150,8 @@ def absolute_game(a, weight=1.0):
     Parameters and returns as :func:`zero_one_game`.
     """
     A, w, single = _as_batch(a, weight)
-    return _out(*_absolute(A, w), single)
+    values, R = _absolute(A, w)
+    return _out(values, R, single)
 
 
 def _absolute(A, w):
@@ -171,7 +178,8 @@ def _squared_triples(k):
     return _SQ_CACHE[k]
 
 
-def squared_game(a, weight=1.0):
+def squared_game(a: ArrayLike, weight: Union[float, ArrayLike] = 1.0
+                 ) -> Tuple[Union[float, np.ndarray], np.ndarray]:
     """Closed-form node game for the squared loss ``weight * (j - b)^2``.
 
     Solves ``max_{r in simplex} a.r + min_j sum_b weight (j - b)^2 r_b``.  The optimum
@@ -181,7 +189,8 @@ def squared_game(a, weight=1.0):
     Parameters and returns as :func:`zero_one_game`.
     """
     A, w, single = _as_batch(a, weight)
-    return _out(*_squared(A, w), single)
+    values, R = _squared(A, w)
+    return _out(values, R, single)
 
 
 def _squared(A, w):
@@ -287,7 +296,10 @@ def game_value_lp(a, L, solver=None, solver_opts=None):
     return float(prob.value), np.clip(np.asarray(r.value, dtype=float), 0, None), p / p.sum()
 
 
-def game_value(a, L="zero_one", weight=1.0, method="auto", solver=None, solver_opts=None):
+def game_value(a: ArrayLike, L: Union[str, ArrayLike] = "zero_one", weight: float = 1.0,
+               method: str = "auto", solver: Optional[str] = None,
+               solver_opts: Optional[Dict[str, Any]] = None
+               ) -> Tuple[float, np.ndarray, np.ndarray]:
     """Value and optimal strategies of the AGM node game (Fathony et al. 2018, Eq. 8).
 
     Solves
@@ -319,7 +331,7 @@ def game_value(a, L="zero_one", weight=1.0, method="auto", solver=None, solver_o
         An optimal predictor distribution (closed form for zero-one; a small
         HiGHS LP for the other closed forms; the LP's dual for ``method="lp"``).
     """
-    a = check_finite_array(a, "a", ndim=1)
+    a = np.asarray(check_finite_array(a, "a", ndim=1))
     k = a.shape[0]
     if k == 0:
         raise InvalidInputError("a must have at least one entry.")

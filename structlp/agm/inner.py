@@ -28,6 +28,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from ..exceptions import SolverError
+from ..inference import _new_highs
 from .game import node_games
 from .junction import GraphExample, clique_game_polytope, clique_scores, pairwise_marginals
 from .recovery import emd_max
@@ -97,8 +98,7 @@ class InnerLP:
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = \
             M.indptr, M.indices, M.data
         lp.sense_ = highspy.ObjSense.kMaximize
-        self.h = highspy.Highs()
-        self.h.setOptionValue("output_flag", False)
+        self.h = _new_highs()   # quiet, its banner kept off stdout
         self.h.passModel(lp)
         self._idx = np.arange(self.n_cols, dtype=np.int32)
         self._ok = highspy.HighsModelStatus.kOptimal

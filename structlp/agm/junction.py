@@ -40,8 +40,11 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass, field
 
+from typing import Any, Dict, Optional, Tuple
+
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .._validation import check_finite_array, check_scalar
 from ..exceptions import InvalidInputError
@@ -148,7 +151,8 @@ def check_edges(edges, n, name="edges"):
     return E
 
 
-def check_graph_example(x, n_labels=None, max_treewidth=MAX_TREEWIDTH, name="x"):
+def check_graph_example(x: Any, n_labels: Optional[int] = None, max_treewidth: int = MAX_TREEWIDTH,
+                        name: str = "x") -> GraphExample:
     """Validate one graph example (a dict or a :class:`GraphExample`); build its junction tree.
 
     Parameters
@@ -335,12 +339,14 @@ def tree_as_graph(x):
             "edges": np.column_stack([ex.edge_parent, ex.edge_child])}
 
 
-def graph(node_features, edges, edge_features):
+def graph(node_features: ArrayLike, edges: ArrayLike, edge_features: ArrayLike
+          ) -> Dict[str, Any]:
     """A graph example dict ``{node_features, edges, edge_features}``."""
     return {"node_features": node_features, "edges": edges, "edge_features": edge_features}
 
 
-def skip_chain(node_features, edge_features, skip_features=None, skip=2):
+def skip_chain(node_features: ArrayLike, edge_features: ArrayLike,
+               skip_features: Optional[ArrayLike] = None, skip: int = 2) -> Dict[str, Any]:
     """A chain with extra skip edges ``(t, t + skip)``, as a graph example dict.
 
     Parameters
@@ -567,7 +573,7 @@ def _max(x, axis):
     return np.max(x, axis=axis) if axis else x
 
 
-def jt_max_sum(gx, b, B):
+def jt_max_sum(gx: GraphExample, b: ArrayLike, B: ArrayLike) -> Tuple[np.ndarray, float]:
     """Highest-scoring labelling of a graph by max-sum on its junction tree.
 
     Solves ``max_y sum_i b[i, y_i] + sum_e B[e, y_u(e), y_v(e)]`` exactly, in
@@ -586,7 +592,7 @@ def jt_max_sum(gx, b, B):
             "gx of jt_max_sum must be a GraphExample (from check_graph_example); got "
             f"{type(gx).__name__}.")
     b, B = check_scores(b, B, gx.n_nodes, gx.n_edges, "jt_max_sum")
-    return jt_max_sum_cliques(gx, clique_scores(gx, b, B), b.shape[1])
+    return jt_max_sum_cliques(gx, clique_scores(gx, b, B), np.shape(b)[1])
 
 
 def jt_max_sum_cliques(gx, scores, k):

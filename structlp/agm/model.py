@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numbers
 import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .._progress import Progress, check_callback, check_verbose
 from .._validation import (check_bool, check_choice, check_random_state, check_scalar,
@@ -146,6 +148,12 @@ class AdversarialGraphicalModel(BaseEstimator):
     init : float or array (k * d_v + k**2 * d_e,), default 0.0
         Starting ``theta`` of the subgradient method (a constant fills every
         entry; the authors' code starts from -0.5).
+    warm_start : bool, default False
+        When True and the model is fitted with a ``coef_`` of the same length, a
+        re-fit of the subgradient method starts from ``coef_`` instead of ``init``
+        and continues AdaGrad from its sums of squared gradients ``adagrad_sum_``
+        (small steps, as at the end of the previous fit); otherwise, and for
+        ``method="qp"`` (solved exactly from scratch), it has no effect.
     random_state : int or None
     solver, solver_opts
         cvxpy QP solver for ``method="qp"`` (default CLARABEL) and its options;
@@ -173,16 +181,24 @@ class AdversarialGraphicalModel(BaseEstimator):
         example) after the subgradient method; the QP's optimal value for "qp".
     n_iter_ : int
         Stochastic updates (subgradient) or 1 (qp).
+    adagrad_sum_ : ndarray (n_params,)
+        AdaGrad's sums of squared gradients at the end of the subgradient method
+        (where a ``warm_start`` re-fit resumes).
     inner_stats_ : dict
         Inner solves, fallbacks to the LP and mean dual-decomposition iterations.
     fit_time_ : float
     """
 
-    def __init__(self, n_labels, loss="zero_one", node_weights=None, normalize_weights=False,
-                 reg=1e-2, method="subgradient", inner="lp", max_epochs=100, learning_rate=0.1,
-                 batch_size=1, average=True, inner_tol=1e-6, random_state=None, solver=None,
-                 solver_opts=None, max_treewidth=MAX_TREEWIDTH, init=0.0, verbose=0,
-                 callback=None):
+    def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one",
+                 node_weights: Union[None, str, Callable[..., Any]] = None,
+                 normalize_weights: bool = False, reg: float = 1e-2,
+                 method: str = "subgradient", inner: str = "lp", max_epochs: int = 100,
+                 learning_rate: float = 0.1, batch_size: int = 1, average: bool = True,
+                 inner_tol: float = 1e-6, random_state: Optional[int] = None,
+                 solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
+                 max_treewidth: int = MAX_TREEWIDTH, init: Union[float, ArrayLike] = 0.0,
+                 verbose: int = 0, callback: Optional[Callable[..., Any]] = None,
+                 warm_start: bool = False) -> None:
         self.n_labels = n_labels
         self.loss = loss
         self.node_weights = node_weights
@@ -202,6 +218,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         self.init = init
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -219,6 +236,7 @@ class AdversarialGraphicalModel(BaseEstimator):
                      owner=name)
         check_bool(self.normalize_weights, "normalize_weights", owner=name)
         check_bool(self.average, "average", owner=name)
+        check_bool(self.warm_start, "warm_start", owner=name)
         check_random_state(self.random_state, owner=name)
         check_scalar(self.max_treewidth, "max_treewidth", kind=numbers.Integral, low=0, owner=name)
         check_verbose(self.verbose, name)
@@ -238,7 +256,7 @@ class AdversarialGraphicalModel(BaseEstimator):
                                   max_treewidth=self.max_treewidth)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[ArrayLike]) -> "AdversarialGraphicalModel":
         """Learn ``theta`` from tree examples ``X`` and labellings ``Y``.
 
         Parameters
@@ -263,7 +281,8 @@ class AdversarialGraphicalModel(BaseEstimator):
                             total=None if qp else int(self.max_epochs))
         try:
             if qp:
-                theta = self._fit_qp(exs, Ys, NL, k, d_v, d_e, progress)
+                polytopes: List[Any] = []
+                theta = self._fit_qp(exs, Ys, NL, k, d_v, d_e, progress, polytopes)
                 self.n_iter_ = 1
             else:
                 theta, lps = self._fit_subgradient(exs, Ys, W, NL, k, d_v, d_e, loss_name, L,
@@ -275,7 +294,7 @@ class AdversarialGraphicalModel(BaseEstimator):
             # verified, not trusted: the QP's slacks bound each example's inner max-min from
             # above at any feasible point, so its value may not undercut the objective of
             # its own theta re-evaluated exactly (one LP per example)
-            exact = self._objective(theta, exs, Ys, NL, k)
+            exact = self._objective(theta, exs, Ys, NL, k, polytopes=polytopes)
             self.verification_ = verify_solution(
                 self.problem_, self.solver_, "the AGM training QP", self.qp_objective_,
                 recomputed=exact)
@@ -289,16 +308,17 @@ class AdversarialGraphicalModel(BaseEstimator):
         self.coef_ = np.asarray(theta, dtype=float)
         self.theta_node_, self.theta_edge_ = split_theta(self.coef_, d_v, d_e, k)
 
-    def _objective(self, theta, exs, Ys, NL, k, lps=None):
+    def _objective(self, theta, exs, Ys, NL, k, lps=None, polytopes=None):
         total = 0.0
         for i, (ex, y, nl) in enumerate(zip(exs, Ys, NL)):
             b, B = potentials(ex, theta, k)
             val = (lps[i].solve(b, B)[0] if lps is not None and i in lps
-                   else inner_lp(ex, b, B, nl)[0])
+                   else inner_lp(ex, b, B, nl, polytopes[i] if polytopes else None)[0])
             total += val - graph_score(ex, b, B, y)
         return float(0.5 * float(self.reg) * theta @ theta + total / len(exs))
 
-    def objective(self, X, Y, theta=None):
+    def objective(self, X: Sequence[Any], Y: Sequence[ArrayLike],
+                  theta: Optional[ArrayLike] = None) -> float:
         """The regularized AGM objective of ``theta`` (default ``coef_``) on ``(X, Y)``, exactly."""
         k, _, L = self._check_params()
         if theta is None:
@@ -311,8 +331,12 @@ class AdversarialGraphicalModel(BaseEstimator):
     def _fit_subgradient(self, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
         rng = np.random.default_rng(self.random_state)
         D = n_params(d_v, d_e, k)
-        theta = self._initial_theta(D)
-        G = np.zeros(D)
+        theta, warm = self._initial_theta(D)
+        prev_G = getattr(self, "adagrad_sum_", None)
+        # a warm start continues AdaGrad: with fresh squared-gradient sums its first steps
+        # would move every coordinate by learning_rate, away from the previous solution
+        G = (prev_G.copy() if warm and isinstance(prev_G, np.ndarray) and prev_G.shape == (D,)
+             else np.zeros(D))
         avg, n_avg = np.zeros(D), 0
         m = len(exs)
         bs = min(int(self.batch_size), m)
@@ -348,19 +372,28 @@ class AdversarialGraphicalModel(BaseEstimator):
                     theta - start_theta)), updates=it):
                 break
         self.n_iter_ = it
+        self.adagrad_sum_ = G
         st = self.inner_stats_
         if st["solves"]:
             st["dd_iterations"] = st["dd_iterations"] / st["solves"]
         return (avg if (self.average and n_avg) else theta), polys
 
     def _initial_theta(self, D):
-        init = np.asarray(self.init, dtype=float) if isinstance(
-            self.init, (numbers.Real, np.ndarray, list, tuple)) else None
+        prev = getattr(self, "coef_", None)
+        if self.warm_start and isinstance(prev, np.ndarray) and prev.shape == (D,):
+            return prev.copy(), True            # warm start: the previous fit's theta
+        init = None
+        if isinstance(self.init, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(
+                self.init, bool):
+            try:
+                init = np.asarray(self.init, dtype=float)
+            except (TypeError, ValueError):     # e.g. a list of strings
+                init = None
         if init is None or init.shape not in ((), (D,)) or not np.all(np.isfinite(init)):
             raise InvalidParameterError(
                 f"The 'init' parameter of {type(self).__name__} must be a finite number or an "
                 f"array of shape ({D},) (the length of theta); got {self.init!r}.")
-        return np.full(D, float(init)) if init.shape == () else init.copy()
+        return (np.full(D, float(init)) if init.shape == () else init.copy()), False
 
     def _inner(self, i, ex, b, B, loss_name, w, L, nl, U, polys):
         st = self.inner_stats_
@@ -380,7 +413,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         _, R, Q = polys[i].solve(b, B)
         return R, Q
 
-    def _fit_qp(self, exs, Ys, NL, k, d_v, d_e, progress):
+    def _fit_qp(self, exs, Ys, NL, k, d_v, d_e, progress, polytopes):
         name = type(self).__name__
         solver = check_solver(self.solver, owner=name)
         opts = check_solver_opts(self.solver_opts, owner=name)
@@ -394,6 +427,7 @@ class AdversarialGraphicalModel(BaseEstimator):
             F = lp_features(ex, k)
             n = ex.n_nodes
             P = inner_polytope(ex, k, nl)
+            polytopes.append(P)                  # kept for the exact re-evaluation
             Phis.append(sp.vstack([F, sp.csr_array((n, F.shape[1]))], format="csr"))
             As.append(P.A); Es.append(P.E); es.append(P.e)
             cs.append(np.concatenate([np.zeros(F.shape[0]), np.ones(n)]))
@@ -441,7 +475,7 @@ class AdversarialGraphicalModel(BaseEstimator):
                 f"{tuple(self.n_features_in_)}.")
         return exs, k
 
-    def decision_potentials(self, X):
+    def decision_potentials(self, X: Sequence[Any]) -> List[Tuple[np.ndarray, np.ndarray]]:
         """Node potentials (n, k) and edge potentials (E, k, k) of each example.
 
         (A graph example that is a tree directed from a root has its edges in the
@@ -450,7 +484,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         exs, k = self._checked(X)
         return [potentials(ex, self.coef_, k) for ex in exs]
 
-    def predict(self, X):
+    def predict(self, X: Sequence[Any]) -> List[np.ndarray]:
         """The highest-potential labelling of each example, by max-sum on its (junction) tree.
 
         Solves ``argmax_y theta . Phi(x, y)``.
@@ -463,7 +497,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         return [(jt_max_sum if isinstance(ex, GraphExample) else max_sum)(
             ex, *potentials(ex, self.coef_, k))[0] for ex in exs]
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Sequence[Any]) -> List[np.ndarray]:
         """The predictor's node marginals of Eq. 10, one LP for all examples.
 
         Solves, for every example,

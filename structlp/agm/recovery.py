@@ -16,8 +16,11 @@ from __future__ import annotations
 import numbers
 import warnings
 
+from typing import Any, Dict, Optional
+
 import cvxpy as cp
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_choice, check_finite_array, check_scalar
 from ..exceptions import InvalidInputError, SolverError
@@ -70,7 +73,9 @@ def emd_max(r_parent, r_child, B):
     return np.asarray(ot.emd(a, b, M), dtype=float)
 
 
-def recover_pairwise(r_parent, r_child, B, method="emd", reg=1e-2, solver=None, solver_opts=None):
+def recover_pairwise(r_parent: ArrayLike, r_child: ArrayLike, B: ArrayLike, method: str = "emd",
+                     reg: float = 1e-2, solver: Optional[str] = None,
+                     solver_opts: Optional[Dict[str, Any]] = None) -> np.ndarray:
     """The adversary's pairwise marginal for an edge (Fathony et al. 2018, Eq. 9).
 
     Solves
@@ -107,16 +112,16 @@ def recover_pairwise(r_parent, r_child, B, method="emd", reg=1e-2, solver=None, 
     check_choice(method, "method", ("emd", "lp", "sinkhorn"), owner="recover_pairwise")
     rp = _check_marginal(r_parent, "r_parent")
     rc = _check_marginal(r_child, "r_child")
-    B = check_finite_array(B, "B", shape=(rp.size, rc.size))
+    B = np.asarray(check_finite_array(B, "B", shape=(rp.size, rc.size)))
     if method == "emd":
         return emd_max(rp, rc, B)
     if method == "lp":
-        Q = cp.Variable((rp.size, rc.size), nonneg=True, name="Q")
-        prob = cp.Problem(cp.Maximize(cp.sum(cp.multiply(B, Q))),
-                          [cp.sum(Q, axis=1) == rp, cp.sum(Q, axis=0) == rc])
+        plan = cp.Variable((rp.size, rc.size), nonneg=True, name="Q")
+        prob = cp.Problem(cp.Maximize(cp.sum(cp.multiply(B, plan))),
+                          [cp.sum(plan, axis=1) == rp, cp.sum(plan, axis=0) == rc])
         solve(prob, check_solver(solver, kind="LP"),
               check_solver_opts(solver_opts, "recover_pairwise"), what="the recovery LP")
-        return np.clip(np.asarray(Q.value, dtype=float), 0, None)
+        return np.clip(np.asarray(plan.value, dtype=float), 0, None)
     reg = check_scalar(reg, "reg", kind=numbers.Real, low=0, low_inclusive=False,
                        owner="recover_pairwise")
     import ot

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numbers
 
+from typing import Any, Dict, List, Optional, Tuple
+
 import numpy as np
 
 from .._validation import check_choice, check_scalar
@@ -59,8 +61,10 @@ def _orient_chain(edges, chain, n):
     return np.array(order, dtype=np.int64), np.array(rows, dtype=np.int64)
 
 
-def make_loopy_data(structure="skip_chain", n_examples=50, n_nodes=8, n_labels=3,
-                    n_features=4, coupling=1.5, noise=0.5, random_state=None):
+def make_loopy_data(structure: str = "skip_chain", n_examples: int = 50, n_nodes: int = 8,
+                    n_labels: int = 3, n_features: int = 4, coupling: float = 1.5,
+                    noise: float = 0.5, random_state: Optional[int] = None
+                    ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], List[np.ndarray]]:
     """Labellings drawn by perturb-and-MAP from a planted model on a loopy graph.
 
     Each example has node features ``x_i ~ N(0, I)`` (plus a constant 1) and the

@@ -26,8 +26,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from typing import Any, Dict, List, Tuple
+
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .._validation import check_finite_array, check_real
 from ..exceptions import InvalidInputError, InvalidOutputError
@@ -63,7 +66,7 @@ class TreeExample:
         return ("tree", self.parents.tobytes())
 
 
-def check_parents(parents, name="parents"):
+def check_parents(parents: ArrayLike, name: str = "parents") -> Tuple[np.ndarray, np.ndarray]:
     """Validate a parent array; return ``(parents, bfs_order)``.
 
     Raises
@@ -93,7 +96,7 @@ def check_parents(parents, name="parents"):
     if np.any(par == np.arange(n)):
         j = int(np.flatnonzero(par == np.arange(n))[0])
         raise InvalidInputError(f"{name} is not a tree: node {j} is its own parent.")
-    children = [[] for _ in range(n)]
+    children: List[List[int]] = [[] for _ in range(n)]
     for j, p in enumerate(par):
         if p >= 0:
             children[p].append(j)
@@ -111,7 +114,7 @@ def check_parents(parents, name="parents"):
     return par, np.array(order, dtype=np.int64)
 
 
-def check_tree_example(x, name="x"):
+def check_tree_example(x: Any, name: str = "x") -> TreeExample:
     """Validate one example (a dict or a :class:`TreeExample`); return a TreeExample."""
     if isinstance(x, TreeExample):
         return x
@@ -160,9 +163,9 @@ def check_labels(y, n_nodes, n_labels, name="y"):
     return lab
 
 
-def chain(node_features, edge_features):
+def chain(node_features: ArrayLike, edge_features: ArrayLike) -> Dict[str, Any]:
     """A chain example ``{node_features, edge_features, parents=[-1, 0, 1, ...]}``."""
-    n = len(node_features)
+    n = len(node_features)  # type: ignore[arg-type]  # checked by check_tree_example
     return {"node_features": node_features, "edge_features": edge_features,
             "parents": np.arange(-1, n - 1)}
 
@@ -302,7 +305,7 @@ def game_epigraph(E, e, R, node_losses):
 
 
 # ---------------------------------------------------------------- max-sum
-def max_sum(ex, b, B):
+def max_sum(ex: Any, b: ArrayLike, B: ArrayLike) -> Tuple[np.ndarray, float]:
     """Highest-scoring labelling on a tree (max-sum / Viterbi).
 
     Solves ``max_y sum_i b[i, y_i] + sum_e B[e, y_parent(e), y_child(e)]``.
