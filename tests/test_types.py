@@ -12,11 +12,9 @@ import inspect
 
 import pytest
 
-#: the public modules; structlp.agm is annotated by a parallel change
+#: the public modules
 MODULES = ["structlp", "structlp.structures", "structlp.sequence", "structlp.datasets",
-           pytest.param("structlp.agm", marks=pytest.mark.xfail(
-               strict=False, reason="structlp.agm is annotated in a parallel branch; "
-                                    "remove this mark once it has landed"))]
+           "structlp.agm"]
 
 
 def exports(module):
