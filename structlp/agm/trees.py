@@ -321,8 +321,8 @@ def max_sum(ex: Any, b: ArrayLike, B: ArrayLike) -> Tuple[np.ndarray, float]:
     y : ndarray (n,) of ints; score : float
     """
     ex = check_tree_example(ex, "ex")
-    b, B = check_scores(b, B, ex.n_nodes, ex.n_nodes - 1, "max_sum")
-    return _max_sum(ex, b, B)   # structlp.maxsum: compiled with numba when installed
+    nb, eb = check_scores(b, B, ex.n_nodes, ex.n_nodes - 1, "max_sum")
+    return _max_sum(ex, nb, eb)   # structlp.maxsum: compiled with numba when installed
 
 
 def check_scores(b, B, n_nodes, n_edges, owner):
