@@ -30,9 +30,13 @@ squared distance between training pair features, the kernel factored to rank
 
 ``C`` and ``sigma`` are chosen per outer fold and per learner on an inner split
 of that fold's training proteins that keeps families together (a quarter held
-out; sigma at the middle C, then C at that sigma), from grids wide enough that
-the choices are interior (:data:`C_GRID`, :data:`SIGMAS`; pass ``C`` or
-``sigma`` to fix them).  With the baseline in the run, the table ends with a
+out; sigma at the middle C, then C at that sigma), from the grids
+:data:`C_GRID` and :data:`SIGMAS`, each extended beyond an edge while the best
+value lies on it (up to :data:`MAX_EXTEND` points; the report says where), so
+that the choices are interior (pass ``C`` or ``sigma`` to fix them).  The fits
+at one sigma share one compiled QP and kernel factor (a new C only re-solves
+it), and the learners x folds run in ``n_jobs`` worker processes (default: all
+cores; one solver thread each, so the results equal the serial run's).  With the baseline in the run, the table ends with a
 paired bootstrap (over proteins, and over families) of structured minus pairs
 precision, per K and over all bonds.
 
