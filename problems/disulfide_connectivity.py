@@ -47,6 +47,7 @@ for a quicker look.  Runtimes of the default runs are in the README.
 
 from __future__ import annotations
 
+import logging
 import math
 import resource
 import time
@@ -59,6 +60,7 @@ from structlp.polytope import Polytope
 from structlp.structures import PerfectMatching
 
 DESCRIPTION = __doc__.split("\n\n")[0]
+logger = logging.getLogger("structlp.problems.disulfide_connectivity")
 
 #: Taskar et al. (2005), Table 1(a): precision/accuracy on SP39, K = 2..5.
 PAPER = {"SVM": {2: (0.63, 0.63), 3: (0.51, 0.38), 4: (0.34, 0.12), 5: (0.31, 0.07)},
@@ -234,7 +236,13 @@ def select(name, kernel, Xtr, Ytr, names, Cs, sigmas, med, solver, max_rank, see
                 g = None if sg is None else 1.0 / (2.0 * sg ** 2 * med)
                 est = _estimator(name, kernel, g, C, solver, max_rank)
             est.set_params(C=C)
-            est.fit(Xf, Yf)
+            try:
+                est.fit(Xf, Yf)
+            except structlp.SolverError as exc:   # e.g. 'optimal_inaccurate' at an extreme
+                logger.warning("disulfide %s: C=%g, sigma=%s skipped in the selection: %s",
+                               name, C, sg, exc)
+                scores[(C, sg)] = -np.inf           # of the grid: the point is never chosen
+                return scores[(C, sg)]
             scores[(C, sg)] = _precision(_predict(est, name, Xv), Yv)
             # keep the compiled QP of the best sigma so far only (memory)
             if max(scores, key=scores.get)[1] == sg and sg not in compiled:

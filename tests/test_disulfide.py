@@ -202,3 +202,34 @@ def test_problem_rejects_bad_options():
         mod.run(learner="exact", kernel="rbf")
     with pytest.raises(InvalidParameterError, match="'n_jobs' option.*got 0"):
         mod.run(n_jobs=0)
+
+
+def test_selection_skips_a_grid_point_the_solver_cannot_solve(monkeypatch):
+    """A fit that ends in SolverError (e.g. 'optimal_inaccurate' at an extreme C) scores
+    -inf in the selection and is never chosen; the others are compared as usual."""
+    import structlp
+    mod = _problem()
+
+    class Fake:
+        def __init__(self, C):
+            self.C = C
+
+        def set_params(self, C):
+            self.C = C
+            return self
+
+        def fit(self, X, Y):
+            if self.C == 3.0:
+                raise structlp.SolverError("optimal_inaccurate")
+            return self
+
+        def predict(self, X):   # right on every protein at C = 1 only
+            return [np.eye(2)[::-1] * (self.C == 1.0) for _ in X]
+
+    monkeypatch.setattr(mod, "_estimator", lambda name, kernel, g, C, *a: Fake(C))
+    names = [f"F{j}_S" for j in range(12)]
+    Y = [np.eye(2)[::-1] for _ in names]
+    C, sigma, scores, C_grid, _ = mod.select("two_sided", "linear", [None] * 12, Y, names,
+                                             (0.3, 1.0, 3.0), (None,), None, None, 10, 0)
+    assert C == 1.0 and scores[(3.0, None)] == -np.inf and scores[(1.0, None)] == 1.0
+    assert C_grid == [0.3, 1.0, 3.0]
