@@ -40,12 +40,6 @@ from .exceptions import InvalidParameterError
 from .formulations import LinearBlocks
 
 
-#: Size ``n_parts * rank`` of the kernel factor from which the part coefficients ``u``
-#: become a variable of the dual QP (below, the composed block is small and first-order
-#: solvers such as SCS converge better without the extra equality rows).
-DENSE_FACTOR = 100_000
-
-
 @dataclass
 class CompiledDual:
     """The dual QP and the handles to read its solution.
@@ -112,20 +106,12 @@ def compile_dual(blocks: LinearBlocks, n_parts, n_examples, C, factor, formulati
         return expr
 
     u = combo("parts", n_parts)
-    G = factor
-    rank = G.shape[1]
-    constraints = []
     if isinstance(u, int):
         u = cp.Constant(np.zeros(n_parts))
-    elif n_parts * rank >= DENSE_FACTOR and n_a + n_b > n_parts:
-        # t = G^T (M^T alpha) would be one dense (rank, n_a + n_b) block: with u a
-        # variable it is the (rank, n_parts) block G^T plus the sparse rows u = M^T alpha
-        # (about half the nonzeros, faster to canonicalize and factor)
-        v = cp.Variable(n_parts, name="u")
-        constraints.append(v == u)
-        u = v
+    G = factor
+    rank = G.shape[1]
     t = cp.Variable(rank, name="t")
-    constraints.append(t == (sp.csr_array(G.T) if sp.issparse(G) else np.asarray(G).T) @ u)
+    constraints = [t == (sp.csr_array(G.T) if sp.issparse(G) else np.asarray(G).T) @ u]
     xi_con = combo("xi", n_examples) == C * np.ones(n_examples)
     constraints.append(xi_con)
     for name, (size, nonneg) in blocks.aux.items():

@@ -308,18 +308,3 @@ def test_inference_lp_over_an_extended_polytope():
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-8)
     for p, q in zip(est.predict(X), ref.predict(X)):
         np.testing.assert_array_equal(p, q)
-
-
-@pytest.mark.parametrize("slack", ["two_sided", "shared"])
-@pytest.mark.parametrize("case", ["perfect_matching", "matching"])
-def test_dual_with_the_part_coefficients_as_a_variable(case, slack, monkeypatch):
-    """Large kernel factors make u = M^T alpha a variable of the dual QP
-    (structlp.dual.DENSE_FACTOR); forced here on a small problem: still = the primal."""
-    import structlp.dual
-    monkeypatch.setattr(structlp.dual, "DENSE_FACTOR", 0)
-    a = fitted(case, 0, slack, solver_opts=TIGHT)[0]
-    b = fitted(case, 0, slack, dual=True, solver_opts=TIGHT)[0]
-    assert any(v.name() == "u" for v in b.problem_.variables())
-    np.testing.assert_allclose(b.objective_, a.objective_, rtol=1e-6)
-    np.testing.assert_allclose(b.coef_, a.coef_, rtol=0, atol=1e-6 * max(np.abs(a.coef_).max(), 1))
-    np.testing.assert_allclose(b.slack_, a.slack_, rtol=0, atol=1e-6 * max(a.slack_.max(), 1))
