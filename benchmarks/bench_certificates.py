@@ -232,6 +232,9 @@ def main(argv=None):
                     help="the separable growth table of the previous release instead")
     ap.add_argument("--noisy", action="store_true", help="with --growth: noisy data, C=1")
     ap.add_argument("--seeds", type=int, default=None)
+    ap.add_argument("--cases", default=None,
+                    help="comma-separated words of the structures of table 1 to run (e.g. "
+                         "'matching,5x3'); table 2 is then skipped")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     if args.growth:
@@ -245,11 +248,17 @@ def main(argv=None):
              ("matching (copy)", Matching(), 6)]
     if not args.quick:
         cases.insert(2, ("spanning tree", SpanningTree(), 10))
+    if args.cases:
+        words = args.cases.split(",")
+        cases = [c for c in cases if any(
+            w in f"{c[0]} {c[2][0]}x{c[2][1]}" if isinstance(c[2], tuple) else w in c[0]
+            for w in words)]
     print("(machine shared with other jobs: wall seconds are inflated, CPU seconds less so)")
     rows1 = slack_table(cases, 10, seeds)
     print_slack_table(rows1)
-    rows2 = tree_table([5, 8, 12] if args.quick else [5, 10, 15, 20, 30], 8)
-    print_tree_table(rows2)
+    rows2 = [] if args.cases else tree_table([5, 8, 12] if args.quick else [5, 10, 15, 20, 30], 8)
+    if rows2:
+        print_tree_table(rows2)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"slacks": rows1, "trees": rows2}, fh, indent=1, default=str)

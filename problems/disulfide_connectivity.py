@@ -30,9 +30,13 @@ squared distance between training pair features, the kernel factored to rank
 
 ``C`` and ``sigma`` are chosen per outer fold and per learner on an inner split
 of that fold's training proteins that keeps families together (a quarter held
-out; sigma at the middle C, then C at that sigma), from grids wide enough that
-the choices are interior (:data:`C_GRID`, :data:`SIGMAS`; pass ``C`` or
-``sigma`` to fix them).  With the baseline in the run, the table ends with a
+out; sigma at the middle C, then C at that sigma), from the grids
+:data:`C_GRID` and :data:`SIGMAS`, each extended beyond an edge while the best
+value lies on it (up to :data:`MAX_EXTEND` points; the report says where), so
+that the choices are interior (pass ``C`` or ``sigma`` to fix them).  The fits
+at one sigma share one compiled QP and kernel factor (a new C only re-solves
+it), and the learners x folds run in ``n_jobs`` worker processes (default: all
+cores; one solver thread each, so the results equal the serial run's).  With the baseline in the run, the table ends with a
 paired bootstrap (over proteins, and over families) of structured minus pairs
 precision, per K and over all bonds.
 
@@ -43,6 +47,7 @@ for a quicker look.  Runtimes of the default runs are in the README.
 
 from __future__ import annotations
 
+import logging
 import math
 import resource
 import time
@@ -55,6 +60,7 @@ from structlp.polytope import Polytope
 from structlp.structures import PerfectMatching
 
 DESCRIPTION = __doc__.split("\n\n")[0]
+logger = logging.getLogger("structlp.problems.disulfide_connectivity")
 
 #: Taskar et al. (2005), Table 1(a): precision/accuracy on SP39, K = 2..5.
 PAPER = {"SVM": {2: (0.63, 0.63), 3: (0.51, 0.38), 4: (0.34, 0.12), 5: (0.31, 0.07)},
@@ -139,8 +145,15 @@ LEARNERS = {"certificate": None, "exact": ["exact"], "cutting_plane": ["exact"],
 SLACKS = ("two_sided", "part", "shared")
 #: Default grids (C for the linear and the RBF models; sigma in units of the median pair
 #: distance), wide enough that the choices made on the inner splits are interior.
-C_GRID = {"linear": (0.003, 0.01, 0.03, 0.1, 0.3), "rbf": (0.1, 0.3, 1.0, 3.0, 10.0)}
+C_GRID = {"linear": (0.003, 0.01, 0.03, 0.1, 0.3), "rbf": (0.3, 1.0, 3.0, 10.0, 30.0)}
 SIGMAS = (0.025, 0.05, 0.1, 0.2, 0.4)
+
+
+def _solver_opts(solver):
+    """One thread per CLARABEL solve: parallelism comes from the processes of ``n_jobs``,
+    and every run, serial or parallel, then does the same arithmetic (same results)."""
+    from structlp.solvers import check_solver
+    return {"max_threads": 1} if check_solver(solver) == "CLARABEL" else None
 
 
 def _estimator(learner, kernel, gamma, C, solver, max_rank):
@@ -150,10 +163,11 @@ def _estimator(learner, kernel, gamma, C, solver, max_rank):
     model = IndependentPairs() if learner == "pairs" else PerfectMatching()
     kw = dict(formulation="minmax") if learner == "pairs" else dict(
         formulation="certificate", slack=learner)
+    kw.update(C=C, solver=solver, solver_opts=_solver_opts(solver))
     if kernel == "linear":
-        return structlp.MaxMarginLearner(model, C=C, solver=solver, **kw)
-    return structlp.MaxMarginLearner(model, C=C, solver=solver, dual=True, kernel="rbf",
-                                     gamma=gamma, kernel_tol=1e-4, max_rank=max_rank, **kw)
+        return structlp.MaxMarginLearner(model, **kw)
+    return structlp.MaxMarginLearner(model, dual=True, kernel="rbf", gamma=gamma,
+                                     kernel_tol=1e-4, max_rank=max_rank, **kw)
 
 
 def _predict(est, learner, X):
@@ -172,31 +186,76 @@ def standardizer(X):
     return F.mean(axis=0), F.std(axis=0) + 1e-6
 
 
+#: At most this many grid points are added beyond an edge of the C or sigma grid when the
+#: best choice lies on that edge (:func:`select`).
+MAX_EXTEND = 3
+
+
+def _extend(grid, score, max_extend=MAX_EXTEND):
+    """Best point of a 1-D ``grid`` by ``score``, the grid extended while the best is on an edge.
+
+    ``grid`` is sorted and geometric at its ends: a best first (last) point adds one point
+    below (above) it at the ratio of the two end points, up to ``max_extend`` times.
+    Returns ``(best, grid)``, the grid as extended.
+    """
+    grid = sorted(grid)
+    best = max(grid, key=score)
+    for _ in range(max_extend if len(grid) > 1 else 0):
+        if best == grid[0]:
+            grid.insert(0, grid[0] ** 2 / grid[1])
+        elif best == grid[-1]:
+            grid.append(grid[-1] ** 2 / grid[-2])
+        else:
+            break
+        best = max(grid, key=score)
+    return best, grid
+
+
 def select(name, kernel, Xtr, Ytr, names, Cs, sigmas, med, solver, max_rank, seed):
     """C (and sigma) of one learner on an inner family-keeping split of a training fold.
 
     A quarter of the training proteins (whole families, :func:`family_folds`) is held
     out; precision on it picks sigma at the middle C of the grid, then C at that sigma
-    (a coordinate search: ``len(Cs) + len(sigmas) - 1`` fits).  Returns
-    ``(C, sigma, {(C, sigma): precision})``.
+    (a coordinate search).  When the best value is on an edge of its grid the grid is
+    extended beyond it (:func:`_extend`), so that the choice is interior or
+    :data:`MAX_EXTEND` points past the grid.  The fits at one sigma share one compiled
+    QP (and kernel factor): a re-fit with another C only re-solves it.  Returns
+    ``(C, sigma, {(C, sigma): precision}, C_grid, sigma_grid)`` with the grids as searched.
     """
     inner = family_folds(names, 4, np.random.default_rng(seed))
     fit_i, val_i = np.flatnonzero(inner != 0), np.flatnonzero(inner == 0)
+    Xf, Yf = [Xtr[i] for i in fit_i], [Ytr[i] for i in fit_i]
+    Xv, Yv = [Xtr[i] for i in val_i], [Ytr[i] for i in val_i]
     scores = {}
+    compiled = {}          # sigma -> estimator holding the compiled QP of that sigma
 
     def score(C, sg):
         if (C, sg) not in scores:
-            g = None if sg is None else 1.0 / (2.0 * sg ** 2 * med)
-            est = _estimator(name, kernel, g, C, solver, max_rank)
-            est.fit([Xtr[i] for i in fit_i], [Ytr[i] for i in fit_i])
-            pred = _predict(est, name, [Xtr[i] for i in val_i])
-            scores[(C, sg)] = _precision(pred, [Ytr[i] for i in val_i])
+            est = compiled.get(sg)
+            if est is None:
+                g = None if sg is None else 1.0 / (2.0 * sg ** 2 * med)
+                est = _estimator(name, kernel, g, C, solver, max_rank)
+            est.set_params(C=C)
+            try:
+                est.fit(Xf, Yf)
+            except structlp.SolverError as exc:   # e.g. 'optimal_inaccurate' at an extreme
+                logger.warning("disulfide %s: C=%g, sigma=%s skipped in the selection: %s",
+                               name, C, sg, exc)
+                scores[(C, sg)] = -np.inf           # of the grid: the point is never chosen
+                return scores[(C, sg)]
+            scores[(C, sg)] = _precision(_predict(est, name, Xv), Yv)
+            # keep the compiled QP of the best sigma so far only (memory)
+            if max(scores, key=scores.get)[1] == sg and sg not in compiled:
+                compiled.clear()
+                compiled[sg] = est
         return scores[(C, sg)]
 
-    C = Cs[len(Cs) // 2]
-    sigma = max(sigmas, key=lambda sg: score(C, sg)) if len(sigmas) > 1 else sigmas[0]
-    C = max(Cs, key=lambda c: score(c, sigma)) if len(Cs) > 1 else Cs[0]
-    return C, sigma, scores
+    C = sorted(Cs)[len(Cs) // 2]
+    sigma, sigma_grid = _extend(sigmas, lambda sg: score(C, sg)) if len(sigmas) > 1 \
+        else (sigmas[0], list(sigmas))
+    C, C_grid = _extend(Cs, lambda c: score(c, sigma)) if len(Cs) > 1 \
+        else (Cs[0], list(Cs))
+    return C, sigma, scores, C_grid, sigma_grid
 
 
 def bootstrap(diff_bonds, n_bonds, groups, n_boot, rng):
@@ -215,9 +274,78 @@ def bootstrap(diff_bonds, n_bonds, groups, n_boot, rng):
     return float(d.sum() / b.sum()), float(lo), float(hi)
 
 
+#: The data of the current run, read by :func:`_fold_task` (in this process, or in the
+#: forked worker processes, which inherit it).
+_RUN: dict = {}
+
+
+def _fold_task(key):
+    """Select C (and sigma), fit and predict one learner on one outer fold (of ``_RUN``)."""
+    name, f = key
+    r = _RUN
+    X, Y, kernel, seed = r["X"], r["Y"], r["kernel"], r["seed"]
+    train, test = r["trains"][key], np.flatnonzero(r["fold"] == f)
+    t0, c0 = time.perf_counter(), time.process_time()
+    mean, sd = standardizer([X[i] for i in train])
+    Xtr = [(X[i] - mean) / sd for i in train]
+    Ytr = [Y[i] for i in train]
+    Xte = [(X[i] - mean) / sd for i in test]
+    med = median_sqdist(Xtr, np.random.default_rng(seed + f)) if kernel == "rbf" else None
+    Cs, sigmas = r["Cs"], r["sigmas"]
+    if len(Cs) > 1 or len(sigmas) > 1:
+        C_f, sigma_f, scores, C_grid, sigma_grid = select(
+            name, kernel, Xtr, Ytr, r["names"][train], Cs, sigmas, med, r["solver"],
+            r["max_rank"], seed + 100 + f)
+    else:
+        C_f, sigma_f, scores, C_grid, sigma_grid = Cs[0], sigmas[0], {}, list(Cs), list(sigmas)
+    gamma = None if sigma_f is None else 1.0 / (2.0 * sigma_f ** 2 * med)
+    est = _estimator(name, kernel, gamma, C_f, r["solver"], r["max_rank"])
+    est.fit(Xtr, Ytr)
+    pred = _predict(est, name, Xte)
+    fit = dict(fold=f, n_train=len(train), seconds=time.perf_counter() - t0,
+               cpu_seconds=time.process_time() - c0, objective=est.objective_,
+               C=C_f, sigma=sigma_f, C_grid=C_grid, sigma_grid=sigma_grid,
+               validation={f"C={c:g},sigma={sg:g}" if sg is not None else f"C={c:g}": v
+                           for (c, sg), v in scores.items()},
+               rank=getattr(est, "kernel_rank_", None),
+               peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return dict(learner=name, fold=f, test=test, fit=fit,
+                correct_bonds=np.array([(p * Y[i]).sum() / 2 for p, i in zip(pred, test)]),
+                exact=np.array([np.array_equal(p, Y[i]) for p, i in zip(pred, test)]))
+
+
+def _n_workers(n_jobs, n_tasks):
+    """Worker processes for ``n_jobs`` (-1: all cores) and ``n_tasks`` tasks."""
+    import os
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:
+        raise structlp.InvalidParameterError(
+            f"The 'n_jobs' option must be a non-zero int (-1: all cores); got {n_jobs!r}.")
+    cores = os.cpu_count() or 1
+    return max(1, min(n_tasks, n_jobs if n_jobs > 0 else cores + 1 + n_jobs))
+
+
+def _map(task, keys, n_workers):
+    """``task(key)`` for every key: in this process, or in ``n_workers`` forked processes
+    (results are the same: each task seeds its own randomness).  Yields as they finish."""
+    import multiprocessing
+    if n_workers == 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from map(task, keys)
+        return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("fork")) as ex:
+        for fut in as_completed([ex.submit(task, k) for k in keys]):
+            yield fut.result()
+
+
+def _children_cpu():
+    """CPU seconds of the finished worker processes of this process."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
         learner="certificate", slack="two_sided", kernel="linear", Cs=None, sigmas=SIGMAS,
-        max_rank=150, split="family", path=None, n_boot=2000, verbose=0):
+        max_rank=150, split="family", path=None, n_boot=2000, n_jobs=-1, verbose=0):
     """Cross-validate on the disulfide data; return per-K results.
 
     Options: ``folds`` (int), ``max_train`` (cap on training proteins per fold),
@@ -234,8 +362,10 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
     protein families kept within one fold, the default; "random": folds
     stratified by K, which lets orthologs of a test protein into its training
     set), ``n_boot`` (bootstrap resamples of the structured-minus-pairs
-    differences), ``path`` (data directory), ``verbose`` (1: one progress line per
-    learner and fold, on the ``structlp`` logger; the CLI shows them on a terminal).
+    differences), ``path`` (data directory), ``n_jobs`` (worker processes over
+    the learners x folds, -1: all cores; the results do not depend on it),
+    ``verbose`` (1: one progress line per learner and fold, on the ``structlp``
+    logger; the CLI shows them on a terminal).
     """
     from structlp._progress import Progress, check_verbose
     verbose = check_verbose(verbose)
@@ -258,6 +388,7 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
     learners = {"certificate": [slack], "both": [slack, "pairs"],
                 "all": list(SLACKS) + (["exact"] if kernel == "linear" else []) + ["pairs"]
                 }.get(learner, LEARNERS[learner])
+    n_workers = _n_workers(n_jobs, len(learners) * int(folds))
     progress = Progress("disulfide_connectivity", verbose, total=len(learners) * int(folds))
     Cs = tuple(float(c) for c in (C_GRID[kernel] if Cs is None else Cs)) if C is None \
         else (float(C),)
@@ -269,53 +400,41 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
     rng = np.random.default_rng(seed)
     fold = (family_folds(names, int(folds), rng) if split == "family"
             else stratified_folds(K, int(folds), rng))
-    t_start, c_start = time.perf_counter(), time.process_time()
-    results = {}
-    for name in learners:
-        correct_bonds = np.zeros(len(X))
-        exact = np.zeros(len(X), dtype=bool)
-        fits = []
+    trains = {}
+    for name in learners:       # the training subsets first, drawn in the serial order
         for f in range(int(folds)):
             train = np.flatnonzero(fold != f)
-            test = np.flatnonzero(fold == f)
             if max_train is not None:
                 train = np.sort(rng.permutation(train)[:int(max_train)])
-            mean, sd = standardizer([X[i] for i in train])
-            Xtr = [(X[i] - mean) / sd for i in train]
-            Ytr = [Y[i] for i in train]
-            Xte = [(X[i] - mean) / sd for i in test]
-            t0, c0 = time.perf_counter(), time.process_time()
-            med = median_sqdist(Xtr, np.random.default_rng(seed + f)) if kernel == "rbf" \
-                else None
-            if len(Cs) > 1 or len(sigmas) > 1:
-                C_f, sigma_f, scores = select(name, kernel, Xtr, Ytr, names[train], Cs, sigmas,
-                                              med, solver, max_rank, seed + 100 + f)
-            else:
-                C_f, sigma_f, scores = Cs[0], sigmas[0], {}
-            gamma = None if sigma_f is None else 1.0 / (2.0 * sigma_f ** 2 * med)
-            est = _estimator(name, kernel, gamma, C_f, solver, max_rank)
-            est.fit(Xtr, Ytr)
-            fits.append(dict(fold=f, n_train=len(train), seconds=time.perf_counter() - t0,
-                             cpu_seconds=time.process_time() - c0, objective=est.objective_,
-                             C=C_f, sigma=sigma_f,
-                             validation={f"C={c},sigma={sg}": v for (c, sg), v in scores.items()},
-                             rank=getattr(est, "kernel_rank_", None)))
-            for i, p in zip(test, _predict(est, name, Xte)):
-                correct_bonds[i] = (p * Y[i]).sum() / 2
-                exact[i] = np.array_equal(p, Y[i])
-            progress.update(learner=name, fold=f, C=C_f, sigma=sigma_f,
-                            fold_precision=float(correct_bonds[test].sum()
-                                                 / max(K[test].sum(), 1)),
-                            cpu_seconds=fits[-1]["cpu_seconds"])
-        results[name] = (correct_bonds, exact, fits)
+            trains[name, f] = train
+    _RUN.update(X=X, Y=Y, K=K, names=names, fold=fold, trains=trains, kernel=kernel, Cs=Cs,
+                sigmas=sigmas, solver=solver, max_rank=max_rank, seed=seed)
+    t_start, c_start = time.perf_counter(), time.process_time()
+    c_children = _children_cpu()
+    results = {name: (np.zeros(len(X)), np.zeros(len(X), dtype=bool), [None] * int(folds))
+               for name in learners}
+    try:
+        for out in _map(_fold_task, list(trains), n_workers):
+            name, f = out["learner"], out["fold"]
+            correct_bonds, exact, fits = results[name]
+            correct_bonds[out["test"]] = out["correct_bonds"]
+            exact[out["test"]] = out["exact"]
+            fits[f] = out["fit"]
+            progress.update(learner=name, fold=f, C=out["fit"]["C"], sigma=out["fit"]["sigma"],
+                            fold_precision=float(out["correct_bonds"].sum()
+                                                 / max(K[out["test"]].sum(), 1)),
+                            cpu_seconds=out["fit"]["cpu_seconds"])
+    finally:
+        _RUN.clear()
     progress.close()
-    total_s, total_cpu = time.perf_counter() - t_start, time.process_time() - c_start
+    total_s = time.perf_counter() - t_start
+    total_cpu = time.process_time() - c_start + _children_cpu() - c_children
     return _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sigmas,
-                   total_s, total_cpu, n_boot, seed)
+                   total_s, total_cpu, n_boot, seed, n_workers)
 
 
 def _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sigmas,
-            total_s, total_cpu, n_boot, seed):
+            total_s, total_cpu, n_boot, seed, n_workers=1):
     """The result dict and its printed table (precision/accuracy per K, bootstrap CIs)."""
     fam = np.array([n.split("_")[0] for n in names])
     rows = []
@@ -350,16 +469,23 @@ def _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sig
              f"{int(folds)}-fold CV ({split} split), {kernel} kernel"
              + (f" (rank {max_rank})" if kernel == "rbf" else "")
              + f"; learners: {', '.join(learners)}",
-             f"total {total_s:.1f} s wall, {total_cpu:.1f} s CPU (this process); C from "
+             f"total {total_s:.1f} s wall, {total_cpu:.1f} s CPU (this process and its "
+             f"{n_workers} worker process{'es' * (n_workers > 1)}); C from "
              f"{list(Cs)}" + (f", sigma from {list(sigmas)}" if kernel == "rbf" else "")
              + " per fold on an inner family-keeping split" * (len(Cs) + len(sigmas) > 2)]
     for name in learners:
         fits = results[name][2]
         lines.append(f"  {name:>9}: fit per fold (incl. selection) "
                      + ", ".join(f"{r['seconds']:.0f}/{r['cpu_seconds']:.0f}" for r in fits)
-                     + " s wall/CPU; chosen C " + ", ".join(f"{r['C']:g}" for r in fits)
-                     + ("; sigma " + ", ".join(f"{r['sigma']:g}" for r in fits)
+                     + " s wall/CPU; chosen C " + ", ".join(f"{r['C']:.3g}" for r in fits)
+                     + ("; sigma " + ", ".join(f"{r['sigma']:.3g}" for r in fits)
                         if kernel == "rbf" else ""))
+        for what, grid, key in (("C", Cs, "C_grid"), ("sigma", sigmas, "sigma_grid")):
+            ext = [(r["fold"], r[key]) for r in fits if len(r[key]) > len(grid)]
+            if ext:
+                lines.append(f"  {'':>9}  the {what} grid was extended (best on its edge) in "
+                             + "; ".join(f"fold {f} to [{', '.join(f'{v:.3g}' for v in g)}]"
+                                         for f, g in ext))
     head = "".join(f" {n[:11]:>11}" for n in learners)
     lines += ["", "precision/accuracy per K (all: over every bond)",
               f"{'K':>3} {'n':>4}{head} {'chance':>11} {'PROFILE':>10} {'Tsk SVM':>10}"]
@@ -383,8 +509,9 @@ def _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sig
                     f"[{r[f'{n}_minus_pairs_{unit}_ci'][1]:+.3f},"
                     f"{r[f'{n}_minus_pairs_{unit}_ci'][2]:+.3f}]" for r in rows)
                 lines.append(f"{n if unit == 'protein' else '':>9} {unit:>6}{cells}")
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    lines.append(f"peak memory (max resident set of this process): {peak_mb:.0f} MB")
+    peak_mb = max([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]
+                  + [r["peak_mb"] for n in learners for r in results[n][2]])
+    lines.append(f"peak memory (max resident set of one process): {peak_mb:.0f} MB")
     lines.append("(Taskar et al. 2005 Table 1a: SP39, RBF kernel, PSI-BLAST windows of 9, "
                  "similarity-split folds; a reference, not the same data)")
     first = learners[0]

