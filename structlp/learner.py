@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import scipy.sparse as sp
+from scipy.linalg import solve_triangular
 
 from ._progress import Progress, check_verbose
 from ._validation import check_bool, check_finite_array, check_scalar
@@ -28,7 +29,8 @@ from .solvers import scaling_note, solve, verify_solution
 
 #: The attributes a fit sets from the QP's solution (all dropped before a new one is read).
 _SOLUTION_ATTRS = ("coef_", "slack_", "objective_", "dual_coef_", "support_",
-                   "support_features_", "kernel_rank_", "kernel_residual_", "kernel_params_",
+                   "support_features_", "kernel_pivots_", "pivot_features_", "pivot_coef_",
+                   "kernel_rank_", "kernel_residual_", "kernel_params_",
                    "verification_")
 
 
@@ -152,6 +154,17 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         With ``dual=True``: indices of the training parts with non-zero ``u_p``,
         the only ones prediction needs.
     support_features_ : array or sparse, shape (n_support, n_features)
+    kernel_pivots_ : ndarray of int, shape (kernel_rank_,)
+        With a non-linear kernel: the training parts ``P`` the factor pivoted on
+        (``G = K[:, P] L^{-T}``, ``L = G[P]``).
+    pivot_features_ : array or sparse, shape (kernel_rank_, n_features)
+        Their features (None for "precomputed").
+    pivot_coef_ : ndarray, shape (kernel_rank_,)
+        ``beta = L^{-T} G^T u``: prediction scores a part ``phi`` by
+        ``sum_j beta_j k(phi, phi_{P_j})``, the model the QP trained on the factored
+        kernel ``G G^T`` (the Nystrom extension).  Unlike ``K u`` it does not depend on
+        which of the QP's optimal ``u`` (free along the null space of ``G^T``) the
+        solver returned; both coincide when the factor is exact.
     kernel_rank_ : int
         Rank of the kernel factor used by the dual.
     kernel_residual_ : float
@@ -365,6 +378,16 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
             if self.kernel == "linear":
                 state["coef_"] = np.asarray(Phi.T @ u, dtype=float).ravel()
             t = np.asarray(c.G.T @ u, dtype=float).ravel()  # the QP's own kernel, G G^T
+            piv = c.kernel_info.get("pivots")
+            if piv is not None:
+                # G = K[:, P] L^{-T} with L = G[P] lower triangular (pivoted Cholesky), so the
+                # model the QP trained scores a part phi as k(phi, P) L^{-T} t: unique (t is),
+                # where the exact expansion k(phi, .) u is not (u is free along null(G^T))
+                piv = np.asarray(piv, dtype=int)
+                L = np.asarray(c.G[piv], dtype=float)
+                state["kernel_pivots_"] = piv
+                state["pivot_features_"] = Phi[piv] if not precomputed else None
+                state["pivot_coef_"] = solve_triangular(L, t, trans="T", lower=True)
             scores = (lambda: np.split(np.asarray(c.G @ t, dtype=float).ravel(),
                                        np.cumsum(data.n_parts)[:-1])) if exact else None
             norm2 = float(t @ t)
@@ -404,14 +427,19 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
                 raise InvalidInputError(
                     f"kernel_matrix must have shape {want} (new parts x training parts); "
                     f"got {Kn.shape}.")
-            flat = Kn[:, self.support_] @ coef
+            flat = (Kn[:, self.kernel_pivots_] @ self.pivot_coef_
+                    if getattr(self, "pivot_coef_", None) is not None
+                    else Kn[:, self.support_] @ coef)
         else:
             if kernel_matrix is not None:
                 raise InvalidParameterError("kernel_matrix is only used with kernel='precomputed'.")
             kern = Kernel(**kernel)
             Phi = sp.vstack([sp.csr_array(P) for P in Phis], format="csr") \
                 if any(sp.issparse(P) for P in Phis) else np.vstack(Phis)
-            flat = kern(Phi, self.support_features_) @ coef
+            if getattr(self, "pivot_coef_", None) is not None:
+                flat = kern(Phi, self.pivot_features_) @ self.pivot_coef_
+            else:
+                flat = kern(Phi, self.support_features_) @ coef
         return np.split(np.asarray(flat, dtype=float).ravel(), np.cumsum(sizes)[:-1])
 
     def decision_scores(self, X: Sequence[Any],  # type: ignore[override]
