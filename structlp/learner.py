@@ -446,9 +446,11 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
                         kernel_matrix: Optional[ArrayLike] = None) -> List[np.ndarray]:
         """Part scores of every example: list of (L_i,) arrays.
 
-        ``Phi_i w`` for the primal; the kernel expansion
-        ``sum_p u_p k(phi_p, phi)`` over the support parts with ``dual=True``
-        (``kernel_matrix``: new parts x training parts, for "precomputed").
+        ``Phi_i w`` for the primal; with ``dual=True`` the model the QP trained on
+        the factored kernel ``G G^T``: ``sum_j beta_j k(phi_{P_j}, phi)`` over the
+        factor's pivot parts (``pivot_coef_``), which is the kernel expansion
+        ``sum_p u_p k(phi_p, phi)`` when the factor is exact (``kernel_matrix``: new
+        parts x training parts, for "precomputed").
         """
         return super().decision_scores(X, kernel_matrix=kernel_matrix)
 
