@@ -81,13 +81,17 @@ def test_rbf_fits_what_no_linear_model_can(rng):
     assert rbf.objective_ < linear.objective_
 
 
-def test_factor_tolerance_converges_to_the_dense_kernel_objective(noisy):
-    X, Y = noisy
+def rbf_training_kernel(X, Y, gamma=0.3):
+    """The bipartite model, its training data, stacked part features and RBF kernel."""
     model = BipartiteMatching()
     data = prepare(model, X, Y)
     Phi = data.stacked_features().toarray()
-    kern = Kernel("rbf", gamma=0.3)
-    K = kern(Phi, Phi)
+    return model, data, Phi, Kernel("rbf", gamma=gamma)(Phi, Phi)
+
+
+def test_factor_tolerance_converges_to_the_dense_kernel_objective(noisy):
+    X, Y = noisy
+    model, data, Phi, K = rbf_training_kernel(X, Y)
     vals, vecs = np.linalg.eigh(K)  # an exact factor computed independently
     G_exact = vecs * np.sqrt(np.clip(vals, 0, None))
     ref = compile_dual(MinMax().blocks(data), Phi.shape[0], len(X), 1.0, G_exact)
@@ -310,11 +314,7 @@ def test_low_rank_prediction_is_the_trained_model(noisy, kernel):
     trained -- on the training parts exactly ``G t`` -- and be the same for every
     optimal ``u``; an exact factor gives the exact kernel expansion ``K u``."""
     X, Y = noisy
-    model = BipartiteMatching()
-    data = prepare(model, X, Y)
-    Phi = data.stacked_features().toarray()
-    kern = Kernel("rbf", gamma=0.3)
-    K = kern(Phi, Phi)
+    model, data, Phi, K = rbf_training_kernel(X, Y)
     fit_kw = {"kernel_matrix": K} if kernel == "precomputed" else {}
     ctor = dict(kernel=kernel) if kernel == "precomputed" else dict(kernel="rbf", gamma=0.3)
     fit = MaxMarginLearner(model, C=1.0, dual=True, kernel_tol=1e-2, **ctor).fit(X, Y, **fit_kw)
