@@ -151,15 +151,16 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         With ``dual=True``: the coefficient ``u_p`` of every training part
         (stacked in example order); ``coef_`` exists only for the linear kernel.
     support_ : ndarray of int
-        With ``dual=True``: indices of the training parts with non-zero ``u_p``,
-        the only ones prediction needs.
+        With ``dual=True``: indices of the training parts with non-zero ``u_p``
+        (prediction expands over them when the factor is exact, over the pivots
+        ``kernel_pivots_`` otherwise).
     support_features_ : array or sparse, shape (n_support, n_features)
-    kernel_pivots_ : ndarray of int, shape (kernel_rank_,)
-        With a non-linear kernel: the training parts ``P`` the factor pivoted on
-        (``G = K[:, P] L^{-T}``, ``L = G[P]``).
-    pivot_features_ : array or sparse, shape (kernel_rank_, n_features)
+    kernel_pivots_ : ndarray of int, shape (r,)
+        With a non-linear kernel: the ``r = kernel_rank_`` training parts ``P`` the
+        factor pivoted on (``G = K[:, P] L^{-T}``, ``L = G[P]``).
+    pivot_features_ : array or sparse, shape (r, n_features)
         Their features (None for "precomputed").
-    pivot_coef_ : ndarray, shape (kernel_rank_,)
+    pivot_coef_ : ndarray, shape (r,)
         ``beta = L^{-T} G^T u``: prediction scores a part ``phi`` by
         ``sum_j beta_j k(phi, phi_{P_j})``, the model the QP trained on the factored
         kernel ``G G^T`` (the Nystrom extension).  Unlike ``K u`` it does not depend on
