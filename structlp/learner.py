@@ -152,8 +152,9 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         (stacked in example order); ``coef_`` exists only for the linear kernel.
     support_ : ndarray of int
         With ``dual=True``: indices of the training parts with non-zero ``u_p``
-        (prediction expands over them when the factor is exact, over the pivots
-        ``kernel_pivots_`` otherwise).
+        (the linear kernel's prediction expands over them; a non-linear kernel's
+        goes through the factor's pivots ``kernel_pivots_``, which gives the same
+        scores when the factor is exact).
     support_features_ : array or sparse, shape (n_support, n_features)
     kernel_pivots_ : ndarray of int, shape (r,)
         With a non-linear kernel: the ``r = kernel_rank_`` training parts ``P`` the
