@@ -12,7 +12,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import scipy.sparse as sp
-from scipy.linalg import solve_triangular
 
 from ._progress import Progress, check_verbose
 from ._validation import check_bool, check_finite_array, check_scalar
@@ -29,8 +28,7 @@ from .solvers import scaling_note, solve, verify_solution
 
 #: The attributes a fit sets from the QP's solution (all dropped before a new one is read).
 _SOLUTION_ATTRS = ("coef_", "slack_", "objective_", "dual_coef_", "support_",
-                   "support_features_", "kernel_pivots_", "pivot_features_", "pivot_coef_",
-                   "kernel_rank_", "kernel_residual_", "kernel_params_",
+                   "support_features_", "kernel_rank_", "kernel_residual_", "kernel_params_",
                    "verification_")
 
 
@@ -151,22 +149,9 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         With ``dual=True``: the coefficient ``u_p`` of every training part
         (stacked in example order); ``coef_`` exists only for the linear kernel.
     support_ : ndarray of int
-        With ``dual=True``: indices of the training parts with non-zero ``u_p``
-        (the linear kernel's prediction expands over them; a non-linear kernel's
-        goes through the factor's pivots ``kernel_pivots_``, which gives the same
-        scores when the factor is exact).
+        With ``dual=True``: indices of the training parts with non-zero ``u_p``,
+        the only ones prediction needs.
     support_features_ : array or sparse, shape (n_support, n_features)
-    kernel_pivots_ : ndarray of int, shape (r,)
-        With a non-linear kernel: the ``r = kernel_rank_`` training parts ``P`` the
-        factor pivoted on (``G = K[:, P] L^{-T}``, ``L = G[P]``).
-    pivot_features_ : array or sparse, shape (r, n_features)
-        Their features (None for "precomputed").
-    pivot_coef_ : ndarray, shape (r,)
-        ``beta = L^{-T} G^T u``: prediction scores a part ``phi`` by
-        ``sum_j beta_j k(phi, phi_{P_j})``, the model the QP trained on the factored
-        kernel ``G G^T`` (the Nystrom extension).  Unlike ``K u`` it does not depend on
-        which of the QP's optimal ``u`` (free along the null space of ``G^T``) the
-        solver returned; both coincide when the factor is exact.
     kernel_rank_ : int
         Rank of the kernel factor used by the dual.
     kernel_residual_ : float
@@ -380,16 +365,6 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
             if self.kernel == "linear":
                 state["coef_"] = np.asarray(Phi.T @ u, dtype=float).ravel()
             t = np.asarray(c.G.T @ u, dtype=float).ravel()  # the QP's own kernel, G G^T
-            piv = c.kernel_info.get("pivots")
-            if piv is not None:
-                # G = K[:, P] L^{-T} with L = G[P] lower triangular (pivoted Cholesky), so the
-                # model the QP trained scores a part phi as k(phi, P) L^{-T} t: unique (t is),
-                # where the exact expansion k(phi, .) u is not (u is free along null(G^T))
-                piv = np.asarray(piv, dtype=int)
-                L = np.asarray(c.G[piv], dtype=float)
-                state["kernel_pivots_"] = piv
-                state["pivot_features_"] = Phi[piv] if not precomputed else None
-                state["pivot_coef_"] = solve_triangular(L, t, trans="T", lower=True)
             scores = (lambda: np.split(np.asarray(c.G @ t, dtype=float).ravel(),
                                        np.cumsum(data.n_parts)[:-1])) if exact else None
             norm2 = float(t @ t)
@@ -429,30 +404,23 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
                 raise InvalidInputError(
                     f"kernel_matrix must have shape {want} (new parts x training parts); "
                     f"got {Kn.shape}.")
-            flat = (Kn[:, self.kernel_pivots_] @ self.pivot_coef_
-                    if getattr(self, "pivot_coef_", None) is not None
-                    else Kn[:, self.support_] @ coef)
+            flat = Kn[:, self.support_] @ coef
         else:
             if kernel_matrix is not None:
                 raise InvalidParameterError("kernel_matrix is only used with kernel='precomputed'.")
             kern = Kernel(**kernel)
             Phi = sp.vstack([sp.csr_array(P) for P in Phis], format="csr") \
                 if any(sp.issparse(P) for P in Phis) else np.vstack(Phis)
-            if getattr(self, "pivot_coef_", None) is not None:
-                flat = kern(Phi, self.pivot_features_) @ self.pivot_coef_
-            else:
-                flat = kern(Phi, self.support_features_) @ coef
+            flat = kern(Phi, self.support_features_) @ coef
         return np.split(np.asarray(flat, dtype=float).ravel(), np.cumsum(sizes)[:-1])
 
     def decision_scores(self, X: Sequence[Any],  # type: ignore[override]
                         kernel_matrix: Optional[ArrayLike] = None) -> List[np.ndarray]:
         """Part scores of every example: list of (L_i,) arrays.
 
-        ``Phi_i w`` for the primal; with ``dual=True`` the model the QP trained on
-        the factored kernel ``G G^T``: ``sum_j beta_j k(phi_{P_j}, phi)`` over the
-        factor's pivot parts (``pivot_coef_``), which is the kernel expansion
-        ``sum_p u_p k(phi_p, phi)`` when the factor is exact (``kernel_matrix``: new
-        parts x training parts, for "precomputed").
+        ``Phi_i w`` for the primal; the kernel expansion
+        ``sum_p u_p k(phi_p, phi)`` over the support parts with ``dual=True``
+        (``kernel_matrix``: new parts x training parts, for "precomputed").
         """
         return super().decision_scores(X, kernel_matrix=kernel_matrix)
 
