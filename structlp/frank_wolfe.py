@@ -646,7 +646,7 @@ class _Block:
         j = self.add(vertex, gamma)
         dl = gamma * (self.lv[j] - lost)
         if pairwise:
-            if self.alpha[k] <= 1e-12:                # drop step: the output leaves
+            if self.alpha[k] <= _DROP:                # drop step: the output leaves
                 self.remove(k)
             elif self.n == 2:      # the only pair is (v_k, mu), just line-searched exactly
                 return g, dl
@@ -675,7 +675,7 @@ class _Block:
         self.alpha[kf] += gamma
         self.alpha[ka] -= gamma
         dl = gamma * (self.lv[kf] - self.lv[ka])
-        if self.alpha[ka] <= 1e-12:
+        if self.alpha[ka] <= _DROP:
             self.remove(ka)
         return dl
 
@@ -700,27 +700,22 @@ class _Block:
                 self.remove(j)
             return None if j < 0 else 0.0
         delta = alpha[:n] - before
-        if self.psi is not None:
-            w -= C * delta.dot(self.psi[:n])
-        else:
-            rows = np.flatnonzero(delta)
-            w -= C * op.joint_sparse(self.idx[rows].ravel(),
-                                     (delta[rows, None] * self.val[rows]).ravel())
+        rows = np.flatnonzero(delta)
+        w -= C * op.joint_sparse(self.idx[rows].ravel(),
+                                 (delta[rows, None] * self.val[rows]).ravel())
         if alpha[:n].min() <= _DROP:
             for r in np.flatnonzero(alpha[:n] <= _DROP)[::-1]:   # drop steps
                 self.remove(int(r))
         return dl
 
     def _gram(self, op):
-        """Fill the Gram rows (and columns) ``ng..n-1``: ``psi_j . psi_l`` from the psi rows,
-        or as ``(Phi_i Phi_i^T v_j) . v_l`` from the nonzeros (two operator products)."""
+        """Fill the Gram rows (and columns) ``ng..n-1``: ``psi_j . psi_l`` as
+        ``(Phi_i Phi_i^T v_j) . v_l`` from the nonzeros (two operator products; the
+        Gram path runs only without psi rows)."""
         n = self.n
         for r in range(self.ng, n):
-            if self.psi is not None:
-                row = self.psi[:n].dot(self.psi[r])
-            else:
-                s = op.scores(op.joint_sparse(self.idx[r], self.val[r]))
-                row = np.einsum("ij,ij->i", s[self.idx[:n]], self.val[:n])
+            s = op.scores(op.joint_sparse(self.idx[r], self.val[r]))
+            row = np.einsum("ij,ij->i", s[self.idx[:n]], self.val[:n])
             self.G[r, :n] = row
             self.G[:n, r] = row
         self.ng = n
@@ -842,7 +837,7 @@ def _pairwise_steps(act, G, alpha, lv, n, j, C, inner_steps, g_min):
         hi = -1
         count = 0
         for l in range(n):
-            if alpha[l] > 1e-12:
+            if alpha[l] > _DROP:
                 count += 1
                 if lo < 0 or act[l] < act[lo]:
                     lo = l
@@ -851,7 +846,7 @@ def _pairwise_steps(act, G, alpha, lv, n, j, C, inner_steps, g_min):
         if s == 0:
             hi = j
             # mu and one other output: that pair is exactly line-searched by this step
-            pair_only = count + (0 if alpha[j] > 1e-12 else 1) == 2
+            pair_only = count + (0 if alpha[j] > _DROP else 1) == 2
         elif count < 2 or pair_only:
             break
         if lo < 0:
@@ -871,7 +866,7 @@ def _pairwise_steps(act, G, alpha, lv, n, j, C, inner_steps, g_min):
         for l in range(n):
             act[l] -= t * (G[l, hi] - G[l, lo])
         steps += 1
-        if s == 0 and alpha[lo] <= 1e-12:
+        if s == 0 and alpha[lo] <= _DROP:
             pair_only = False          # a drop step: the others may still move
     return dl, steps
 
