@@ -18,7 +18,7 @@ from .exceptions import ConvergenceWarning
 from .exceptions import InvalidInputError, InvalidParameterError
 from .inference import check_oracle_solver
 from .model import StructuredModel
-from .parallel import OraclePool, check_backend, check_n_jobs
+from .parallel import CHUNK, OraclePool, check_backend, check_n_jobs
 from .solvers import check_solver
 
 
@@ -76,15 +76,24 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
     @staticmethod
     def _exact_pass(pool, data, w, visit=None):
         """Exact hinge losses (m,) at ``w`` by loss-augmented inference, chunk by chunk
-        (the part vectors of a chunk only are held); ``visit(i, a_i, mu_i)`` is called
-        with each example's augmented scores and maximizer."""
+        (the part vectors of a chunk only are held; ``c`` and the truths by their
+        nonzeros); ``visit(i, a_i, mu_i)`` is called with each example's augmented
+        scores and maximizer."""
         hinge = np.empty(data.n_examples)
-        for k in range(0, data.n_examples, _PASS_CHUNK):
-            idx = range(k, min(k + _PASS_CHUNK, data.n_examples))
-            s = [data.Phi[i].scores(w) for i in idx]
-            aug = [si + data.c[i] for si, i in zip(s, idx)]
-            for i, si, a, mu in zip(idx, s, aug, pool.argmax(idx, aug)):
-                hinge[i] = a.dot(mu) + data.d[i] - si.dot(data.mu_true[i])
+        # a serial pool solves one task (CHUNK examples) at a time: larger chunks would
+        # only hold more part vectors
+        chunk = CHUNK if pool.kind == "serial" else _PASS_CHUNK
+        for k in range(0, data.n_examples, chunk):
+            idx = range(k, min(k + chunk, data.n_examples))
+            truth = np.empty(len(idx))                # (Phi_i w) . mu_i
+            aug = []
+            for r, i in enumerate(idx):
+                s = data.Phi[i].scores(w)
+                t_idx, t_val = data.mu_true.nonzeros(i)
+                truth[r] = s[t_idx].dot(t_val)
+                aug.append(_augment(s, data.c.nonzeros(i)))
+            for i, t, a, mu in zip(idx, truth, aug, pool.argmax(idx, aug)):
+                hinge[i] = a.dot(mu) + data.d[i] - t
                 if visit is not None:
                     visit(i, a, mu)
         return hinge
@@ -328,16 +337,15 @@ class FrankWolfeLearner(_FirstOrderLearner):
     def _run(self, pool, data, C, tol, max_iter, batch_size, check_every, rng, t0,
              pairwise, inner_steps, gap_sampling, max_cache_passes):
         m, d = data.n_examples, data.n_features
-        ops, c, dd, mt = data.Phi, data.c, data.d, data.mu_true
-        if int(data.n_parts.sum()) <= _DENSE_C_MAX:
-            c = list(c)         # the dense loss vectors, when small (else made per step)
+        ops, dd, mt = data.Phi, data.d, data.mu_true
+        c = [data.c.nonzeros(i) for i in range(m)]   # the loss vectors by their nonzeros
         # an active output is kept as its nonzeros, and also as its joint feature psi (d,)
         # when d is small beside its support (then inner steps need no part scores)
-        width = max(int(np.count_nonzero(t)) for t in mt)
+        width = max(mt.nonzeros(i)[0].size for i in range(m))
         psi_mode = d <= max(_PSI_MAX_D, 4 * width)
         # psi(y_i) of the truths (d,) in psi mode, else their nonzeros
-        psi_true = [op.joint(t) if psi_mode else (np.flatnonzero(t), t[t != 0])
-                    for op, t in zip(ops, mt)]
+        psi_true = [op.joint_sparse(*mt.nonzeros(i)) if psi_mode else mt.nonzeros(i)
+                    for i, op in enumerate(ops)]
         blocks = self._warm_blocks(data)
         for blk in blocks or ():   # the features may differ: Gram matrices made afresh
             blk.ng = 0
@@ -367,7 +375,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 for i in perm:
                     ti = clock()
                     op, ci = ops[i], c[i]
-                    a = op.scores(w) + ci
+                    a = _augment(op.scores(w), ci)
                     mu = oracle(i, a)
                     t_inf += clock() - ti
                     g, dl = blocks[i].step(_vertex(mu, ci, op, psi_mode), a, w, op, ci, C,
@@ -378,12 +386,14 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 for k in range(0, m, batch_size):
                     batch = perm[k:k + batch_size]
                     ti = clock()
-                    mus = pool.argmax(batch, [ops[i].scores(w) + c[i] for i in batch])
+                    mus = pool.argmax(batch, [_augment(ops[i].scores(w), c[i])
+                                              for i in batch])
                     t_inf += clock() - ti
                     for i, mu in zip(batch, mus):
                         op, ci = ops[i], c[i]
                         g, dl = blocks[i].step(_vertex(mu, ci, op, psi_mode),
-                                               op.scores(w) + ci, w, op, ci, C, pairwise,
+                                               _augment(op.scores(w), ci), w, op, ci, C,
+                                               pairwise,
                                                inner_steps)
                         g_est[i] = g if g > 0.0 else 0.0
                         ell += C * dl
@@ -506,8 +516,7 @@ def _primal_from_blocks(blocks, ops, psi_true, dd, C, d):
     return w, ell
 
 
-_PASS_CHUNK = 64       # examples per chunk of an exact pass
-_DENSE_C_MAX = 2 ** 22  # up to this many parts in all, Frank-Wolfe holds c dense
+_PASS_CHUNK = 64       # examples per chunk of an exact pass (parallel pools)
 _UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling
 _CACHE_SHARE = 0.05     # a pass without oracle must gain this share of the epoch's gain
 
@@ -515,12 +524,20 @@ _CACHE_SHARE = 0.05     # a pass without oracle must gain this share of the epoc
 _PSI_MAX_D = 256       # up to this many features, active outputs also keep their psi
 
 
+def _augment(s, c):
+    """``s + c`` in place for ``c`` given by its nonzeros ``(idx, vals)`` (``s`` a fresh
+    array of part scores): the loss-augmented scores."""
+    s[c[0]] += c[1]
+    return s
+
+
 def _vertex(mu, c, op, psi_mode):
     """An oracle output in compact form: ``(idx, vals, key, loss c . mu, psi or None)``
-    with ``mu[idx] = vals`` its nonzeros and ``psi = Phi^T mu`` in psi mode."""
+    with ``mu[idx] = vals`` its nonzeros and ``psi = Phi^T mu`` in psi mode (``c`` is
+    given by its nonzeros ``(idx, vals)``)."""
     idx = mu.nonzero()[0]
     vals = mu[idx]
-    return (idx, vals, idx.tobytes() + vals.tobytes(), float(c.dot(mu)),
+    return (idx, vals, idx.tobytes() + vals.tobytes(), float(c[1].dot(mu[c[0]])),
             op.joint(mu) if psi_mode else None)
 
 
@@ -606,7 +623,8 @@ class _Block:
             return self._inner_direct(w, op, c, C, g_min)
         if self.n < 2:
             return None
-        return self._pairwise(self.values(op.scores(w) + c, w), -1, w, op, C, n_steps, g_min)
+        return self._pairwise(self.values(_augment(op.scores(w), c), w), -1, w, op, C, n_steps,
+                              g_min)
 
     def _step_direct(self, vertex, a, w, op, c, C, pairwise, inner_steps):
         """:meth:`step` with ``w`` moved at every step (psi mode, where ``psi_j . w`` is a
@@ -664,7 +682,7 @@ class _Block:
         is at most ``g_min``."""
         if self.n < 2:
             return None
-        act = self.values(None if self.psi is not None else op.scores(w) + c, w)
+        act = self.values(None if self.psi is not None else _augment(op.scores(w), c), w)
         kf, ka = int(act.argmax()), int(act.argmin())
         g2 = C * (act[kf] - act[ka])
         if g2 <= g_min:

@@ -189,14 +189,16 @@ def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
     P = rng.normal(size=(L, d))
     op = MatrixFeatures(P)
     c = rng.normal(size=L)
+    cz = (np.flatnonzero(c), c[c != 0])          # the learner holds c by its nonzeros
     perms = [np.eye(n)[list(p)].ravel() for p in itertools.permutations(range(n))]
-    blk = _Block(_vertex(perms[0], c, op, psi_mode), psi_mode)
+    blk = _Block(_vertex(perms[0], cz, op, psi_mode), psi_mode)
     w = rng.normal(size=d)
     for _ in range(30):
         m_before, loss_before, w_before = blk.marginal(L), blk.loss(), w.copy()
         a = P @ w + c
         mu = max(perms, key=lambda v: a @ v)                    # the exact oracle
-        g, dl = blk.step(_vertex(mu, c, op, psi_mode), a, w, op, c, C, pairwise, inner_steps)
+        g, dl = blk.step(_vertex(mu, cz, op, psi_mode), a, w, op, cz, C, pairwise,
+                         inner_steps)
         assert g == pytest.approx(C * a @ (mu - m_before), abs=1e-12)
         m_after = blk.marginal(L)
         np.testing.assert_allclose(w - w_before, C * P.T @ (m_before - m_after), atol=1e-12)
