@@ -125,7 +125,7 @@ class SparseVectors(Sequence):
 
     def append(self, v: Any) -> None:
         v = np.asarray(v, dtype=float)
-        idx = np.flatnonzero(v)
+        idx = np.flatnonzero(v != 0)
         self._idx.append(idx.astype(np.int32) if v.size < 2 ** 31 else idx)
         self._val.append(v[idx])
         self._len.append(v.size)

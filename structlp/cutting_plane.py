@@ -74,7 +74,7 @@ class _Parts:
                 return sp.csr_array((0, self.d))
             return sp.csr_array(np.vstack([self.ops[i].joint(mu) for i, mu in zip(idx, mus)]))
         offsets = self.offsets[:-1] if idx is None else self.offsets[np.asarray(idx)]
-        nz = [np.flatnonzero(mu) for mu in mus]
+        nz = [np.flatnonzero(mu != 0) for mu in mus]
         cols = np.concatenate([z + o for z, o in zip(nz, offsets)]) if m else []
         vals = np.concatenate([mu[z] for mu, z in zip(mus, nz)]) if m else []
         rows = np.repeat(np.arange(m), [len(z) for z in nz])

@@ -338,7 +338,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
              pairwise, inner_steps, gap_sampling, max_cache_passes):
         m, d = data.n_examples, data.n_features
         ops, dd, mt = data.Phi, data.d, data.mu_true
-        c = [data.c.nonzeros(i) for i in range(m)]   # the loss vectors by their nonzeros
+        c = [_compact_loss(*data.c.nonzeros(i)) for i in range(m)]   # no dense (L_i,) c
         # an active output is kept as its nonzeros, and also as its joint feature psi (d,)
         # when d is small beside its support (then inner steps need no part scores)
         width = max(mt.nonzeros(i)[0].size for i in range(m))
@@ -526,16 +526,29 @@ _PSI_MAX_D = 256       # up to this many features, active outputs also keep thei
 
 def _augment(s, c):
     """``s + c`` in place for ``c`` given by its nonzeros ``(idx, vals)`` (``s`` a fresh
-    array of part scores): the loss-augmented scores."""
+    array of part scores; ``idx`` may be a slice, see :func:`_compact_loss`): the
+    loss-augmented scores."""
     s[c[0]] += c[1]
     return s
+
+
+def _compact_loss(idx, vals):
+    """A loss vector ``c`` by its nonzeros ``(idx, vals)``, as ``(slice, values)`` over the
+    span of its nonzeros (zeros included) when that span is at most twice their count
+    (an add over a slice is much cheaper than one over indices), else as it came."""
+    if idx.size and idx[-1] - idx[0] < 2 * idx.size:
+        lo, hi = int(idx[0]), int(idx[-1]) + 1
+        span = np.zeros(hi - lo)
+        span[idx - lo] = vals
+        return slice(lo, hi), span
+    return idx.astype(np.intp), vals
 
 
 def _vertex(mu, c, op, psi_mode):
     """An oracle output in compact form: ``(idx, vals, key, loss c . mu, psi or None)``
     with ``mu[idx] = vals`` its nonzeros and ``psi = Phi^T mu`` in psi mode (``c`` is
     given by its nonzeros ``(idx, vals)``)."""
-    idx = mu.nonzero()[0]
+    idx = (mu != 0).nonzero()[0]      # (a bool array: much faster than a float one)
     vals = mu[idx]
     return (idx, vals, idx.tobytes() + vals.tobytes(), float(c[1].dot(mu[c[0]])),
             op.joint(mu) if psi_mode else None)
