@@ -50,6 +50,7 @@ class PartFeatures:
         Returns
         -------
         ndarray, shape (L,)
+            A fresh array: the learners add the loss coefficients to it in place.
         """
         raise NotImplementedError(f"{type(self).__name__} must define scores(w).")
 
