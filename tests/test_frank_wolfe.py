@@ -175,6 +175,27 @@ def test_duality_gap_bounds_suboptimality_early(rng, max_iter):
             assert fw.objective_ - qp.objective_ > 0     # the QP's accuracy, 1e-10)
 
 
+@pytest.mark.parametrize("layout", ["span", "spread", "empty"])
+def test_compact_loss_adds_exactly(rng, layout):
+    """The loss vector held by its nonzeros (a slice over their span, or their indices)
+    gives exactly the dense ``s + c``, and ``c . mu`` of a 0/1 vector."""
+    from structlp.frank_wolfe import _augment, _compact_loss
+    L = 300
+    c = np.zeros(L)
+    if layout == "span":                        # e.g. node losses: zeros at the truth only
+        c[40:120] = rng.uniform(0.5, 2.0, size=80)
+        c[rng.choice(np.arange(40, 120), size=10, replace=False)] = 0.0
+    elif layout == "spread":
+        c[rng.choice(L, size=12, replace=False)] = rng.normal(size=12)
+    idx = np.flatnonzero(c)
+    cz = _compact_loss(idx, c[idx])
+    assert isinstance(cz[0], slice) == (layout == "span")
+    s = rng.normal(size=L)
+    assert np.array_equal(_augment(s.copy(), cz), s + c)
+    mu = (rng.uniform(size=L) < 0.3).astype(float)
+    assert float(cz[1].dot(mu[cz[0]])) == pytest.approx(float(c @ mu), rel=1e-14, abs=1e-14)
+
+
 @pytest.mark.parametrize("psi_mode", [True, False])
 @pytest.mark.parametrize("pairwise, inner_steps", [(True, 0), (True, 3), (False, 0)])
 def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
