@@ -730,10 +730,8 @@ class _Block:
             if j >= 0 and alpha[j] <= _DROP:
                 self.remove(j)
             return None if j < 0 else 0.0
-        delta = alpha[:n] - before
-        rows = np.flatnonzero(delta)
-        w -= C * op.joint_sparse(self.idx[rows].ravel(),
-                                 (delta[rows, None] * self.val[rows]).ravel())
+        delta = alpha[:n] - before      # rows without change add exact zeros: all rows go
+        w -= C * op.joint_sparse(self.idx[:n].ravel(), (delta[:, None] * self.val[:n]).ravel())
         if alpha[:n].min() <= _DROP:
             for r in np.flatnonzero(alpha[:n] <= _DROP)[::-1]:   # drop steps
                 self.remove(int(r))
