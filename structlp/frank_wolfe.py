@@ -391,10 +391,9 @@ class FrankWolfeLearner(_FirstOrderLearner):
                     t_inf += clock() - ti
                     for i, mu in zip(batch, mus):
                         op, ci = ops[i], c[i]
-                        g, dl = blocks[i].step(_vertex(mu, ci, op, psi_mode),
-                                               _augment(op.scores(w), ci), w, op, ci, C,
-                                               pairwise,
-                                               inner_steps)
+                        a = _augment(op.scores(w), ci)
+                        g, dl = blocks[i].step(_vertex(mu, ci, op, psi_mode), a, w, op, ci,
+                                               C, pairwise, inner_steps)
                         g_est[i] = g if g > 0.0 else 0.0
                         ell += C * dl
             n_calls += m
