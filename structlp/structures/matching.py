@@ -6,10 +6,9 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from ..certificates import (CertificateRows, GraphStructure, alternating_cycle_rows, degrees,
-                            graph_copy)
+from ..certificates import MAX_ODD_SETS, CertificateRows, GraphStructure, degrees
 from ..exceptions import InvalidOutputError
-from .perfect_matching import max_weight_matching
+from .perfect_matching import matching_certificate_rows, max_weight_matching
 
 
 class Matching(GraphStructure):
@@ -50,6 +49,10 @@ class Matching(GraphStructure):
 
     formulations = ("certificate",)
 
+    def __init__(self, certificate: str = "odd_sets", max_odd_sets: int = MAX_ODD_SETS) -> None:
+        self.certificate = certificate
+        self.max_odd_sets = max_odd_sets
+
     def _check_structure(self, g, mu):
         deg = degrees(g, mu)
         if np.any(deg > 1):
@@ -62,5 +65,4 @@ class Matching(GraphStructure):
 
     def certificate_rows(self, x: Any, mu_true: np.ndarray) -> CertificateRows:
         g = self.check_x(x)
-        U, V, part, in_M2 = graph_copy(g.n_nodes, g.u, g.v, np.asarray(mu_true) > 0.5)
-        return alternating_cycle_rows(2 * g.n_nodes, U, V, in_M2, part, g.n_edges)
+        return matching_certificate_rows(self, g, mu_true, perfect=False)

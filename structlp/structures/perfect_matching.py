@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Optional, Tuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..certificates import CertificateRows, GraphStructure, alternating_cycle_rows, degrees
+from .._validation import check_choice, check_scalar
+from ..certificates import (MAX_ODD_SETS, CertificateRows, GraphStructure,
+                            alternating_cycle_rows, degrees, graph_copy, odd_set_rows)
 from ..exceptions import InvalidInputError, InvalidOutputError
+
+#: The certificates of the matching structures, the default first.
+MATCHING_CERTIFICATES = ("odd_sets", "alternating_cycle")
 
 
 def max_weight_matching(g: Any, scores: ArrayLike, perfect: bool) -> Optional[np.ndarray]:
@@ -35,6 +41,24 @@ def max_weight_matching(g: Any, scores: ArrayLike, perfect: bool) -> Optional[np
     for a, b in M:
         y[a, b] = y[b, a] = 1
     return y
+
+
+def matching_certificate_rows(model: Any, g: Any, mu_true: np.ndarray,
+                              perfect: bool) -> CertificateRows:
+    """The certificate rows of a (perfect) matching ``mu_true`` of graph ``g``, as
+    ``model.certificate`` and ``model.max_odd_sets`` ask (validated here)."""
+    owner = type(model).__name__
+    kind = check_choice(model.certificate, "certificate", MATCHING_CERTIFICATES, owner)
+    in_M = np.asarray(mu_true) > 0.5
+    if kind == "odd_sets":
+        budget = check_scalar(model.max_odd_sets, "max_odd_sets", kind=numbers.Integral,
+                              low=0, owner=owner)
+        return odd_set_rows(g.n_nodes, g.u, g.v, in_M, perfect, budget)
+    if perfect:
+        return alternating_cycle_rows(g.n_nodes, g.u, g.v, in_M, np.arange(g.n_edges),
+                                      g.n_edges)
+    U, V, part, in_M2 = graph_copy(g.n_nodes, g.u, g.v, in_M)
+    return alternating_cycle_rows(2 * g.n_nodes, U, V, in_M2, part, g.n_edges)
 
 
 class PerfectMatching(GraphStructure):
@@ -90,6 +114,10 @@ class PerfectMatching(GraphStructure):
 
     formulations = ("certificate",)
 
+    def __init__(self, certificate: str = "odd_sets", max_odd_sets: int = MAX_ODD_SETS) -> None:
+        self.certificate = certificate
+        self.max_odd_sets = max_odd_sets
+
     def check_x(self, x: Any) -> Any:
         g = super().check_x(x)
         if g is x:
@@ -118,5 +146,4 @@ class PerfectMatching(GraphStructure):
 
     def certificate_rows(self, x: Any, mu_true: np.ndarray) -> CertificateRows:
         g = self.check_x(x)
-        return alternating_cycle_rows(g.n_nodes, g.u, g.v, np.asarray(mu_true) > 0.5,
-                                      np.arange(g.n_edges), g.n_edges)
+        return matching_certificate_rows(self, g, mu_true, perfect=True)
