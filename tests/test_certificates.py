@@ -243,11 +243,29 @@ def test_tight_odd_sets_equal_enumeration(n, m, rng):
     assert [b.shape[1] for b in sets3] == [3] and not complete3
 
 
+@pytest.mark.parametrize("n", [4, 6, 8, 10])
+def test_tight_odd_sets_of_a_perfect_matching_one_of_each_complement(n, rng):
+    """Perfect matchings: S and V - S give one constraint; the sets given are the tight
+    ones without node 0 and of fewer than n - 1 nodes, one of each complementary pair."""
+    from structlp.certificates import n_tight_odd_sets, tight_odd_sets
+    pairs = rng.permutation(n).reshape(n // 2, 2)
+    sets, complete = tight_odd_sets(n, pairs, perfect=True)
+    got = {tuple(S) for block in sets for S in block.tolist()}
+    every = brute_tight_odd_sets(n, [tuple(p) for p in pairs.tolist()])
+    assert complete and got == {S for S in every if 0 not in S and len(S) < n - 1}
+    full = set(range(n))
+    for S in every:                    # every tight set or its complement is given
+        rest = tuple(sorted(full - set(S)))
+        assert S in got or rest in got or len(rest) == 1
+    assert len(got) == sum(n_tight_odd_sets(n, n // 2, j, perfect=True)
+                           for j in range(1, n // 2 + 1))
+
+
 @pytest.mark.parametrize("n, p", [(6, None), (8, None), (8, 0.6)])
 def test_odd_set_certificate_iff_optimal_perfect_matching(n, p, rng):
     """Edmonds' odd-set certificate is exact on general graphs: for random scores, the
     rows of a perfect matching are feasible iff it is the maximum one (enumeration)."""
-    model = PerfectMatching()
+    model = PerfectMatching(certificate="odd_sets")
     for _ in range(4 if n == 6 else 2):
         x = random_graph_x(rng, n, 1, p)
         if p is not None and max_weight_matching(model.check_x(x), np.zeros(
@@ -269,14 +287,14 @@ def test_odd_set_certificate_accepts_the_odd_cycle_counterexample():
     """The optimal perfect matching the alternating-cycle certificate rejects passes the
     odd-set certificate (the triangles are tight odd sets)."""
     S, y = odd_cycle_counterexample()
-    g = PerfectMatching().check_x(np.zeros((6, 6, 1)))
-    mu = PerfectMatching().encode(g, y)
+    g = PerfectMatching(certificate="odd_sets").check_x(np.zeros((6, 6, 1)))
+    mu = PerfectMatching(certificate="odd_sets").encode(g, y)
     s = S[g.u, g.v]
-    assert potentials_exist(*PerfectMatching().certificate_rows(g, mu), s)
+    assert potentials_exist(*PerfectMatching(certificate="odd_sets").certificate_rows(g, mu), s)
     assert not potentials_exist(
         *PerfectMatching(certificate="alternating_cycle").certificate_rows(g, mu), s)
     # without odd sets (the fractional relaxation) it is rejected too
-    assert not potentials_exist(*PerfectMatching(max_odd_sets=0).certificate_rows(g, mu), s)
+    assert not potentials_exist(*PerfectMatching(certificate="odd_sets", max_odd_sets=0).certificate_rows(g, mu), s)
 
 
 @pytest.mark.parametrize("n, p", [(5, None), (6, None), (6, 0.7)])
@@ -322,17 +340,17 @@ def test_truncated_odd_set_certificate_is_sufficient_not_necessary(rng):
     (two pentagons need their 5-node sets)."""
     from structlp.certificates import n_tight_odd_sets
     S, y = two_pentagons()
-    g = PerfectMatching().check_x(np.zeros((10, 10, 1)))
+    g = PerfectMatching(certificate="odd_sets").check_x(np.zeros((10, 10, 1)))
     s = S[g.u, g.v]
-    mu = PerfectMatching().encode(g, y)
-    np.testing.assert_array_equal(PerfectMatching().inference(g, s), y)
-    triangles = n_tight_odd_sets(10, 5, 1)                   # 40 sets of size 3
-    assert potentials_exist(*PerfectMatching().certificate_rows(g, mu), s)
+    mu = PerfectMatching(certificate="odd_sets").encode(g, y)
+    np.testing.assert_array_equal(PerfectMatching(certificate="odd_sets").inference(g, s), y)
+    triangles = n_tight_odd_sets(10, 5, 1, perfect=True)     # 28 sets of size 3
+    assert potentials_exist(*PerfectMatching(certificate="odd_sets").certificate_rows(g, mu), s)
     assert not potentials_exist(
-        *PerfectMatching(max_odd_sets=triangles).certificate_rows(g, mu), s)
+        *PerfectMatching(certificate="odd_sets", max_odd_sets=triangles).certificate_rows(g, mu), s)
     assert not potentials_exist(
         *PerfectMatching(certificate="alternating_cycle").certificate_rows(g, mu), s)
-    small = PerfectMatching(max_odd_sets=triangles)
+    small = PerfectMatching(certificate="odd_sets", max_odd_sets=triangles)
     for _ in range(20):
         t = rng.normal(size=g.n_edges)
         best = small.encode(g, small.inference(g, t))
@@ -417,7 +435,7 @@ def test_perfect_matching_certificate_qp_is_conservative():
 
 
 @pytest.mark.parametrize("model, shift, ones, seed", [
-    (PerfectMatching(), 0.0, False, 3), (Matching(), 0.5, True, 1)])
+    (PerfectMatching(certificate="odd_sets"), 0.0, False, 3), (Matching(), 0.5, True, 1)])
 def test_odd_set_certificate_qp_is_the_exact_qp_on_separable_data(model, shift, ones, seed):
     """The same data on which the alternating-cycle certificate QP is 20-40% above the exact
     objective (tests above): the exact odd-set certificate reaches zero slack, and its QP is
