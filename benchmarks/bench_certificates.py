@@ -69,7 +69,9 @@ def fit_cpu(est, X, Y):
 
 def qp_size(est):
     """(variables, constraint rows) of a fitted learner's compiled QP."""
-    p = est.problem_
+    p = getattr(est, "problem_", None)
+    if p is None:                        # a learner without one compiled QP
+        return None, None
     return sum(v.size for v in p.variables()), sum(c.size for c in p.constraints)
 
 
@@ -159,7 +161,7 @@ def tree_table(sizes, m, d=4):
                            ("cutting plane", CuttingPlaneLearner(SpanningTree(), C=1.0,
                                                                  tol=1e-6))):
             wall, cpu = fit_cpu(est, X, Y)
-            size = qp_size(est) if hasattr(est, "fit_time_") else (None, None)
+            size = qp_size(est)
             row[label] = dict(wall=wall, cpu=cpu, objective=est.objective_, size=size)
         rows.append(row)
     return rows
@@ -287,17 +289,17 @@ def main(argv=None):
     if args.growth:
         return growth_main(args)
     seeds = args.seeds or (2 if args.quick else 5)
-    alt = dict(certificate="alternating_cycle")
+    alt, odd = dict(certificate="alternating_cycle"), dict(certificate="odd_sets")
     cases = [("spanning tree", SpanningTree(), 5), ("spanning tree", SpanningTree(), 8),
-             ("perfect m., odd sets", PerfectMatching(), 6),
+             ("perfect m., odd sets", PerfectMatching(**odd), 6),
              ("perfect m., alt. cycles", PerfectMatching(**alt), 6),
-             ("perfect m., odd sets", PerfectMatching(), 10),
+             ("perfect m., odd sets", PerfectMatching(**odd), 10),
              ("perfect m., alt. cycles", PerfectMatching(**alt), 10),
              ("bipartite", BipartiteMatching(), (5, 5)),
              ("bipartite", BipartiteMatching(), (5, 3)),
-             ("matching, odd sets", Matching(), 4),
+             ("matching, odd sets", Matching(**odd), 4),
              ("matching, graph copy", Matching(**alt), 4),
-             ("matching, odd sets", Matching(), 6),
+             ("matching, odd sets", Matching(**odd), 6),
              ("matching, graph copy", Matching(**alt), 6)]
     if not args.quick:
         cases.insert(2, ("spanning tree", SpanningTree(), 10))
