@@ -36,14 +36,16 @@ under label noise).
 * **Spanning tree** (:func:`spanning_tree_rows`): for every non-tree edge ``e'``
   and every tree edge ``e`` on the tree path joining the ends of ``e'``,
   ``s_e - s_e' >= 0``.  No auxiliary variables.  Exact.
-* **Perfect matching and matching** (:func:`odd_set_rows`, the default):
-  Edmonds' odd-set certificate.  Node potentials ``pi`` and potentials
+* **Matching and perfect matching** (:func:`odd_set_rows`; the default of
+  :class:`~structlp.structures.Matching`, ``certificate="odd_sets"`` of
+  :class:`~structlp.structures.PerfectMatching`): Edmonds' odd-set certificate.  Node potentials ``pi`` and potentials
   ``z_S >= 0`` of the odd sets on which the matching is tight, with
   ``pi_j + pi_k + sum_{S ni j,k} z_S >= s_jk`` for every edge, equality on the
   matching (and, for matchings, ``pi >= 0``, zero at unmatched nodes, through
   score-0 *unmatched-node parts*): LP duality over Edmonds' matching polytope,
   so **exact on every graph**.  Its size grows with the number of tight odd
-  sets, ``sum_j C(m, j)(n - 2j)`` (150 for a perfect matching of 10 nodes),
+  sets, ``sum_j C(m, j)(n - 2j)`` for a matching of ``m`` pairs (70 for a
+  perfect matching of 10 nodes, whose complementary sets are one constraint),
   bounded by a budget (``max_odd_sets``) beyond which it is sufficient only.
 * **Perfect matching** (:func:`alternating_cycle_rows`, Taskar Eq. 13,
   ``certificate="alternating_cycle"``): edge
@@ -537,9 +539,10 @@ def odd_set_rows(n: int, u: np.ndarray, v: np.ndarray, in_M: np.ndarray, perfect
 
     Only the *tight* odd sets enter (complementary slackness): ``j`` matched
     pairs and one more node, ``C(m, j) (n - 2 j)`` sets of size ``2 j + 1``
-    (:func:`n_tight_odd_sets`; 150 for a perfect matching of 10 nodes, 2,032 of
-    16).  With every tight set the certificate is exact: it holds iff ``M``
-    is optimal, odd cycles included (:func:`odd_cycle_counterexample` passes).
+    (:func:`n_tight_odd_sets`), one of each complementary pair for perfect
+    matchings (:func:`tight_odd_sets`: 70 for 10 nodes, 1,008 for 16).  With
+    every tight set the certificate is exact: it holds iff ``M`` is optimal,
+    odd cycles included (:func:`odd_cycle_counterexample` passes).
     Sets are taken by increasing size within ``max_odd_sets``; with fewer the
     rows are still sufficient (weak duality holds for any family of sets),
     so the slacks still bound the hinge, but not necessary.
@@ -561,9 +564,14 @@ def odd_set_rows(n: int, u: np.ndarray, v: np.ndarray, in_M: np.ndarray, perfect
     -------
     CertificateRows
         Certificate parts: the ``E`` edges, then (``perfect=False``) the ``n``
-        unmatched-node parts; auxiliary variables ``(pi, z)`` (``n + Z``);
-        ``E + |M| + Z`` rows (``+ n + #unmatched`` for matchings); ``lift`` maps
-        the edges to the model parts, ``multiplicity`` 1.
+        unmatched-node parts.  The equalities are eliminated: the potential
+        of the second node of each pair of ``M`` (and of each unmatched node)
+        is expressed through the others, leaving ``|M| + Z`` auxiliary
+        variables (the first node's potential of each pair, and ``z``) and
+        ``E - |M| + Z`` rows (``+`` one per matched node for matchings,
+        ``pi_j >= t_{r_j}``); ``Z`` of the rows say
+        ``z >= 0`` (:class:`Certificate` makes them the variables' signs).
+        ``lift`` maps the edges to the model parts, ``multiplicity`` 1.
     """
     u = np.asarray(u, dtype=np.int64)
     v = np.asarray(v, dtype=np.int64)
