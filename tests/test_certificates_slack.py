@@ -109,6 +109,7 @@ def noisy(model, rng, m, n, d, flip=0.3):
 BOUNDING = ("two_sided", "part")
 #: (structure, size, examples) small enough to enumerate every output
 CASES = {"tree": (SpanningTree(), 5, 10), "perfect_matching": (PerfectMatching(), 6, 10),
+         "perfect_matching_odd_sets": (PerfectMatching(certificate="odd_sets"), 6, 10),
          "bipartite": (BipartiteMatching(), (5, 5), 10),
          "bipartite_rect": (BipartiteMatching(), (5, 3), 10), "matching": (Matching(), 6, 8)}
 #: Exact objective at the default (two-sided) certificate's w over the exact optimum, at
@@ -215,11 +216,13 @@ def test_linear_dual_equals_primal_for_every_slack(case, slack):
     np.testing.assert_allclose(b.slack_, a.slack_, rtol=0, atol=1e-6 * max(a.slack_.max(), 1))
 
 
+@pytest.mark.parametrize("case", ["perfect_matching", "matching"])
 @pytest.mark.parametrize("slack", BOUNDING)
-def test_kernels_with_every_slack(slack):
+def test_kernels_with_every_slack(slack, case):
     """RBF, poly, callable and precomputed kernels: the dual runs, the slack bounds the
-    hinge of the kernel scores, and a callable / precomputed RBF gives the built-in fit."""
-    model, n, m = CASES["perfect_matching"]
+    hinge of the kernel scores, and a callable / precomputed RBF gives the built-in fit
+    (perfect matchings through alternating cycles, matchings through odd sets)."""
+    model, n, m = CASES[case]
     X, Y = noisy(model, np.random.default_rng(4), m, n, 4, flip=0.25)
     gamma = 0.3
     kw = dict(C=1.0, formulation="certificate", slack=slack, dual=True)
