@@ -6,7 +6,7 @@ build + solve, CPU by ``time.process_time``):
 1. **slacks** (default): noisy planted data (a planted ``w0``; in 25% of the examples
    the true output is replaced by the best output for random scores), C = 1, on
    spanning trees, perfect matchings, square and rectangular bipartite matchings
-   and matchings (graph copy).  For each slack (``two_sided``, ``part``,
+   and matchings (perfect matchings and matchings with either certificate).  For each slack (``two_sided``, ``part``,
    ``shared``): the QP's size (variables, constraint rows), time, its objective
    relative to the exact structured-hinge optimum (``CuttingPlaneLearner``,
    tol 1e-7, blossom / spanning-tree / Hungarian oracles), the exact objective at
@@ -16,11 +16,14 @@ build + solve, CPU by ``time.process_time``):
    min-max QP through the rooted-flow extended formulation
    (``formulation="minmax"``) vs the two-sided certificate QP vs the cutting
    plane: size, time, objective.
-3. ``--growth``: the separable hard-margin growth table of the previous release
+3. **matchings**: perfect matchings of the complete graph on n = 6..14 nodes: Edmonds'
+   odd-set certificate (the default) vs the alternating cycles of Taskar's Eq. 13, both
+   two-sided, vs the cutting plane: odd sets per example, size, time, gaps.
+4. ``--growth``: the separable hard-margin growth table of the previous release
    (bipartite min-max / certificate / cutting plane, trees, perfect matchings,
    disulfide).
 
-    python benchmarks/bench_certificates.py            # tables 1 and 2
+    python benchmarks/bench_certificates.py            # tables 1, 2 and 3
     python benchmarks/bench_certificates.py --quick
     python benchmarks/bench_certificates.py --growth [--noisy]
 """
@@ -66,7 +69,9 @@ def fit_cpu(est, X, Y):
 
 def qp_size(est):
     """(variables, constraint rows) of a fitted learner's compiled QP."""
-    p = est.problem_
+    p = getattr(est, "problem_", None)
+    if p is None:                        # a learner without one compiled QP
+        return None, None
     return sum(v.size for v in p.variables()), sum(c.size for c in p.constraints)
 
 
@@ -128,18 +133,18 @@ def slack_table(cases, m, seeds, d=4):
 def print_slack_table(rows):
     print("Table 1. Certificate slacks on noisy data (C=1): objective and exact objective at w "
           "relative to the exact-hinge optimum (cutting plane), mean [max] over seeds")
-    print(f"{'structure':<18} {'n':>6} {'slack':>9} {'vars':>6} {'rows':>6} {'wall s':>7} "
+    print(f"{'structure':<23} {'n':>6} {'slack':>9} {'vars':>6} {'rows':>6} {'wall s':>7} "
           f"{'CPU s':>6} {'QP obj/exact-1':>17} {'exact(w)/opt-1':>17} {'w=0':>5}")
     for r in rows:
         for sl in SLACKS:
             a = r[sl]
-            print(f"{r['structure']:<18} {str(r['n']):>6} {sl:>9} {a['size'][0]:>6} "
+            print(f"{r['structure']:<23} {str(r['n']):>6} {sl:>9} {a['size'][0]:>6} "
                   f"{a['size'][1]:>6} {np.mean(a['wall']):>7.3f} {np.mean(a['cpu']):>6.3f} "
                   f"{np.mean(a['gap']):>+8.4f} [{np.max(a['gap']):>+7.4f}] "
                   f"{np.mean(a['at_w']):>+8.4f} [{np.max(a['at_w']):>+7.4f}] "
                   f"{a['collapse']:>2}/{r['seeds']}")
         e = r["exact"]
-        print(f"{'':<18} {'':>6} {'(exact)':>9} {'':>6} {'':>6} {np.mean(e['wall']):>7.3f} "
+        print(f"{'':<23} {'':>6} {'(exact)':>9} {'':>6} {'':>6} {np.mean(e['wall']):>7.3f} "
               f"{np.mean(e['cpu']):>6.3f}   cutting plane; exact w = 0 in {e['zero']}/{r['seeds']}")
 
 
@@ -156,7 +161,7 @@ def tree_table(sizes, m, d=4):
                            ("cutting plane", CuttingPlaneLearner(SpanningTree(), C=1.0,
                                                                  tol=1e-6))):
             wall, cpu = fit_cpu(est, X, Y)
-            size = qp_size(est) if hasattr(est, "fit_time_") else (None, None)
+            size = qp_size(est)
             row[label] = dict(wall=wall, cpu=cpu, objective=est.objective_, size=size)
         rows.append(row)
     return rows
@@ -225,6 +230,51 @@ def disulfide_rows(C, max_train):
     return [row]
 
 
+def matching_table(sizes, m, seeds, d=4):
+    """Table 3 rows: perfect matchings of n nodes, noisy data, C = 1: the odd-set and the
+    alternating-cycle certificates (two-sided slack) against the cutting plane."""
+    from structlp.certificates import n_tight_odd_sets
+    rows = []
+    for n in sizes:
+        row = dict(n=n, m=m, seeds=seeds,
+                   n_odd_sets=sum(n_tight_odd_sets(n, n // 2, j, perfect=True)
+                                  for j in range(1, n // 2 + 1)))
+        for label, cert in (("odd_sets", "odd_sets"), ("alt_cycle", "alternating_cycle")):
+            row[label] = dict(cpu=[], gap=[], at_w=[], size=None)
+        row["exact"] = dict(cpu=[])
+        for seed in range(seeds):
+            X, Y = noisy(PerfectMatching(), np.random.default_rng(1000 + seed), m, n, d)
+            ref = CuttingPlaneLearner(PerfectMatching(), C=1.0, tol=1e-7)
+            row["exact"]["cpu"].append(fit_cpu(ref, X, Y)[1])
+            for label, cert in (("odd_sets", "odd_sets"), ("alt_cycle", "alternating_cycle")):
+                est = MaxMarginLearner(PerfectMatching(certificate=cert), C=1.0,
+                                       formulation="certificate")
+                a = row[label]
+                a["cpu"].append(fit_cpu(est, X, Y)[1])
+                a["size"] = qp_size(est)
+                a["gap"].append(est.objective_ / ref.objective_ - 1)
+                a["at_w"].append((0.5 * est.coef_ @ est.coef_ + est.hinge_losses(X, Y).sum())
+                                 / ref.objective_ - 1)
+        rows.append(row)
+    return rows
+
+
+def print_matching_table(rows):
+    print("\nTable 3. Perfect matchings of complete graphs, noisy data (C=1, two-sided slack): "
+          "Edmonds' odd-set certificate vs the alternating cycles (Eq. 13) vs the cutting "
+          "plane; CPU s of fit, mean; gaps mean [max] over seeds")
+    print(f"{'n':>3} {'odd sets':>8} {'certificate':>12} {'vars':>6} {'rows':>7} {'CPU s':>6} "
+          f"{'QP obj/exact-1':>17} {'exact(w)/opt-1':>17} {'cut. plane CPU s':>17}")
+    for r in rows:
+        for label in ("odd_sets", "alt_cycle"):
+            a = r[label]
+            print(f"{r['n']:>3} {r['n_odd_sets'] if label == 'odd_sets' else '':>8} {label:>12} "
+                  f"{a['size'][0]:>6} {a['size'][1]:>7} {np.mean(a['cpu']):>6.3f} "
+                  f"{np.mean(a['gap']):>+8.4f} [{np.max(a['gap']):>+7.4f}] "
+                  f"{np.mean(a['at_w']):>+8.4f} [{np.max(a['at_w']):>+7.4f}] "
+                  f"{np.mean(r['exact']['cpu']) if label == 'odd_sets' else '':>17.5}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -240,12 +290,18 @@ def main(argv=None):
     if args.growth:
         return growth_main(args)
     seeds = args.seeds or (2 if args.quick else 5)
+    alt, odd = dict(certificate="alternating_cycle"), dict(certificate="odd_sets")
     cases = [("spanning tree", SpanningTree(), 5), ("spanning tree", SpanningTree(), 8),
-             ("perfect matching", PerfectMatching(), 6),
-             ("perfect matching", PerfectMatching(), 10),
+             ("perfect m., odd sets", PerfectMatching(**odd), 6),
+             ("perfect m., alt. cycles", PerfectMatching(**alt), 6),
+             ("perfect m., odd sets", PerfectMatching(**odd), 10),
+             ("perfect m., alt. cycles", PerfectMatching(**alt), 10),
              ("bipartite", BipartiteMatching(), (5, 5)),
              ("bipartite", BipartiteMatching(), (5, 3)),
-             ("matching (copy)", Matching(), 6)]
+             ("matching, odd sets", Matching(**odd), 4),
+             ("matching, graph copy", Matching(**alt), 4),
+             ("matching, odd sets", Matching(**odd), 6),
+             ("matching, graph copy", Matching(**alt), 6)]
     if not args.quick:
         cases.insert(2, ("spanning tree", SpanningTree(), 10))
     if args.cases:
@@ -259,9 +315,14 @@ def main(argv=None):
     rows2 = [] if args.cases else tree_table([5, 8, 12] if args.quick else [5, 10, 15, 20, 30], 8)
     if rows2:
         print_tree_table(rows2)
+    rows3 = [] if args.cases else matching_table(
+        [6, 8, 10] if args.quick else [6, 8, 10, 12, 14], 8, seeds)
+    if rows3:
+        print_matching_table(rows3)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"slacks": rows1, "trees": rows2}, fh, indent=1, default=str)
+            json.dump({"slacks": rows1, "trees": rows2, "matchings": rows3}, fh, indent=1,
+                      default=str)
 
 
 def growth_main(args):

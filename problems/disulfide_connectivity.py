@@ -7,7 +7,9 @@ of the complete graph on the cysteines.  Pair features are symmetric functions
 of the two cysteines' profile windows and positions
 (:func:`structlp.datasets.disulfide_pair_features`).  A linear
 :class:`~structlp.structures.PerfectMatching` model is trained with the
-alternating-cycle certificate QP (``formulation="certificate"``) under 4-fold
+certificate QP (``formulation="certificate"``: Taskar's alternating cycles,
+Eq. 13, or ``-o certificate=odd_sets``, Edmonds' odd-set certificate, exact on
+these non-bipartite graphs) under 4-fold
 cross-validation (folds keep protein families together), and evaluated per ``K``
 by precision (fraction of bonds right) and accuracy (fraction of proteins whose
 whole pattern is right), next to chance and the numbers of Taskar et al.
@@ -143,6 +145,8 @@ def median_sqdist(X, rng, n=600):
 LEARNERS = {"certificate": None, "exact": ["exact"], "cutting_plane": ["exact"],
             "pairs": ["pairs"], "both": None, "all": None}
 SLACKS = ("two_sided", "part", "shared")
+#: Certificates of ``-o certificate=...`` (:class:`~structlp.structures.PerfectMatching`).
+CERTIFICATES = ("alternating_cycle", "odd_sets")
 #: Default grids (C for the linear and the RBF models; sigma in units of the median pair
 #: distance), wide enough that the choices made on the inner splits are interior.
 C_GRID = {"linear": (0.003, 0.01, 0.03, 0.1, 0.3), "rbf": (0.3, 1.0, 3.0, 10.0, 30.0)}
@@ -160,7 +164,8 @@ def _estimator(learner, kernel, gamma, C, solver, max_rank):
     if learner == "exact":
         from structlp.cutting_plane import CuttingPlaneLearner
         return CuttingPlaneLearner(PerfectMatching(), C=C, tol=1e-3, solver=solver)
-    model = IndependentPairs() if learner == "pairs" else PerfectMatching()
+    model = IndependentPairs() if learner == "pairs" else PerfectMatching(
+        certificate=_RUN.get("certificate", CERTIFICATES[0]))
     kw = dict(formulation="minmax") if learner == "pairs" else dict(
         formulation="certificate", slack=learner)
     kw.update(C=C, solver=solver, solver_opts=_solver_opts(solver))
@@ -345,7 +350,8 @@ def _children_cpu():
 
 def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
         learner="certificate", slack="two_sided", kernel="linear", Cs=None, sigmas=SIGMAS,
-        max_rank=150, split="family", path=None, n_boot=2000, n_jobs=-1, verbose=0):
+        max_rank=150, split="family", path=None, n_boot=2000, n_jobs=-1, verbose=0,
+        certificate="alternating_cycle"):
     """Cross-validate on the disulfide data; return per-K results.
 
     Options: ``folds`` (int), ``max_train`` (cap on training proteins per fold),
@@ -354,7 +360,10 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
     only; "pairs": the independent-pairs baseline; "both": certificate and pairs;
     "all": the certificate with each slack, exact (linear) and pairs), ``slack``
     ("two_sided", the default, "part" or "shared": see
-    :class:`structlp.certificates.Certificate`), ``kernel`` ("linear" or "rbf"),
+    :class:`structlp.certificates.Certificate`), ``certificate``
+    ("alternating_cycle": Taskar's Eq. 13, conservative on these non-bipartite
+    graphs, the default, or "odd_sets": Edmonds' exact odd-set certificate,
+    :class:`~structlp.structures.PerfectMatching`), ``kernel`` ("linear" or "rbf"),
     ``C`` and ``sigma`` (fixed values; by default each is chosen per outer fold
     and per learner from ``Cs`` / ``sigmas`` on an inner family-keeping split,
     :func:`select`), ``sigmas`` (RBF widths in units of the median pair
@@ -378,6 +387,10 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
     if slack not in SLACKS:
         raise structlp.InvalidParameterError(
             f"The 'slack' option must be one of {list(SLACKS)}; got {slack!r}.")
+    if certificate not in CERTIFICATES:
+        raise structlp.InvalidParameterError(
+            f"The 'certificate' option must be one of {list(CERTIFICATES)}; got "
+            f"{certificate!r}.")
     if kernel not in ("linear", "rbf"):
         raise structlp.InvalidParameterError(
             f"The 'kernel' option must be 'linear' or 'rbf'; got {kernel!r}.")
@@ -408,7 +421,8 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
                 train = np.sort(rng.permutation(train)[:int(max_train)])
             trains[name, f] = train
     _RUN.update(X=X, Y=Y, K=K, names=names, fold=fold, trains=trains, kernel=kernel, Cs=Cs,
-                sigmas=sigmas, solver=solver, max_rank=max_rank, seed=seed)
+                sigmas=sigmas, solver=solver, max_rank=max_rank, seed=seed,
+                certificate=certificate)
     t_start, c_start = time.perf_counter(), time.process_time()
     c_children = _children_cpu()
     results = {name: (np.zeros(len(X)), np.zeros(len(X), dtype=bool), [None] * int(folds))
@@ -430,11 +444,11 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
     total_s = time.perf_counter() - t_start
     total_cpu = time.process_time() - c_start + _children_cpu() - c_children
     return _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sigmas,
-                   total_s, total_cpu, n_boot, seed, n_workers)
+                   total_s, total_cpu, n_boot, seed, n_workers, certificate)
 
 
 def _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sigmas,
-            total_s, total_cpu, n_boot, seed, n_workers=1):
+            total_s, total_cpu, n_boot, seed, n_workers=1, certificate="alternating_cycle"):
     """The result dict and its printed table (precision/accuracy per K, bootstrap CIs)."""
     fam = np.array([n.split("_")[0] for n in names])
     rows = []
@@ -468,7 +482,8 @@ def _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sig
     lines = [f"disulfide connectivity (known bonding state): {len(K)} proteins, "
              f"{int(folds)}-fold CV ({split} split), {kernel} kernel"
              + (f" (rank {max_rank})" if kernel == "rbf" else "")
-             + f"; learners: {', '.join(learners)}",
+             + f"; learners: {', '.join(learners)}"
+             + (f" ({certificate} certificate)" if set(learners) & set(SLACKS) else ""),
              f"total {total_s:.1f} s wall, {total_cpu:.1f} s CPU (this process and its "
              f"{n_workers} worker process{'es' * (n_workers > 1)}); C from "
              f"{list(Cs)}" + (f", sigma from {list(sigmas)}" if kernel == "rbf" else "")
@@ -516,6 +531,7 @@ def _report(results, learners, K, names, folds, split, kernel, max_rank, Cs, sig
                  "similarity-split folds; a reference, not the same data)")
     first = learners[0]
     return dict(report="\n".join(lines), seed=seed, folds=int(folds), learners=learners,
+                certificate=certificate,
                 kernel=kernel, split=split, results=[r for r in rows if r["K"] != "all"],
                 overall=rows[-1], seconds=total_s,
                 cpu_seconds=total_cpu, peak_mb=peak_mb,

@@ -36,7 +36,19 @@ under label noise).
 * **Spanning tree** (:func:`spanning_tree_rows`): for every non-tree edge ``e'``
   and every tree edge ``e`` on the tree path joining the ends of ``e'``,
   ``s_e - s_e' >= 0``.  No auxiliary variables.  Exact.
-* **Perfect matching** (:func:`alternating_cycle_rows`, Taskar Eq. 13): edge
+* **Matching and perfect matching** (:func:`odd_set_rows`; the default of
+  :class:`~structlp.structures.Matching`, ``certificate="odd_sets"`` of
+  :class:`~structlp.structures.PerfectMatching`): Edmonds' odd-set certificate.  Node potentials ``pi`` and potentials
+  ``z_S >= 0`` of the odd sets on which the matching is tight, with
+  ``pi_j + pi_k + sum_{S ni j,k} z_S >= s_jk`` for every edge, equality on the
+  matching (and, for matchings, ``pi >= 0``, zero at unmatched nodes, through
+  score-0 *unmatched-node parts*): LP duality over Edmonds' matching polytope,
+  so **exact on every graph**.  Its size grows with the number of tight odd
+  sets, ``sum_j C(m, j)(n - 2j)`` for a matching of ``m`` pairs (70 for a
+  perfect matching of 10 nodes, whose complementary sets are one constraint),
+  bounded by a budget (``max_odd_sets``) beyond which it is sufficient only.
+* **Perfect matching** (:func:`alternating_cycle_rows`, Taskar Eq. 13,
+  ``certificate="alternating_cycle"``): edge
   lengths ``l_e = s_e`` on the matching ``M``, ``l_e = -s_e`` off it, and node
   potentials ``d0_j, d1_j`` with ``l_jk >= d0_k - d1_j, l_jk >= d0_j - d1_k``
   for ``jk`` not in ``M`` and ``l_jk >= d1_k - d0_j, l_jk >= d1_j - d0_k`` for
@@ -50,12 +62,12 @@ under label noise).
   (:func:`odd_cycle_counterexample` builds one).  The certificate QP is then
   a conservative program: its feasible set of ``w`` is a subset of the exact
   one, so with vanishing slacks its objective is >= the exact objective.
-* **Matching** (not necessarily perfect): the graph-copy reduction
-  (:func:`graph_copy`): copy the graph, join each node to its copy by a
-  zero-score edge, mirror the matching and match unmatched nodes to their
-  copies; then the perfect-matching certificate on the copy graph, whose
-  edges (node-to-copy edges included) are the certificate's parts
-  (:class:`CertificateRows`).
+* **Matching** (not necessarily perfect, ``certificate="alternating_cycle"``):
+  the graph-copy reduction (:func:`graph_copy`): copy the graph, join each
+  node to its copy by a zero-score edge, mirror the matching and match
+  unmatched nodes to their copies; then the perfect-matching certificate on
+  the copy graph, whose edges (node-to-copy edges included) are the
+  certificate's parts (:class:`CertificateRows`).
 
 Exact min-max alternatives: :class:`~structlp.structures.BipartiteMatching`
 (``formulation="minmax"``; its certificate with the per-part slacks gives
@@ -427,6 +439,214 @@ def alternating_cycle_rows(n: int, u: np.ndarray, v: np.ndarray, in_M: np.ndarra
                            int(copies[0]) if n_parts else 1)
 
 
+#: Default budget of tight odd sets per example in :func:`odd_set_rows`.
+MAX_ODD_SETS = 5000
+
+
+def n_tight_odd_sets(n: int, m: int, j: int, perfect: bool = False) -> int:
+    """Number of odd sets ``S`` of ``2 j + 1`` nodes with ``j`` matched pairs inside.
+
+    A matching with ``m`` pairs on ``n`` nodes is *tight* on such a set
+    (``y(E(S)) = (|S| - 1) / 2``): ``S`` is ``j`` of its pairs and one node
+    outside them, ``C(m, j) (n - 2 j)`` sets.  ``perfect``: only the sets
+    without node 0 and of fewer than ``n - 1`` nodes (:func:`tight_odd_sets`),
+    ``C(m - 1, j) (n - 2 j - 1)``.
+    """
+    from math import comb
+    if perfect:
+        return comb(m - 1, j) * max(n - 2 * j - 1, 0) if 2 * j + 1 < n - 1 else 0
+    return comb(m, j) * max(n - 2 * j, 0)
+
+
+def tight_odd_sets(n: int, pairs: np.ndarray, max_odd_sets: int = MAX_ODD_SETS,
+                   perfect: bool = False) -> Tuple[List[np.ndarray], bool]:
+    """The odd sets (``|S| >= 3``) on which a matching is tight, by increasing size.
+
+    For a perfect matching, ``x(E(S)) <= (|S| - 1) / 2`` and the same
+    constraint for ``V - S`` are one (both say ``x(delta(S)) >= 1`` when every
+    node has degree 1), and ``V - {0}`` repeats node 0's degree: with
+    ``perfect`` only the sets without node 0 and of fewer than ``n - 1`` nodes
+    are given, one of each pair.  (With both, the certificate's potentials
+    would be unbounded: on K4 the four triangles sum to the degree vectors.)
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes.
+    pairs : int array, shape (m, 2)
+        The matched pairs (``perfect``: all nodes).
+    max_odd_sets : int
+        Budget: sets of ``2 j + 1`` nodes are included, for ``j = 1, 2, ...``,
+        while the total stays within it (whole sizes only).
+    perfect : bool
+        Perfect matchings (see above).
+
+    Returns
+    -------
+    sets : list of int arrays, shape (n_j, 2 j + 1)
+        The node sets of each included size (sorted rows).
+    complete : bool
+        Whether every tight odd set is included (the certificate is then exact).
+    """
+    import itertools
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if perfect:                  # node 0's pair never enters; node 0 is never the extra one
+        pairs = pairs[~np.any(pairs == 0, axis=1)]
+    m = len(pairs)
+    out: List[np.ndarray] = []
+    total = 0
+    for j in range(1, m + 1):
+        count = n_tight_odd_sets(n, m + perfect, j, perfect)
+        if count == 0:
+            continue
+        if total + count > max_odd_sets:
+            return out, False
+        combos = np.array(list(itertools.combinations(range(m), j)), dtype=np.int64)
+        inside = pairs[combos].reshape(len(combos), 2 * j)          # (C(m, j), 2 j)
+        member = np.zeros((len(combos), n), dtype=bool)
+        member[np.arange(len(combos))[:, None], inside] = True
+        if perfect:
+            member[:, 0] = True
+        which, extra = np.nonzero(~member)                          # one node outside
+        sets = np.sort(np.column_stack([inside[which], extra]), axis=1)
+        out.append(sets)
+        total += count
+    return out, True
+
+
+def odd_set_rows(n: int, u: np.ndarray, v: np.ndarray, in_M: np.ndarray, perfect: bool,
+                 max_odd_sets: int = MAX_ODD_SETS) -> "CertificateRows":
+    """Edmonds' odd-set certificate of a (perfect) matching: exact on every graph.
+
+    The matching polytope of a general graph is ``{x >= 0 : x(delta(v)) <= 1,
+    x(E(S)) <= (|S| - 1) / 2 for odd S}`` (``= 1`` at every node for perfect
+    matchings; Edmonds 1965), so by LP duality ``M`` is a maximum-weight
+    (perfect) matching for scores ``t`` iff there are node potentials
+    ``pi`` (n,) and odd-set potentials ``z_S >= 0`` with
+
+    .. math::
+
+        \\pi_j + \\pi_k + \\sum_{S \\ni j, k} z_S \\ge t_{jk}\\;\\forall jk,\\quad
+        \\text{with equality on } M,\\qquad z_S > 0 \\text{ only if } M(E(S)) = (|S|-1)/2,
+
+    and, for matchings that need not be perfect, ``pi_j >= t_{r_j}`` for every
+    node with equality at unmatched nodes: ``r_j`` is the *unmatched-node
+    part* of node ``j`` (score 0 in the model: ``x(delta(j)) + r_j = 1``), so
+    ``pi >= 0`` and ``pi_j = 0`` where ``M`` leaves ``j`` alone.  The
+    unmatched-node parts are certificate parts with their own slack in
+    :class:`Certificate` (the analogue of the graph copy's node-to-copy edges);
+    without them the slack bound was up to 5.6% looser on noisy 4-node matchings.
+
+    Only the *tight* odd sets enter (complementary slackness): ``j`` matched
+    pairs and one more node, ``C(m, j) (n - 2 j)`` sets of size ``2 j + 1``
+    (:func:`n_tight_odd_sets`), one of each complementary pair for perfect
+    matchings (:func:`tight_odd_sets`: 70 for 10 nodes, 1,008 for 16).  With
+    every tight set the certificate is exact: it holds iff ``M`` is optimal,
+    odd cycles included (:func:`odd_cycle_counterexample` passes).
+    Sets are taken by increasing size within ``max_odd_sets``; with fewer the
+    rows are still sufficient (weak duality holds for any family of sets),
+    so the slacks still bound the hinge, but not necessary.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes.
+    u, v : int arrays, shape (E,)
+        Edges of the graph; edge ``e`` is part ``e``.
+    in_M : bool array, shape (E,)
+        The (perfect) matching.
+    perfect : bool
+        Perfect matchings (no unmatched-node parts, ``pi`` free).
+    max_odd_sets : int
+        Budget of tight odd sets (:func:`tight_odd_sets`).
+
+    Returns
+    -------
+    CertificateRows
+        Certificate parts: the ``E`` edges, then (``perfect=False``) the ``n``
+        unmatched-node parts.  The equalities are eliminated: the potential
+        of the second node of each pair of ``M`` (and of each unmatched node)
+        is expressed through the others, leaving ``|M| + Z`` auxiliary
+        variables (the first node's potential of each pair, and ``z``) and
+        ``E - |M| + Z`` rows (``+`` one per matched node for matchings,
+        ``pi_j >= t_{r_j}``); ``Z`` of the rows say
+        ``z >= 0`` (:class:`Certificate` makes them the variables' signs).
+        ``lift`` maps the edges to the model parts, ``multiplicity`` 1.
+    """
+    u = np.asarray(u, dtype=np.int64)
+    v = np.asarray(v, dtype=np.int64)
+    in_M = np.asarray(in_M, dtype=bool)
+    E = len(u)
+    index = np.full((n, n), -1, dtype=np.int64)
+    index[u, v] = index[v, u] = np.arange(E)
+    sets, _ = tight_odd_sets(n, np.column_stack([u[in_M], v[in_M]]), max_odd_sets, perfect)
+    # (edge, set) incidences: every pair of nodes of a set that is an edge
+    er, ec, Z = [], [], 0
+    for S in sets:
+        a, b = np.triu_indices(S.shape[1], 1)
+        e = index[S[:, a], S[:, b]]                                  # (n_sets, pairs)
+        r, c = np.nonzero(e >= 0)
+        er.append(e[r, c])
+        ec.append(Z + r)
+        Z += len(S)
+    inside = sp.csr_array((np.ones(sum(map(len, er))),
+                           (np.concatenate(er) if er else np.zeros(0, np.int64),
+                            np.concatenate(ec) if ec else np.zeros(0, np.int64))),
+                          shape=(E, Z))
+    edges = np.arange(E)
+    deg = sp.csr_array((np.ones(2 * E), (np.concatenate([edges, edges]),
+                                         np.concatenate([u, v]))), shape=(E, n))
+    cover = sp.hstack([deg, inside], format="csr")                   # (E, n + Z)
+    Q = E if perfect else E + n
+    on = np.flatnonzero(in_M)
+    matched = np.zeros(n, dtype=bool)
+    matched[u[on]] = matched[v[on]] = True
+    # The equalities (tight rows of M, pi_j = t_rj at unmatched nodes) are eliminated:
+    # the potential of each pair's second node and of every unmatched node becomes an
+    # affine function of t and of the other potentials, full = Pt t + Pnu kept.
+    gone = np.concatenate([v[on], np.flatnonzero(~matched)]) if not perfect else v[on]
+    keep = np.setdiff1d(np.arange(n + Z), gone)
+    Pnu = sp.lil_array((n + Z, len(keep)))
+    Pnu[keep, np.arange(len(keep))] = 1.0
+    col = np.full(n + Z, -1, dtype=np.int64)
+    col[keep] = np.arange(len(keep))
+    Pnu = sp.csr_array(Pnu)
+    # pi_b = t_e - pi_a - sum_{S ni e} z_S for every pair e = (a, b) of M
+    sub = (cover[on].tocsr() - sp.csr_array((np.ones(len(on)), (np.arange(len(on)), v[on])),
+                                             shape=(len(on), n + Z)))
+    sub = sp.coo_array(sub)
+    Pnu = Pnu + sp.csr_array((-sub.data, (v[on][sub.row], col[sub.col])),
+                             shape=(n + Z, len(keep)))
+    Pt_rows = [v[on]]
+    Pt_cols = [on]
+    if not perfect:
+        alone = np.flatnonzero(~matched)
+        Pt_rows.append(alone)
+        Pt_cols.append(E + alone)
+    Pt = sp.csr_array((np.ones(sum(map(len, Pt_rows))),
+                       (np.concatenate(Pt_rows), np.concatenate(Pt_cols))), shape=(n + Z, Q))
+    # the remaining inequalities: every edge off M, z >= 0, pi_j >= t_rj at matched nodes
+    off = np.flatnonzero(~in_M)
+    minus_t = sp.csr_array((-np.ones(len(off)), (np.arange(len(off)), off)), shape=(len(off), Q))
+    Gt = [minus_t, sp.csr_array((Z, Q))]
+    Gfull = [cover[off], sp.hstack([sp.csr_array((Z, n)), sp.eye_array(Z, format="csr")])]
+    t_true = in_M.astype(float)
+    if not perfect:
+        both = np.flatnonzero(matched)
+        Gt.append(sp.csr_array((-np.ones(len(both)), (np.arange(len(both)), E + both)),
+                               shape=(len(both), Q)))
+        Gfull.append(sp.csr_array((np.ones(len(both)), (np.arange(len(both)), both)),
+                                  shape=(len(both), n + Z)))
+        t_true = np.concatenate([t_true, (~matched).astype(float)])
+    Gf = sp.vstack(Gfull, format="csr")
+    Gt_all = sp.csr_array(sp.vstack(Gt, format="csr") + Gf @ Pt)
+    Gnu_all = sp.csr_array(Gf @ Pnu)
+    Gt_all.eliminate_zeros()
+    Gnu_all.eliminate_zeros()
+    lift = sp.csr_array((np.ones(E), (edges, edges)), shape=(Q, E))
+    return CertificateRows(Gt_all, Gnu_all, lift, t_true, 1)
+
+
 def potentials_exist(Gs: Any, Gd: Any, scores: ArrayLike) -> bool:
     """Whether potentials ``nu`` with ``Gs @ scores + Gd @ nu >= 0`` exist (an LP, HiGHS).
 
@@ -568,6 +788,25 @@ def slack_columns(t_true: Sequence[np.ndarray], slack: str,
     return D, S
 
 
+def sign_rows(Gt: sp.csr_array, Gnu: sp.csr_array) -> Tuple[np.ndarray, np.ndarray]:
+    """The rows ``nu_k >= 0`` among certificate rows ``Gt t + Gnu nu >= 0``.
+
+    Returns
+    -------
+    rows : bool array (R,)
+        Rows with no score term and one positive auxiliary coefficient.
+    columns : bool array (n_aux,)
+        The auxiliary variables those rows make non-negative.
+    """
+    Gt, Gnu = sp.csr_array(Gt), sp.csr_array(Gnu)
+    rows = (np.diff(Gt.indptr) == 0) & (np.diff(Gnu.indptr) == 1)
+    first = Gnu.indptr[:-1][rows]
+    rows[np.flatnonzero(rows)] = Gnu.data[first] > 0
+    columns = np.zeros(Gnu.shape[1], dtype=bool)
+    columns[Gnu.indices[Gnu.indptr[:-1][rows]]] = True
+    return rows, columns
+
+
 class Certificate:
     """``formulation="certificate"``: the optimality certificate of each true output.
 
@@ -614,8 +853,9 @@ class Certificate:
     are parts of the certified perfect matching; without a slack there, the
     conservative (general-graph) certificate had to be met through the model
     parts alone, and the exact objective at the certificate's ``w`` was up to
-    9.5% above the optimum on noisy 6-node matchings (now 1.6%, and 5.5% on
-    4-node ones, ``tests/test_certificates_slack.py``); rectangular
+    9.5% above the optimum on noisy 6-node matchings (1.6% with them, and
+    5.5% on 4-node ones; with the odd-set certificate and its unmatched-node
+    parts 0.3% and 0.24%, ``tests/test_certificates_slack.py``); rectangular
     assignments became exact (their padded square graph is bipartite).  Tying the slacks of a part's ``k``
     copies together (one ``zeta_p`` at cost 1 per model part, no slack on the
     certificate's own parts) is a special case, so the untied program's
@@ -627,9 +867,11 @@ class Certificate:
     ``zeta_rc = u_r + v_c - s_rc >= 0`` on the true edges makes ``(u, v)``
     dual feasible for ``s'`` with ``s'.y_i = sum u + sum v``, so ``y_i`` is
     optimal for ``s'`` (the certificate is exact on bipartite graphs) and
-    ``sum zeta = sum u + sum v - s.y_i = hinge_i``.  General perfect matchings
-    and matchings (conservative certificates) can exceed the hinge where the
-    certificate is conservative; for spanning trees ``"part"`` charges one
+    ``sum zeta = sum u + sum v - s.y_i = hinge_i``.  Elsewhere the slack can
+    exceed the hinge even with an exact certificate (odd sets, spanning
+    trees): one perturbation must make ``y_i`` optimal against every output
+    at once; a conservative certificate (alternating cycles on general
+    graphs) adds to that.  For spanning trees ``"part"`` charges one
     attractive non-tree edge once per tree edge on its path and can exceed
     the hinge several times over (it collapses to ``w = 0`` on noisy trees),
     ``"two_sided"`` stays close.  ``"shared"`` is *not* a bound of the hinge:
@@ -668,27 +910,39 @@ class Certificate:
     def blocks(self, data: TrainingData) -> LinearBlocks:
         m = data.n_examples
         certs = self.rows(data)
-        n_rows = np.array([r.Gt.shape[0] for r in certs])
-        Gt = block_diag([r.Gt for r in certs])
+        Gt = sp.csr_array(block_diag([r.Gt for r in certs]))
+        Gd = sp.csr_array(block_diag([r.Gnu for r in certs]))
+        example = np.repeat(np.arange(m), [r.Gt.shape[0] for r in certs])
+        # a row that only says nu_k >= 0 (the odd-set potentials) is the sign of nu_k:
+        # nu_k becomes a non-negative variable and the row goes (no slack, no multiplier)
+        sign, positive = sign_rows(Gt, Gd)
+        Gt, Gd, example = Gt[~sign], Gd[~sign], example[~sign]
+        n_rows = np.bincount(example, minlength=m)
         Gs = sp.csr_array(Gt @ block_diag([r.lift for r in certs]))
-        Gd = block_diag([r.Gnu for r in certs])
         c = np.concatenate(data.c)
         R = int(n_rows.sum())
         rhs = -np.asarray(Gs @ c).ravel()
-        blocks = LinearBlocks(aux={"nu": (Gd.shape[1], False)})
+        nu = {"nu": sp.csr_array(Gd[:, np.flatnonzero(~positive)])}
+        blocks = LinearBlocks(aux={"nu": (nu["nu"].shape[1], False)})
+        if positive.any():
+            nu["nu_pos"] = sp.csr_array(Gd[:, np.flatnonzero(positive)])
+            blocks.aux["nu_pos"] = (nu["nu_pos"].shape[1], True)
         # "parts": Gs stands for (Gs @ Phi) @ w, so the kernelized dual applies too
         if self.slack == "shared":
-            Xi = sp.csr_array((np.ones(R), (np.arange(R), np.repeat(np.arange(m), n_rows))),
-                              shape=(R, m))
+            # xi_i enters every row on the scores (rows on the auxiliary variables alone
+            # are no optimality conditions of the scores and take none)
+            scored = np.diff(Gt.indptr) > 0
+            Xi = sp.csr_array((scored.astype(float),
+                               (np.arange(R), np.repeat(np.arange(m), n_rows))), shape=(R, m))
             if R:
-                blocks.ineq.append(({"parts": Gs, "xi": Xi, "nu": Gd}, rhs))
+                blocks.ineq.append(({"parts": Gs, "xi": Xi, **nu}, rhs))
             blocks.ineq.append(({"xi": sp.eye_array(m, format="csr")}, np.zeros(m)))
             return blocks
         D, S = slack_columns([r.t_true for r in certs], self.slack,
                              [r.multiplicity for r in certs])
         blocks.aux["zeta"] = (D.shape[1], True)
         if R:
-            blocks.ineq.append(({"parts": Gs, "zeta": sp.csr_array(Gt @ D), "nu": Gd}, rhs))
+            blocks.ineq.append(({"parts": Gs, "zeta": sp.csr_array(Gt @ D), **nu}, rhs))
         blocks.eq.append(({"xi": sp.eye_array(m, format="csr"), "zeta": -S}, np.zeros(m)))
         return blocks
 

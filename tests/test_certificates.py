@@ -11,6 +11,7 @@ from structlp.certificates import (check_graph, graph_copy, odd_cycle_counterexa
                                    potentials_exist)
 from structlp.cutting_plane import CuttingPlaneLearner
 from structlp.structures import BipartiteMatching, Matching, PerfectMatching, SpanningTree
+from structlp.structures.perfect_matching import max_weight_matching
 
 
 def sym(x):
@@ -83,7 +84,7 @@ def test_spanning_tree_rows_are_path_pairs(rng):
 # -------------------------------------------------------------- perfect matchings
 def test_bipartite_alternating_cycle_certificate_iff_optimal(rng):
     """On a bipartite graph (K_{3,3} as a mask of 6 nodes) feasible <=> optimal."""
-    model = PerfectMatching()
+    model = PerfectMatching(certificate="alternating_cycle")
     mask = np.zeros((6, 6), dtype=bool)
     mask[:3, 3:] = True
     mask = mask | mask.T
@@ -105,7 +106,7 @@ def test_bipartite_alternating_cycle_certificate_iff_optimal(rng):
 def test_general_graph_certificate_sufficient_and_matches_walk_oracle(rng):
     """K6, random scores, every perfect matching: feasible => optimal, and feasibility
     equals "no negative closed alternating walk" (Bellman-Ford on the state graph)."""
-    model = PerfectMatching()
+    model = PerfectMatching(certificate="alternating_cycle")
     g = model.check_x(np.zeros((6, 6, 1)))
     pms = enumerate_perfect_matchings(range(6))
     assert len(pms) == 15
@@ -131,7 +132,7 @@ def test_odd_cycle_counterexample_optimal_but_rejected():
     """An optimal perfect matching the alternating-cycle constraints reject: a negative
     closed alternating walk around two triangles (see PerfectMatching's docstring)."""
     S, y = odd_cycle_counterexample()
-    model = PerfectMatching()
+    model = PerfectMatching(certificate="alternating_cycle")
     g = model.check_x(np.zeros((6, 6, 1)))
     s = S[g.u, g.v]
     pms = enumerate_perfect_matchings(range(6))
@@ -153,7 +154,7 @@ def test_odd_cycle_counterexample_optimal_but_rejected():
 def test_fraction_of_optimal_matchings_rejected_is_small(rng):
     """Random complete 6-node graphs: a small fraction (~1%) of maximum-weight perfect
     matchings fail the certificate; none on bipartite K_{3,3} (Bellman-Ford oracle)."""
-    model = PerfectMatching()
+    model = PerfectMatching(certificate="alternating_cycle")
     g = model.check_x(np.zeros((6, 6, 1)))
     rejected = 0
     n_draws = 600
@@ -193,9 +194,9 @@ def test_graph_copy_max_matching_is_half_max_perfect_matching(n, rng):
 
 
 def test_matching_certificate_sufficient(rng):
-    """Graph copy + alternating cycles: a certified matching is a maximum one; the
+    """Graph copy + alternating cycles (``certificate="alternating_cycle"``): a certified matching is a maximum one; the
     maximum one is certified for most random scores."""
-    model = Matching()
+    model = Matching(certificate="alternating_cycle")
     n = 5
     g = model.check_x(np.zeros((n, n, 1)))
     edges = list(zip(g.u.tolist(), g.v.tolist()))
@@ -212,6 +213,150 @@ def test_matching_certificate_sufficient(rng):
                 assert i == best
                 certified_best += 1
     assert certified_best >= 6
+
+
+# ------------------------------------------------------ Edmonds' odd-set certificate
+def brute_tight_odd_sets(n, pairs):
+    """Every odd node set (size >= 3) holding (|S| - 1) / 2 matched pairs, by enumeration."""
+    import itertools
+    out = set()
+    for size in range(3, n + 1, 2):
+        for S in itertools.combinations(range(n), size):
+            inside = sum(a in S and b in S for a, b in pairs)
+            if inside == (size - 1) // 2:
+                out.add(S)
+    return out
+
+
+@pytest.mark.parametrize("n, m", [(6, 3), (7, 2), (8, 4), (9, 3), (10, 5)])
+def test_tight_odd_sets_equal_enumeration(n, m, rng):
+    from structlp.certificates import n_tight_odd_sets, tight_odd_sets
+    nodes = rng.permutation(n)
+    pairs = nodes[:2 * m].reshape(m, 2)
+    sets, complete = tight_odd_sets(n, pairs)
+    got = {tuple(S) for block in sets for S in block.tolist()}
+    assert complete and sum(len(b) for b in sets) == len(got)      # no duplicates
+    assert got == brute_tight_odd_sets(n, [tuple(p) for p in pairs.tolist()])
+    assert len(got) == sum(n_tight_odd_sets(n, m, j) for j in range(1, m + 1))
+    # a budget keeps whole sizes, smallest first
+    sets3, complete3 = tight_odd_sets(n, pairs, n_tight_odd_sets(n, m, 1))
+    assert [b.shape[1] for b in sets3] == [3] and not complete3
+
+
+@pytest.mark.parametrize("n", [4, 6, 8, 10])
+def test_tight_odd_sets_of_a_perfect_matching_one_of_each_complement(n, rng):
+    """Perfect matchings: S and V - S give one constraint; the sets given are the tight
+    ones without node 0 and of fewer than n - 1 nodes, one of each complementary pair."""
+    from structlp.certificates import n_tight_odd_sets, tight_odd_sets
+    pairs = rng.permutation(n).reshape(n // 2, 2)
+    sets, complete = tight_odd_sets(n, pairs, perfect=True)
+    got = {tuple(S) for block in sets for S in block.tolist()}
+    every = brute_tight_odd_sets(n, [tuple(p) for p in pairs.tolist()])
+    assert complete and got == {S for S in every if 0 not in S and len(S) < n - 1}
+    full = set(range(n))
+    for S in every:                    # every tight set or its complement is given
+        rest = tuple(sorted(full - set(S)))
+        assert S in got or rest in got or len(rest) == 1
+    assert len(got) == sum(n_tight_odd_sets(n, n // 2, j, perfect=True)
+                           for j in range(1, n // 2 + 1))
+
+
+@pytest.mark.parametrize("n, p", [(6, None), (8, None), (8, 0.6)])
+def test_odd_set_certificate_iff_optimal_perfect_matching(n, p, rng):
+    """Edmonds' odd-set certificate is exact on general graphs: for random scores, the
+    rows of a perfect matching are feasible iff it is the maximum one (enumeration)."""
+    model = PerfectMatching(certificate="odd_sets")
+    for _ in range(4 if n == 6 else 2):
+        x = random_graph_x(rng, n, 1, p)
+        if p is not None and max_weight_matching(model.check_x(x), np.zeros(
+                model.check_x(x).n_edges), perfect=True) is None:
+            continue
+        g = model.check_x(x)
+        edges = set(zip(g.u.tolist(), g.v.tolist()))
+        pms = enumerate_perfect_matchings(range(n), edges)
+        s = rng.normal(size=g.n_edges)
+        vals = [sum(s[g.index[a, b]] for a, b in pm) for pm in pms]
+        best = int(np.argmax(vals))
+        for i, pm in enumerate(pms):
+            mu = pm_indicator(g, pm).astype(float)
+            Gs, Gd = model.certificate_rows(g, mu)
+            assert potentials_exist(Gs, Gd, s) == (i == best), (i, best)
+
+
+def test_odd_set_certificate_accepts_the_odd_cycle_counterexample():
+    """The optimal perfect matching the alternating-cycle certificate rejects passes the
+    odd-set certificate (the triangles are tight odd sets)."""
+    S, y = odd_cycle_counterexample()
+    g = PerfectMatching(certificate="odd_sets").check_x(np.zeros((6, 6, 1)))
+    mu = PerfectMatching(certificate="odd_sets").encode(g, y)
+    s = S[g.u, g.v]
+    assert potentials_exist(*PerfectMatching(certificate="odd_sets").certificate_rows(g, mu), s)
+    assert not potentials_exist(
+        *PerfectMatching(certificate="alternating_cycle").certificate_rows(g, mu), s)
+    # without odd sets (the fractional relaxation) it is rejected too
+    assert not potentials_exist(*PerfectMatching(certificate="odd_sets", max_odd_sets=0).certificate_rows(g, mu), s)
+
+
+@pytest.mark.parametrize("n, p", [(5, None), (6, None), (6, 0.7)])
+def test_odd_set_certificate_iff_optimal_matching(n, p, rng):
+    """Matchings (not necessarily perfect), unmatched-node parts of score 0: feasible iff
+    maximum, over every matching of the graph (enumeration)."""
+    model = Matching()
+    for _ in range(3):
+        g = model.check_x(random_graph_x(rng, n, 1, p))
+        matchings = enumerate_matchings(n, list(zip(g.u.tolist(), g.v.tolist())))
+        s = rng.normal(size=g.n_edges)
+        vals = [sum(s[g.index[a, b]] for a, b in m) for m in matchings]
+        best = int(np.argmax(vals))
+        for i, m in enumerate(matchings):
+            rows = model.certificate_rows(g, pm_indicator(g, m).astype(float))
+            assert rows.Gt.shape[1] == g.n_edges + n                 # edges + nodes
+            assert potentials_exist(*rows, s) == (i == best), (i, best)
+
+
+def two_pentagons():
+    """Two 5-cycles 0-1-2-3-4 and 5-6-7-8-9 joined by the matched edge 0-5; M = {05, 12, 34,
+    67, 89} scores 0, the other cycle edges 1, every other edge -10.  M is the unique
+    optimum, but x = 1/2 on both cycles scores 3 and meets every triangle constraint: only
+    the 5-node odd sets certify M."""
+    S = np.full((10, 10), -10.0)
+    np.fill_diagonal(S, 0.0)
+    for c in (0, 5):
+        ring = [c, c + 1, c + 2, c + 3, c + 4, c]
+        for a, b in zip(ring[:-1], ring[1:]):
+            S[a, b] = S[b, a] = 1.0
+    M = [(0, 5), (1, 2), (3, 4), (6, 7), (8, 9)]
+    for a, b in M:
+        S[a, b] = S[b, a] = 0.0
+    y = np.zeros((10, 10), dtype=int)
+    for a, b in M:
+        y[a, b] = y[b, a] = 1
+    return S, y
+
+
+def test_truncated_odd_set_certificate_is_sufficient_not_necessary(rng):
+    """A budget that drops the larger odd sets keeps the rows sufficient (a certified
+    matching is optimal, on random scores against worse matchings) but not necessary
+    (two pentagons need their 5-node sets)."""
+    from structlp.certificates import n_tight_odd_sets
+    S, y = two_pentagons()
+    g = PerfectMatching(certificate="odd_sets").check_x(np.zeros((10, 10, 1)))
+    s = S[g.u, g.v]
+    mu = PerfectMatching(certificate="odd_sets").encode(g, y)
+    np.testing.assert_array_equal(PerfectMatching(certificate="odd_sets").inference(g, s), y)
+    triangles = n_tight_odd_sets(10, 5, 1, perfect=True)     # 28 sets of size 3
+    assert potentials_exist(*PerfectMatching(certificate="odd_sets").certificate_rows(g, mu), s)
+    assert not potentials_exist(
+        *PerfectMatching(certificate="odd_sets", max_odd_sets=triangles).certificate_rows(g, mu), s)
+    assert not potentials_exist(
+        *PerfectMatching(certificate="alternating_cycle").certificate_rows(g, mu), s)
+    small = PerfectMatching(certificate="odd_sets", max_odd_sets=triangles)
+    for _ in range(20):
+        t = rng.normal(size=g.n_edges)
+        best = small.encode(g, small.inference(g, t))
+        other = small.encode(g, small.inference(g, t + rng.normal(scale=2.0, size=len(t))))
+        if not np.array_equal(other, best):
+            assert not potentials_exist(*small.certificate_rows(g, other), t)
 
 
 # ----------------------------------------------------- learning: QP vs references
@@ -266,7 +411,7 @@ def test_perfect_matching_certificate_qp_is_conservative():
     """Non-bipartite: the certificate QP objective is >= the exact (cutting-plane)
     objective.  With this seed the certificate binds: the exact optimum w leaves a
     negative closed alternating walk in some example, and the gap is ~40%."""
-    model = PerfectMatching()
+    model = PerfectMatching(certificate="alternating_cycle")
     rng = np.random.default_rng(3)
     X, Y = planted(rng, model, 15, 6, 5)
     C = 1e4
@@ -289,11 +434,26 @@ def test_perfect_matching_certificate_qp_is_conservative():
     assert any(walks)
 
 
+@pytest.mark.parametrize("model, shift, ones, seed", [
+    (PerfectMatching(certificate="odd_sets"), 0.0, False, 3), (Matching(), 0.5, True, 1)])
+def test_odd_set_certificate_qp_is_the_exact_qp_on_separable_data(model, shift, ones, seed):
+    """The same data on which the alternating-cycle certificate QP is 20-40% above the exact
+    objective (tests above): the exact odd-set certificate reaches zero slack, and its QP is
+    the exact hard-margin QP (= the cutting plane's objective and w)."""
+    X, Y = planted(np.random.default_rng(seed), model, 15, 6, 5, shift=shift, ones=ones)
+    C = 1e4
+    qp = MaxMarginLearner(model, C=C, formulation="certificate").fit(X, Y)
+    cp = CuttingPlaneLearner(model, C=C, tol=1e-7).fit(X, Y)
+    assert cp.converged_ and cp.slack_.max() < 1e-6 and qp.slack_.max() < 1e-6
+    np.testing.assert_allclose(qp.objective_, cp.objective_, rtol=1e-5)
+    np.testing.assert_allclose(qp.coef_, cp.coef_, atol=1e-3 * np.abs(cp.coef_).max())
+
+
 def test_matching_certificate_qp_is_conservative():
     """Graph copy: on planted matchings the certificate QP cannot even reach zero slack
     for some examples (blossom walks through the copy edges), and its objective is
     >= the exact one."""
-    model = Matching()
+    model = Matching(certificate="alternating_cycle")
     rng = np.random.default_rng(1)
     X, Y = planted(rng, model, 15, 6, 5, shift=0.5, ones=True)
     C = 1e4

@@ -192,3 +192,21 @@ def test_bipartite_certificate_checks_y(rng):
     with pytest.raises(InvalidOutputError):
         MaxMarginLearner(BipartiteMatching(), formulation="certificate").fit(
             [x], [np.ones((3, 3))])
+
+
+@pytest.mark.parametrize("cls", [PerfectMatching, Matching])
+@pytest.mark.parametrize("param, value, match", [
+    ("certificate", "blossom", r"'certificate' parameter of \w*Matching must be one of "
+                               r"\['alternating_cycle', 'odd_sets'\]. Got 'blossom'"),
+    ("certificate", None, r"'certificate' parameter.*Got None"),
+    ("max_odd_sets", -1, r"'max_odd_sets' parameter of \w*Matching must be an int >= 0. "
+                         r"Got -1"),
+    ("max_odd_sets", 2.5, r"'max_odd_sets'.*an int >= 0. Got 2.5"),
+    ("max_odd_sets", True, r"'max_odd_sets'.*Got True")])
+def test_bad_matching_certificate_parameters(cls, param, value, match, x4):
+    """The certificate's parameters are checked when the certificate is built (fit), with
+    the parameter, the options and the value in the message."""
+    model = cls(**{param: value})
+    assert getattr(model, param) is value                 # __init__ only stores
+    with pytest.raises(InvalidParameterError, match=match):
+        fit(model, [x4], [adj(4, [(0, 1), (2, 3)])])

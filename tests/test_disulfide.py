@@ -198,6 +198,9 @@ def test_problem_rejects_bad_options():
         mod.run(learner="svm")
     with pytest.raises(InvalidParameterError, match=r"'slack' option.*'two_sided'.*got 'one'"):
         mod.run(slack="one")
+    with pytest.raises(InvalidParameterError,
+                       match=r"'certificate' option.*'alternating_cycle', 'odd_sets'.*got 'blossom'"):
+        mod.run(certificate="blossom")
     with pytest.raises(InvalidParameterError, match="exact .*no kernel"):
         mod.run(learner="exact", kernel="rbf")
     with pytest.raises(InvalidParameterError, match="'n_jobs' option.*got 0"):
