@@ -42,7 +42,9 @@ block-diagonal LP over the examples), prediction and the CRF (L-BFGS) the
 rest.  A split's final fits cost 73-84 CPU-s (AGM 40-49, SSVM 30-35, CRF 0.5;
 ``benchmarks/bench_agm_emotion.py --n-jobs 2`` at reg 10, machine loaded 4-6),
 the CV about 600 (3 folds x 3-5 grid values x 72 QPs of 2/3 the size), the
-whole 20-split run about 2,100 CPU-s: some 18 minutes on two idle cores.
+whole 20-split run 2,123 CPU-s (measured, n_jobs 2, machine loaded 4-7: 2,244
+s wall; fit CPU in the CV 602, in the final fits 1,499): some 18 minutes on
+two idle cores.
 
 Why the factorizations cannot be made much cheaper by reformulating
 (``benchmarks/bench_agm_emotion.py --kkt``, the largest class: 29 sequences,
