@@ -33,28 +33,53 @@ Two protocols (option ``protocol``):
 
 Where the time goes (exact protocol; CPU seconds measured in this run's
 tasks, which report fit / prediction / solver seconds per model and phase):
-72 per-class QPs per split (6 metrics x 2 models x 6 classes), 0.6-0.9 CPU-s
+72 per-class QPs per split (6 metrics x 2 models x 6 classes), 0.6-2 CPU-s
 each (an AGM or SSVM task = one model and metric on 6 classes: 3.7-3.9 CPU-s
-on a CV fold of 80 sequences, about 5.5 on a split's 120), about 85 % of it
-inside Clarabel's interior point method and 80 % of that in its KKT
-factorizations (18 iterations: the 312 shared parameters of a class couple
-every row of the QP, so every KKT factor is dense-ish), the exact re-evaluation
-of the AGM's objective (one LP per example) about 15 % of an AGM fit before
-it reused the QP's polytopes, compilation under 10 %, prediction and the CRF
-(L-BFGS) a few %.  A split's final fits cost about 76 CPU-s, the CV about 600
-(3 folds x 3-5 grid values x 72 QPs of 2/3 the size), the whole 20-split run
-about 2,100 CPU-s: some 18 minutes on two idle cores (CPU seconds / 2).  Kept:
-Clarabel with faer's supernodal LDL and without iterative refinement
-(``FAST_CLARABEL``), one solver thread per worker, tasks longest first, a
-grid search that only evaluates the decades it needs, the SSVM's
-:class:`ChainLabeling` (no multipliers for the implied bounds mu <= 1: 4,734
-of 8,786 QP variables on the largest class), the AGM's re-evaluation on the
-QP's own polytopes.  Together these cut one split's final fits from 111.2 to
-99.0 CPU-s (AGM 62.4 -> 56.0, SSVM 47.6 -> 41.6; the same test losses; both
-measured in one run of ``benchmarks/bench_agm_emotion.py`` at reg 10 on a
-machine loaded 9-14 on 2 cores), so the 20-split run stays well above 10
-minutes (about 1,900 CPU-s, 16 idle-core minutes, extrapolated).  Tried and
-not kept: looser tolerances (one iteration of 18 saved), OSQP (slower),
+on a CV fold of 80 sequences, about 5.5-7 on a split's 120), 80-85 % of it
+inside Clarabel's interior point method (14-19 iterations), most of that in
+its KKT factorizations; compilation, the AGM's exact re-evaluation (one
+block-diagonal LP over the examples), prediction and the CRF (L-BFGS) the
+rest.  A split's final fits cost 73-84 CPU-s (AGM 40-49, SSVM 30-35, CRF 0.5;
+``benchmarks/bench_agm_emotion.py --n-jobs 2`` at reg 10, machine loaded 4-6),
+the CV about 600 (3 folds x 3-5 grid values x 72 QPs of 2/3 the size), the
+whole 20-split run 2,123 CPU-s (measured, n_jobs 2, machine loaded 4-7: 2,244
+s wall; fit CPU in the CV 602, in the final fits 1,499): some 18 minutes on
+two idle cores.
+
+Why the factorizations cannot be made much cheaper by reformulating
+(``benchmarks/bench_agm_emotion.py --kkt``, the largest class: 29 sequences,
+555 frames): the KKT matrix of the AGM QP has dimension 14,365 and 193,601
+nonzeros in its constraint matrix, 89 % of them the coupling of the 312 shared
+parameters (SSVM: 10,480 and 92 %); its LDL factor has 1.22 M nonzeros (1.2 %
+of dense) and costs 0.30 GFlop per iteration under a minimum-degree ordering,
+and 1.31 M / 0.32 GFlop when the parameters are eliminated last, so the
+ordering is already at that floor: each local column of the factor fills with
+about 90 of the parameters, whatever the formulation.  Measured on that class
+and not kept (the same optimum each time): the chain's inner LP dual written
+as Bellman (max-sum message) inequalities instead of local-polytope
+multipliers (KKT 10,625 instead of 14,365, but 285k coupling nonzeros and the
+same 0.31 GFlop: 20.1 against 20.4 CPU-s on 18 class QPs, 297 iterations
+in all for both), the part scores ``s = Phi theta`` as variables defined by
+one equality (KKT 27,163, 0.33 GFlop, slower), ``v`` free (its rows
+equalities: the same iterations), HiGHS's QP solver (not finished after 100 s
+on the smallest class, against about 1 s for Clarabel), QDLDL (3x slower than
+faer on one thread).  Clarabel's factor runs at about 4 GFlop/s (small
+supernodes: faer's supernodal assembly takes more samples than its gemm
+kernels), so the cost is set by the count of QPs the
+protocol asks for (about 1,440 final and 1,000 CV fits) times about 19
+factorizations of 0.1-0.3 GFlop each, and the 20-split run stays above 10
+minutes on 2 cores.  Kept: Clarabel with faer's supernodal LDL and without
+iterative refinement (``FAST_CLARABEL``), one solver thread per worker, tasks
+longest first, a grid search that only evaluates the decades it needs, the
+SSVM's :class:`ChainLabeling` (no multipliers for the implied bounds mu <= 1:
+4,734 of 8,786 QP variables on the largest class), the AGM's inner polytopes
+built once per distinct (shape, node losses) and its re-evaluation as one LP
+on them.  Together the earlier of these cut one split's final fits from 111.2
+to 99.0 CPU-s (AGM 62.4 -> 56.0, SSVM 47.6 -> 41.6; n_jobs 1, machine loaded
+9-14); the last two save about 2.5 % of an AGM fit (41.1 / 42.6 -> 40.1 /
+41.4 CPU-s for a split's 6 AGM tasks, two interleaved runs, one thread, load
+2-5), within the noise of the benchmark's whole-split figures.  Tried earlier
+and not kept: looser tolerances (one iteration of 18 saved), OSQP (slower),
 Frank-Wolfe to a 1e-6 duality gap for the SSVM (1.8x, 7x and over 25x slower
 than the QP at reg 10, 1, 0.1), dropping the local polytope's one dependent
 row per edge (slower KKT factorizations).

@@ -385,3 +385,31 @@ def test_emotion_skip_chain_examples(rng):
     from structlp.exceptions import InvalidParameterError
     with pytest.raises(InvalidParameterError, match="edges"):
         emotion_examples(frames, [0, 0, 0], n_classes=2, edges="skip3")
+
+
+def test_inner_lp_total_and_shared_polytopes(rng):
+    """One block-diagonal LP over trees and graphs has the sum of the per-example maxima; a QP
+    whose examples repeat shapes (polytopes built once, shared) is verified against them."""
+    from structlp.agm.inner import inner_lp_total, inner_polytope
+    k = 3
+    X, Y = random_graph_data(rng, LOOPY[GRAPHS[0]][0], 3, k=k)
+    Xt, Yt = random_tree_data(rng, 3, 5, chain=True)
+    exs = [check_graph_example(x, k) for x in X] + [check_tree_example(x) for x in Xt]
+    L = loss_matrix("absolute", k)
+    pots, polys, total = [], [], 0.0
+    for ex in exs:
+        b, B = potentials(ex, rng.normal(size=n_params(3, 2, k)), k)
+        NL = rng.uniform(0.5, 2, size=ex.n_nodes)[:, None, None] * L[None]
+        pots.append((b, B))
+        polys.append(inner_polytope(ex, k, NL))
+        total += inner_lp(ex, b, B, NL)[0]
+    assert inner_lp_total(exs, pots, polys) == pytest.approx(total, rel=1e-9, abs=1e-9)
+    # the same shapes repeated, with and without position weights: one polytope per
+    # (shape, node losses), the exact objective of the QP's theta equals its verification
+    # (both HiGHS optima: to its tolerances, about 1e-9 relative)
+    for weights in (None, "position"):
+        m = AdversarialGraphicalModel(k, loss="absolute", node_weights=weights, reg=0.5,
+                                      method="qp").fit(X + X + Xt, Y + Y + Yt)
+        assert m.verification_["ok"]
+        assert m.verification_["recomputed"] == pytest.approx(m.objective(X + X + Xt, Y + Y + Yt),
+                                                              rel=1e-8, abs=1e-8)

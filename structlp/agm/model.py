@@ -20,7 +20,7 @@ from ..formulations import block_diag
 from ..solvers import check_solver, check_solver_opts, solve, verify_solution
 from .game import check_loss
 from .inner import (InnerLP, inner_dual_decomposition, inner_junction_decomposition, inner_lp,
-                    inner_polytope)
+                    inner_lp_total, inner_polytope)
 from .junction import (MAX_TREEWIDTH, GraphExample, as_tree, check_example, clique_polytope_rows,
                        clique_scores, encode_pairwise, graph_score, jt_max_sum)
 from .trees import (check_labels, check_tree_example, local_polytope_rows, max_sum, n_params,
@@ -309,11 +309,16 @@ class AdversarialGraphicalModel(BaseEstimator):
         self.theta_node_, self.theta_edge_ = split_theta(self.coef_, d_v, d_e, k)
 
     def _objective(self, theta, exs, Ys, NL, k, lps=None, polytopes=None):
+        if polytopes:                  # the QP's own polytopes: all inner LPs in one solve
+            pots = [potentials(ex, theta, k) for ex in exs]
+            total = inner_lp_total(exs, pots, polytopes) - sum(
+                graph_score(ex, b, B, y) for ex, (b, B), y in zip(exs, pots, Ys))
+            return float(0.5 * float(self.reg) * theta @ theta + total / len(exs))
         total = 0.0
         for i, (ex, y, nl) in enumerate(zip(exs, Ys, NL)):
             b, B = potentials(ex, theta, k)
             val = (lps[i].solve(b, B)[0] if lps is not None and i in lps
-                   else inner_lp(ex, b, B, nl, polytopes[i] if polytopes else None)[0])
+                   else inner_lp(ex, b, B, nl)[0])
             total += val - graph_score(ex, b, B, y)
         return float(0.5 * float(self.reg) * theta @ theta + total / len(exs))
 
@@ -423,10 +428,14 @@ class AdversarialGraphicalModel(BaseEstimator):
         #   min e . nu  s.t.  A^T lam + E^T nu >= Phi theta + c,  lam >= 0.
         t0 = time.perf_counter()
         Phis, As, Es, es, cs, psis = [], [], [], [], [], []
+        cache: Dict[Any, Any] = {}     # the polytope depends on the shape and the node losses only
         for ex, y, nl in zip(exs, Ys, NL):
             F = lp_features(ex, k)
             n = ex.n_nodes
-            P = inner_polytope(ex, k, nl)
+            key = (ex.key(), nl.tobytes())
+            P = cache.get(key)
+            if P is None:
+                P = cache[key] = inner_polytope(ex, k, nl)
             polytopes.append(P)                  # kept for the exact re-evaluation
             Phis.append(sp.vstack([F, sp.csr_array((n, F.shape[1]))], format="csr"))
             As.append(P.A); Es.append(P.E); es.append(P.e)

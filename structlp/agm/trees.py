@@ -295,7 +295,9 @@ def game_epigraph(E, e, R, node_losses):
     """
     n, k = node_losses.shape[0], node_losses.shape[1]
     L_parts = E.shape[1]
-    Lblock = sp.block_diag(list(node_losses), format="csr")
+    # block diagonal of the n (k, k) loss matrices, from the nonzeros by index arithmetic
+    i, j, b = np.nonzero(node_losses)
+    Lblock = sp.csr_array((node_losses[i, j, b], (i * k + j, i * k + b)), shape=(n * k, n * k))
     A = sp.hstack([-(Lblock @ R), sp.kron(sp.eye_array(n), np.ones((k, 1)))], format="csr")
     E = sp.hstack([E, sp.csr_array((E.shape[0], n))], format="csr")
     vmax = node_losses.reshape(n, -1).max(axis=1)
