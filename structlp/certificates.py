@@ -604,25 +604,19 @@ def odd_set_rows(n: int, u: np.ndarray, v: np.ndarray, in_M: np.ndarray, perfect
     # The equalities (tight rows of M, pi_j = t_rj at unmatched nodes) are eliminated:
     # the potential of each pair's second node and of every unmatched node becomes an
     # affine function of t and of the other potentials, full = Pt t + Pnu kept.
-    gone = np.concatenate([v[on], np.flatnonzero(~matched)]) if not perfect else v[on]
-    keep = np.setdiff1d(np.arange(n + Z), gone)
-    Pnu = sp.lil_array((n + Z, len(keep)))
-    Pnu[keep, np.arange(len(keep))] = 1.0
+    alone = np.flatnonzero(~matched)                 # empty for perfect matchings
+    keep = np.setdiff1d(np.arange(n + Z), np.concatenate([v[on], alone]))
     col = np.full(n + Z, -1, dtype=np.int64)
     col[keep] = np.arange(len(keep))
-    Pnu = sp.csr_array(Pnu)
     # pi_b = t_e - pi_a - sum_{S ni e} z_S for every pair e = (a, b) of M
-    sub = (cover[on].tocsr() - sp.csr_array((np.ones(len(on)), (np.arange(len(on)), v[on])),
-                                             shape=(len(on), n + Z)))
-    sub = sp.coo_array(sub)
-    Pnu = Pnu + sp.csr_array((-sub.data, (v[on][sub.row], col[sub.col])),
-                             shape=(n + Z, len(keep)))
-    Pt_rows = [v[on]]
-    Pt_cols = [on]
-    if not perfect:
-        alone = np.flatnonzero(~matched)
-        Pt_rows.append(alone)
-        Pt_cols.append(E + alone)
+    sub = sp.coo_array(cover[on].tocsr() - sp.csr_array(
+        (np.ones(len(on)), (np.arange(len(on)), v[on])), shape=(len(on), n + Z)))
+    Pnu = sp.csr_array((np.concatenate([np.ones(len(keep)), -sub.data]),
+                        (np.concatenate([keep, v[on][sub.row]]),
+                         np.concatenate([np.arange(len(keep)), col[sub.col]]))),
+                       shape=(n + Z, len(keep)))
+    Pt_rows = [v[on], alone]
+    Pt_cols = [on, E + alone]
     Pt = sp.csr_array((np.ones(sum(map(len, Pt_rows))),
                        (np.concatenate(Pt_rows), np.concatenate(Pt_cols))), shape=(n + Z, Q))
     # the remaining inequalities: every edge off M, z >= 0, pi_j >= t_rj at matched nodes
@@ -932,8 +926,7 @@ class Certificate:
             # xi_i enters every row on the scores (rows on the auxiliary variables alone
             # are no optimality conditions of the scores and take none)
             scored = np.diff(Gt.indptr) > 0
-            Xi = sp.csr_array((scored.astype(float),
-                               (np.arange(R), np.repeat(np.arange(m), n_rows))), shape=(R, m))
+            Xi = sp.csr_array((scored.astype(float), (np.arange(R), example)), shape=(R, m))
             if R:
                 blocks.ineq.append(({"parts": Gs, "xi": Xi, **nu}, rhs))
             blocks.ineq.append(({"xi": sp.eye_array(m, format="csr")}, np.zeros(m)))
