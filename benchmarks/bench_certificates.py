@@ -230,6 +230,10 @@ def disulfide_rows(C, max_train):
     return [row]
 
 
+#: Table 3's label of each perfect-matching certificate.
+MATCHING_LABELS = {"odd_sets": "odd_sets", "alt_cycle": "alternating_cycle"}
+
+
 def matching_table(sizes, m, seeds, d=4):
     """Table 3 rows: perfect matchings of n nodes, noisy data, C = 1: the odd-set and the
     alternating-cycle certificates (two-sided slack) against the cutting plane."""
@@ -239,14 +243,14 @@ def matching_table(sizes, m, seeds, d=4):
         row = dict(n=n, m=m, seeds=seeds,
                    n_odd_sets=sum(n_tight_odd_sets(n, n // 2, j, perfect=True)
                                   for j in range(1, n // 2 + 1)))
-        for label, cert in (("odd_sets", "odd_sets"), ("alt_cycle", "alternating_cycle")):
+        for label in MATCHING_LABELS:
             row[label] = dict(cpu=[], gap=[], at_w=[], size=None)
         row["exact"] = dict(cpu=[])
         for seed in range(seeds):
             X, Y = noisy(PerfectMatching(), np.random.default_rng(1000 + seed), m, n, d)
             ref = CuttingPlaneLearner(PerfectMatching(), C=1.0, tol=1e-7)
             row["exact"]["cpu"].append(fit_cpu(ref, X, Y)[1])
-            for label, cert in (("odd_sets", "odd_sets"), ("alt_cycle", "alternating_cycle")):
+            for label, cert in MATCHING_LABELS.items():
                 est = MaxMarginLearner(PerfectMatching(certificate=cert), C=1.0,
                                        formulation="certificate")
                 a = row[label]
@@ -266,7 +270,7 @@ def print_matching_table(rows):
     print(f"{'n':>3} {'odd sets':>8} {'certificate':>12} {'vars':>6} {'rows':>7} {'CPU s':>6} "
           f"{'QP obj/exact-1':>17} {'exact(w)/opt-1':>17} {'cut. plane CPU s':>17}")
     for r in rows:
-        for label in ("odd_sets", "alt_cycle"):
+        for label in MATCHING_LABELS:
             a = r[label]
             print(f"{r['n']:>3} {r['n_odd_sets'] if label == 'odd_sets' else '':>8} {label:>12} "
                   f"{a['size'][0]:>6} {a['size'][1]:>7} {np.mean(a['cpu']):>6.3f} "

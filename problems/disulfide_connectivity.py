@@ -60,6 +60,7 @@ import structlp
 from structlp.datasets import load_disulfide
 from structlp.polytope import Polytope
 from structlp.structures import PerfectMatching
+from structlp.structures.perfect_matching import MATCHING_CERTIFICATES
 
 DESCRIPTION = __doc__.split("\n\n")[0]
 logger = logging.getLogger("structlp.problems.disulfide_connectivity")
@@ -145,8 +146,6 @@ def median_sqdist(X, rng, n=600):
 LEARNERS = {"certificate": None, "exact": ["exact"], "cutting_plane": ["exact"],
             "pairs": ["pairs"], "both": None, "all": None}
 SLACKS = ("two_sided", "part", "shared")
-#: Certificates of ``-o certificate=...`` (:class:`~structlp.structures.PerfectMatching`).
-CERTIFICATES = ("alternating_cycle", "odd_sets")
 #: Default grids (C for the linear and the RBF models; sigma in units of the median pair
 #: distance), wide enough that the choices made on the inner splits are interior.
 C_GRID = {"linear": (0.003, 0.01, 0.03, 0.1, 0.3), "rbf": (0.3, 1.0, 3.0, 10.0, 30.0)}
@@ -165,7 +164,7 @@ def _estimator(learner, kernel, gamma, C, solver, max_rank):
         from structlp.cutting_plane import CuttingPlaneLearner
         return CuttingPlaneLearner(PerfectMatching(), C=C, tol=1e-3, solver=solver)
     model = IndependentPairs() if learner == "pairs" else PerfectMatching(
-        certificate=_RUN.get("certificate", CERTIFICATES[0]))
+        certificate=_RUN.get("certificate", PerfectMatching().certificate))
     kw = dict(formulation="minmax") if learner == "pairs" else dict(
         formulation="certificate", slack=learner)
     kw.update(C=C, solver=solver, solver_opts=_solver_opts(solver))
@@ -387,9 +386,9 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
     if slack not in SLACKS:
         raise structlp.InvalidParameterError(
             f"The 'slack' option must be one of {list(SLACKS)}; got {slack!r}.")
-    if certificate not in CERTIFICATES:
+    if certificate not in MATCHING_CERTIFICATES:
         raise structlp.InvalidParameterError(
-            f"The 'certificate' option must be one of {list(CERTIFICATES)}; got "
+            f"The 'certificate' option must be one of {list(MATCHING_CERTIFICATES)}; got "
             f"{certificate!r}.")
     if kernel not in ("linear", "rbf"):
         raise structlp.InvalidParameterError(

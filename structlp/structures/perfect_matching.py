@@ -13,8 +13,8 @@ from ..certificates import (MAX_ODD_SETS, CertificateRows, GraphStructure,
                             alternating_cycle_rows, degrees, graph_copy, odd_set_rows)
 from ..exceptions import InvalidInputError, InvalidOutputError
 
-#: The certificates of the matching structures, the default first.
-MATCHING_CERTIFICATES = ("odd_sets", "alternating_cycle")
+#: The certificates of the matching structures (each structure's default is its __init__'s).
+MATCHING_CERTIFICATES = ("alternating_cycle", "odd_sets")
 
 
 def max_weight_matching(g: Any, scores: ArrayLike, perfect: bool) -> Optional[np.ndarray]:
