@@ -115,7 +115,17 @@ class InnerLP:
         return float(self.h.getInfo().objective_function_value), R, Q
 
 
-def inner_lp(ex, b, B, node_losses, polytope=None):
+def _maximize(c, A, b, E, e, lb, ub, what):
+    """``max c . x`` s.t. ``A x <= b, E x = e, lb <= x <= ub`` (HiGHS through scipy):
+    (value, x); a SolverError naming ``what`` unless it ends optimal."""
+    res = linprog(-c, A_ub=A, b_ub=b, A_eq=E, b_eq=e, bounds=np.column_stack([lb, ub]),
+                  method="highs")
+    if res.status != 0:
+        raise SolverError(f"HiGHS failed on {what}: {res.message}")
+    return -float(res.fun), res.x
+
+
+def inner_lp(ex, b, B, node_losses):
     """Exact inner maximum by one LP (HiGHS through scipy).
 
     Solves ``max_{(r, Q, v)} b.r + <B, Q> + sum_i v_i`` over the local marginal
@@ -128,13 +138,11 @@ def inner_lp(ex, b, B, node_losses, polytope=None):
     value : float; R : ndarray (n, k); Q : ndarray (E, k, k)
     """
     k = b.shape[1]
-    P = polytope if polytope is not None else inner_polytope(ex, k, node_losses)
-    res = linprog(-_lp_costs(ex, b, B), A_ub=P.A, b_ub=P.b, A_eq=P.E, b_eq=P.e,
-                  bounds=np.column_stack([P.lb, P.ub]), method="highs")
-    if res.status != 0:
-        raise SolverError(f"HiGHS failed on the AGM inner LP: {res.message}")
-    R, Q = _lp_marginals(ex, res.x, k)
-    return -float(res.fun), R, Q
+    P = inner_polytope(ex, k, node_losses)
+    value, x = _maximize(_lp_costs(ex, b, B), P.A, P.b, P.E, P.e, P.lb, P.ub,
+                         "the AGM inner LP")
+    R, Q = _lp_marginals(ex, x, k)
+    return value, R, Q
 
 
 def inner_lp_total(exs, potentials, polytopes):
@@ -155,16 +163,12 @@ def inner_lp_total(exs, potentials, polytopes):
     float
     """
     c = np.concatenate([_lp_costs(ex, b, B) for ex, (b, B) in zip(exs, potentials)])
-    res = linprog(-c, A_ub=block_diag([P.A for P in polytopes]),
-                  b_ub=np.concatenate([P.b for P in polytopes]),
-                  A_eq=block_diag([P.E for P in polytopes]),
-                  b_eq=np.concatenate([P.e for P in polytopes]),
-                  bounds=np.column_stack([np.concatenate([P.lb for P in polytopes]),
-                                          np.concatenate([P.ub for P in polytopes])]),
-                  method="highs")
-    if res.status != 0:
-        raise SolverError(f"HiGHS failed on the AGM inner LPs: {res.message}")
-    return -float(res.fun)
+    return _maximize(c, block_diag([P.A for P in polytopes]),
+                     np.concatenate([P.b for P in polytopes]),
+                     block_diag([P.E for P in polytopes]),
+                     np.concatenate([P.e for P in polytopes]),
+                     np.concatenate([P.lb for P in polytopes]),
+                     np.concatenate([P.ub for P in polytopes]), "the AGM inner LPs")[0]
 
 
 def _recover(ex, B, R):
