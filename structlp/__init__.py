@@ -10,9 +10,9 @@ does not load cvxpy until a learner or a model is needed.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, List
+from typing import TYPE_CHECKING
 
+from ._lazy import attach
 from .exceptions import (ConvergenceWarning, DeclarationError, FractionalSolutionError,
                          InvalidInputError, InvalidOutputError, InvalidParameterError, NotFittedError,
                          PersistenceError, SolverError, StructlpError)
@@ -64,16 +64,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .subgradient import SubgradientLearner
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
-    else:
-        raise AttributeError(f"module 'structlp' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> List[str]:
-    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+__getattr__, __dir__ = attach(__name__, _LAZY, _SUBMODULES)
