@@ -299,3 +299,27 @@ def test_warm_start_reuses_the_working_set(rng):
     other = warm.fit(X2, Y2)
     fresh = CuttingPlaneLearner(model, C=0.5, tol=1e-6, one_slack=True, max_iter=5000).fit(X2, Y2)
     assert abs(other.objective_ - fresh.objective_) <= 1e-5 * fresh.objective_
+
+
+def test_fit_runs_blas_on_one_thread_and_restores_it(rng, monkeypatch):
+    """The master's small dense solves run on one BLAS thread (threadpoolctl); the user's
+    setting comes back after the fit, and without threadpoolctl the iterates are the same."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import structlp.cutting_plane as cpm
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"]
+
+    model, X, Y = chain_data(rng)
+    seen = []
+    before = blas_threads()
+    est = CuttingPlaneLearner(model, C=1.0, tol=1e-6, one_slack=True, max_iter=5000,
+                              callback=lambda info: seen.append(blas_threads()) and False)
+    est.fit(X, Y)
+    assert seen and all(all(n == 1 for n in s) for s in seen)
+    assert blas_threads() == before
+    monkeypatch.setattr(cpm, "threadpool_limits", None)
+    plain = CuttingPlaneLearner(model, C=1.0, tol=1e-6, one_slack=True, max_iter=5000).fit(X, Y)
+    np.testing.assert_allclose(plain.coef_, est.coef_, rtol=0, atol=1e-12)
+    assert plain.n_iter_ == est.n_iter_
