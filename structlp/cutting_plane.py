@@ -162,33 +162,29 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     rho = RIDGE * max(1.0, float(np.diag(G).max(initial=0.0)))
     grad = b - G @ a - rho * a
     viol = np.inf
+    kkt = _FreeRowsKKT(G, rho, group, n_groups, np.flatnonzero(free))
+    on_face_optimum = False
     for it in range(steps):
-        F = np.flatnonzero(free)
-        gF = group[F]
-        nF = len(F)
-        # KKT of the free rows: (G_FF + rho) p + E_F^T nu = grad_F,  E_F p = 0
-        K = np.zeros((nF + n_groups, nF + n_groups))
-        K[:nF, :nF] = G[np.ix_(F, F)]
-        K[np.arange(nF), np.arange(nF)] += rho
-        K[np.arange(nF), nF + gF] = 1.0
-        K[nF + gF, np.arange(nF)] = 1.0
-        rhs = np.concatenate([grad[F], np.zeros(n_groups)])
-        try:
-            p = np.linalg.solve(K, rhs)[:nF]
-        except np.linalg.LinAlgError:   # pragma: no cover - numerically singular
-            p = np.linalg.lstsq(K, rhs, rcond=None)[0][:nF]
-        if np.abs(p).max(initial=0.0) <= 1e-13 * cap.max():
+        if not on_face_optimum:
+            # KKT of the free rows: (G_FF + rho) p + E_F^T nu = grad_F,  E_F p = 0
+            F, p = kkt.step(grad)
+            on_face_optimum = bool(np.abs(p).max(initial=0.0) <= 1e-13 * cap.max())
+        if on_face_optimum:
             # optimal on the free rows: their level xi_g = grad there; free a violating row
             if it % 20 == 19:
                 grad = b - G @ a - rho * a             # no drift from the updates
+            F = kkt.rows
             level = np.full(n_groups, -np.inf)
-            np.maximum.at(level, gF, grad[F])
+            np.maximum.at(level, group[F], grad[F])
             out = np.flatnonzero(~free)
             excess = grad[out] - level[group[out]]
             viol = float(excess.max(initial=0.0))
             if viol <= tol:
                 break
-            free[out[int(excess.argmax())]] = True
+            j = int(out[int(excess.argmax())])
+            free[j] = True
+            kkt.add(j)
+            on_face_optimum = False
             continue
         neg = p < 0.0
         t, blocking = 1.0, None
@@ -196,7 +192,7 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
             ratios = -a[F[neg]] / p[neg]
             k = int(ratios.argmin())
             if ratios[k] < 1.0:
-                t, blocking = float(ratios[k]), F[neg][k]
+                t, blocking = float(ratios[k]), int(F[neg][k])
         step = t * p
         a[F] += step
         grad -= G[:, F] @ step
@@ -204,9 +200,13 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
         if blocking is not None:
             a[blocking] = 0.0
             free[blocking] = False
+            kkt.remove(blocking)
+        else:            # a full step: the optimum of this face (no second solve)
+            on_face_optimum = True
     a = np.maximum(a, 0.0)
+    a *= cap[group] / np.maximum(np.bincount(group, a, n_groups), 1e-300)[group]
     # polish: the unregularized optimum on the final face (removes the ridge's bias when
-    # it stays feasible; least squares, G_FF may be singular)
+    # it stays feasible; G_FF may be singular, so least squares when LU fails)
     F = np.flatnonzero(a > 0.0)
     nF, gF = len(F), group[F]
     K = np.zeros((nF + n_groups, nF + n_groups))
@@ -214,15 +214,116 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     K[np.arange(nF), nF + gF] = 1.0
     K[nF + gF, np.arange(nF)] = 1.0
     grad = b - G @ a
-    p = np.linalg.lstsq(K, np.concatenate([grad[F], np.zeros(n_groups)]), rcond=None)[0][:nF]
-    if np.all(a[F] + p >= 0.0) and np.abs(np.bincount(gF, p, n_groups)).max(
-            initial=0.0) <= 1e-12 * cap.max():
+    rhs = np.concatenate([grad[F], np.zeros(n_groups)])
+    try:
+        p = np.linalg.solve(K, rhs)[:nF]
+    except np.linalg.LinAlgError:
+        p = np.linalg.lstsq(K, rhs, rcond=None)[0][:nF]
+    if np.all(np.isfinite(p)) and np.all(a[F] + p >= 0.0) and np.abs(
+            np.bincount(gF, p, n_groups)).max(initial=0.0) <= 1e-12 * cap.max():
         trial = a.copy()
         trial[F] += p
         tgrad = b - G @ trial
         if 0.5 * trial @ (b + tgrad) >= 0.5 * a @ (b + grad):
             a, grad = trial, tgrad
     return a, grad, float(0.5 * a @ (b + grad)), float(viol)
+
+
+class _FreeRowsKKT:
+    """The inverse of the free rows' KKT matrix ``[[G_FF + rho I, E_F^T], [E_F, 0]]`` of
+    :func:`solve_master_dual`, kept up to date as rows are freed and fixed.
+
+    Each change is a bordering (add) or a Schur-complement (remove) update of the inverse,
+    O(n^2) instead of a new O(n^3) factorization; the inverse is recomputed from ``G`` every
+    :data:`REFRESH` changes, and whenever an update's pivot is too small to trust."""
+
+    REFRESH = 32
+
+    def __init__(self, G, rho, group, n_groups, rows):
+        self.G, self.rho, self.group, self.n_groups = G, rho, group, n_groups
+        self.direct = False      # True: LU solves (the inverse is not accurate enough)
+        self._factor(np.asarray(rows, dtype=np.int64))
+
+    def _matrix(self, rows):
+        n, g = len(rows), self.n_groups
+        K = np.zeros((n + g, n + g))
+        K[:n, :n] = self.G[np.ix_(rows, rows)]
+        K[np.arange(n), np.arange(n)] += self.rho
+        K[np.arange(n), n + self.group[rows]] = 1.0
+        K[n + self.group[rows], np.arange(n)] = 1.0
+        return K
+
+    def _factor(self, rows):
+        """Variables: the free rows, then one multiplier per group."""
+        self.rows = rows
+        self.changes = 0
+        if self.direct:
+            return
+        K = self._matrix(rows)
+        try:
+            self.inv = np.linalg.inv(K)
+        except np.linalg.LinAlgError:   # pragma: no cover - numerically singular
+            self.inv = np.linalg.pinv(K)
+
+    def step(self, grad):
+        """The free rows ``F`` and the Newton step ``p`` on them.
+
+        From the kept inverse when its solution's residual is small; otherwise (a nearly
+        singular system, where an updated inverse loses its accuracy) by LU, and by LU for
+        the rest of this solve."""
+        rows, n = self.rows, len(self.rows)
+        rhs = grad[rows]
+        if not self.direct:
+            x = self.inv[:, :n] @ rhs                # the rhs is 0 on the multipliers
+            p, nu = x[:n], x[n:]
+            res = self.G[np.ix_(rows, rows)] @ p + self.rho * p + nu[self.group[rows]] - rhs
+            drift = np.abs(np.bincount(self.group[rows], p, self.n_groups)).max(initial=0.0)
+            scale = 1.0 + np.abs(rhs).max(initial=0.0)
+            if max(np.abs(res).max(initial=0.0), drift) <= 1e-9 * scale:
+                return rows, p
+            self.direct = True
+        K = self._matrix(rows)
+        full = np.concatenate([rhs, np.zeros(self.n_groups)])
+        try:
+            return rows, np.linalg.solve(K, full)[:n]
+        except np.linalg.LinAlgError:   # pragma: no cover - numerically singular
+            return rows, np.linalg.lstsq(K, full, rcond=None)[0][:n]
+
+    def add(self, j):
+        rows, n = self.rows, len(self.rows)
+        self.changes += 1
+        if self.direct or self.changes >= self.REFRESH:
+            self._factor(np.append(rows, j))
+            return
+        k = np.zeros(n + self.n_groups)
+        k[:n] = self.G[j, rows]
+        k[n + self.group[j]] = 1.0
+        u = self.inv @ k
+        s = self.G[j, j] + self.rho - k @ u
+        if abs(s) <= 1e-10 * (abs(self.G[j, j]) + self.rho):
+            self._factor(np.append(rows, j))
+            return
+        # the new variable goes before the multipliers: permute into place after bordering
+        inv = np.empty((n + self.n_groups + 1,) * 2)
+        inv[:-1, :-1] = self.inv + np.outer(u, u) / s
+        inv[:-1, -1] = inv[-1, :-1] = -u / s
+        inv[-1, -1] = 1.0 / s
+        order = np.r_[np.arange(n), n + self.n_groups, np.arange(n, n + self.n_groups)]
+        self.inv = inv[np.ix_(order, order)]
+        self.rows = np.append(rows, j)
+
+    def remove(self, j):
+        rows = self.rows
+        q = int(np.flatnonzero(rows == j)[0])
+        self.changes += 1
+        if self.direct or self.changes >= self.REFRESH or abs(self.inv[q, q]) <= 1e-300:
+            self._factor(np.delete(rows, q))
+            return
+        keep = np.r_[np.arange(q), np.arange(q + 1, len(self.inv))]
+        d = self.inv[q, q]
+        col = self.inv[keep, q]
+        self.inv = self.inv[np.ix_(keep, keep)] - np.outer(col, col) / d
+        self.rows = np.delete(rows, q)
 
 
 class _Cache:
