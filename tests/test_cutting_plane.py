@@ -323,3 +323,43 @@ def test_fit_runs_blas_on_one_thread_and_restores_it(rng, monkeypatch):
     plain = CuttingPlaneLearner(model, C=1.0, tol=1e-6, one_slack=True, max_iter=5000).fit(X, Y)
     np.testing.assert_allclose(plain.coef_, est.coef_, rtol=0, atol=1e-12)
     assert plain.n_iter_ == est.n_iter_
+
+
+@pytest.mark.parametrize("n_groups", [1, 3])
+def test_master_dual_inverse_updates_match_cvxpy(n_groups, monkeypatch):
+    """Many active-set changes on a regular G: the kept KKT inverse (bordering and Schur
+    updates, refreshed every REFRESH changes) gives cvxpy's optimum, without LU fallbacks."""
+    import cvxpy
+    import structlp.cutting_plane as cpm
+    rng = np.random.default_rng(7 + n_groups)
+    T, d = 90, 150                                          # G = R R^T regular
+    R = rng.normal(size=(T, d)) / np.sqrt(d)
+    group = np.arange(T) % n_groups
+    b = rng.normal(size=T) + 3.0 * rng.uniform(size=T)
+    cap = np.full(n_groups, 5.0)
+    calls = {"matrix": 0, "changes": 0}
+    matrix, add, remove = (cpm._FreeRowsKKT._matrix, cpm._FreeRowsKKT.add,
+                           cpm._FreeRowsKKT.remove)
+
+    def count(key, f):
+        def wrapped(self, *args):
+            calls[key] += 1
+            return f(self, *args)
+        return wrapped
+    monkeypatch.setattr(cpm._FreeRowsKKT, "REFRESH", 8)
+    monkeypatch.setattr(cpm._FreeRowsKKT, "_matrix", count("matrix", matrix))
+    monkeypatch.setattr(cpm._FreeRowsKKT, "add", count("changes", add))
+    monkeypatch.setattr(cpm._FreeRowsKKT, "remove", count("changes", remove))
+    a, grad, value, viol = cpm.solve_master_dual(R @ R.T, b, group, cap, tol=1e-12)
+    assert calls["changes"] > cpm._FreeRowsKKT.REFRESH           # refreshes happened
+    assert calls["matrix"] <= 1 + calls["changes"] // cpm._FreeRowsKKT.REFRESH + 2
+    al = cvxpy.Variable(T, nonneg=True)
+    S = np.zeros((n_groups, T))
+    S[group, np.arange(T)] = 1.0
+    pr = cvxpy.Problem(cvxpy.Maximize(b @ al - 0.5 * cvxpy.sum_squares(R.T @ al)),
+                       [S @ al == cap])
+    pr.solve(solver="CLARABEL")
+    assert viol <= 1e-12 and a.min() >= 0.0
+    np.testing.assert_allclose(S @ a, cap, atol=1e-12)
+    assert abs(value - pr.value) <= 1e-7 * (1 + abs(pr.value))
+    np.testing.assert_allclose(R.T @ a, R.T @ al.value, atol=1e-5)
