@@ -212,10 +212,25 @@ def test_one_slack_cache_on_off_same_optimum(rng):
         np.testing.assert_allclose(est.coef_, qp.coef_, atol=1e-4)
 
 
+def assert_cvxpy_master_dual(R, b, group, cap, a, value, viol):
+    """``a``, ``value`` of solve_master_dual are cvxpy's optimum of the same dual QP."""
+    import cvxpy
+    T, n_groups = len(b), len(cap)
+    al = cvxpy.Variable(T, nonneg=True)
+    S = np.zeros((n_groups, T))
+    S[group, np.arange(T)] = 1.0
+    pr = cvxpy.Problem(cvxpy.Maximize(b @ al - 0.5 * cvxpy.sum_squares(R.T @ al)),
+                       [S @ al == cap])
+    pr.solve(solver="CLARABEL")
+    assert viol <= 1e-12 and a.min() >= 0.0
+    np.testing.assert_allclose(S @ a, cap, atol=1e-12)
+    assert abs(value - pr.value) <= 1e-7 * (1 + abs(pr.value))
+    np.testing.assert_allclose(R.T @ a, R.T @ al.value, atol=1e-5)     # w is unique
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_master_dual_matches_cvxpy(seed):
     """solve_master_dual = cvxpy on the same dual QP (several groups, singular G, warm start)."""
-    import cvxpy
     from structlp.cutting_plane import solve_master_dual
     rng = np.random.default_rng(seed)
     T, n_groups, d = 25, 1 + seed % 3 * 2, 4                 # T > d: G is singular
@@ -232,16 +247,7 @@ def test_master_dual_matches_cvxpy(seed):
             idx = np.flatnonzero(group == g)
             a0[idx] = cap[g] * rng.dirichlet(np.ones(len(idx)))
     a, grad, value, viol = solve_master_dual(R @ R.T, b, group, cap, alpha=a0, tol=1e-12)
-    al = cvxpy.Variable(T, nonneg=True)
-    S = np.zeros((n_groups, T))
-    S[group, np.arange(T)] = 1.0
-    pr = cvxpy.Problem(cvxpy.Maximize(b @ al - 0.5 * cvxpy.sum_squares(R.T @ al)),
-                       [S @ al == cap])
-    pr.solve(solver="CLARABEL")
-    assert viol <= 1e-12 and a.min() >= 0.0
-    np.testing.assert_allclose(S @ a, cap, atol=1e-12)
-    assert abs(value - pr.value) <= 1e-7 * (1 + abs(pr.value))
-    np.testing.assert_allclose(R.T @ a, R.T @ al.value, atol=1e-5)     # w is unique
+    assert_cvxpy_master_dual(R, b, group, cap, a, value, viol)
     # the primal point (w, xi = max grad per group) closes the gap
     w = R.T @ a
     xi = np.array([grad[group == g].max() for g in range(n_groups)])
@@ -329,7 +335,6 @@ def test_fit_runs_blas_on_one_thread_and_restores_it(rng, monkeypatch):
 def test_master_dual_inverse_updates_match_cvxpy(n_groups, monkeypatch):
     """Many active-set changes on a regular G: the kept KKT inverse (bordering and Schur
     updates, refreshed every REFRESH changes) gives cvxpy's optimum, without LU fallbacks."""
-    import cvxpy
     import structlp.cutting_plane as cpm
     rng = np.random.default_rng(7 + n_groups)
     T, d = 90, 150                                          # G = R R^T regular
@@ -353,13 +358,4 @@ def test_master_dual_inverse_updates_match_cvxpy(n_groups, monkeypatch):
     a, grad, value, viol = cpm.solve_master_dual(R @ R.T, b, group, cap, tol=1e-12)
     assert calls["changes"] > cpm._FreeRowsKKT.REFRESH           # refreshes happened
     assert calls["matrix"] <= 1 + calls["changes"] // cpm._FreeRowsKKT.REFRESH + 2
-    al = cvxpy.Variable(T, nonneg=True)
-    S = np.zeros((n_groups, T))
-    S[group, np.arange(T)] = 1.0
-    pr = cvxpy.Problem(cvxpy.Maximize(b @ al - 0.5 * cvxpy.sum_squares(R.T @ al)),
-                       [S @ al == cap])
-    pr.solve(solver="CLARABEL")
-    assert viol <= 1e-12 and a.min() >= 0.0
-    np.testing.assert_allclose(S @ a, cap, atol=1e-12)
-    assert abs(value - pr.value) <= 1e-7 * (1 + abs(pr.value))
-    np.testing.assert_allclose(R.T @ a, R.T @ al.value, atol=1e-5)
+    assert_cvxpy_master_dual(R, b, group, cap, a, value, viol)
