@@ -41,7 +41,10 @@ INACTIVE_ROUNDS = 50
 #: One-slack master QPs are solved to this fraction of the last exact violation (and at
 #: least to ``1e-3 tol``): a looser master only changes the path, never the certificate,
 #: which compares the exact objective with the master's dual value.
-MASTER_TOL = 1e-2
+MASTER_TOL = 5e-2
+#: One-slack: the cache is exhausted (the next round calls the oracle) when its best cut is
+#: violated by less than this fraction of the last exact violation.
+CACHE_FRACTION = 0.5
 
 
 def _single_threaded_blas():
@@ -426,21 +429,24 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     ``w . mean_i(f_i(y_i) - f_i(ybar_i)) + xi >= mean_i loss_i(ybar_i)`` for
     every stored ``ybar``.  The master QP then has one row per round instead
     of up to one per example and round (but needs more rounds); it stops when
-    the mean hinge exceeds ``xi`` by at most ``tol``, with the same bound
-    ``C * m * tol``.  The **inference cache** (``inference_cache`` outputs per
+    the certified gap, the exact objective minus the master's dual value (a
+    lower bound on the optimum), is at most ``C * m * tol``.  The **inference cache** (``inference_cache`` outputs per
     example, as in Joachims et al.) makes most rounds cheap: each example's
     outputs already found are kept as joint-feature rows (sparse, (d,)) with
     their losses, and a round first builds its cut from the most violating
     cached output of every example; only when that cut is violated by less than
-    ``max(tol, gap / 4)`` (``gap``: the last exact violation) is the real oracle
-    called.  The stopping test and ``objective_`` always come from the real
-    oracle, so the certificate is unchanged.
+    ``max(tol, CACHE_FRACTION * gap)`` (``gap``: the last exact violation) is the
+    real oracle called.  The stopping test and ``objective_`` always come from the
+    real oracle, so the certificate is unchanged.
 
     The master QP is solved in its dual (one weight per row of the working set,
-    a small dense QP in the number of rows) by pairwise steps warm-started
+    a small dense QP in the number of rows) by an active-set method warm-started
     from the previous round (:func:`solve_master_dual`), never rebuilt as a
     cvxpy problem; with ``solver`` named, it is the cvxpy primal instead (the
-    reference).
+    reference).  One-slack masters are solved only to ``MASTER_TOL`` times the
+    last exact violation, which changes the path but not the certificate.  The
+    fit runs BLAS on one thread (threadpoolctl, when installed): the master's
+    dense systems are too small for threads to pay.
 
     Parameters
     ----------
@@ -449,7 +455,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         Weight of the slacks.
     tol : float > 0, default=1e-4
         Stop when every hinge loss exceeds its master-QP slack by at most ``tol``
-        (in loss units).
+        (in loss units); one-slack: when ``objective_ - master_objective_ <=
+        C * m * tol``.
     max_iter : int >= 1, default=200
         Maximum number of rounds (master QP + cut: from the cache or an
         inference sweep).
@@ -643,7 +650,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
             use_oracle = True
             if one and cache_size:   # the next cut from the cache, if violated enough
                 ti = time.perf_counter()
-                use_oracle = not ws.add_cache_cut(max(tol, last_gap / 4.0), it)
+                use_oracle = not ws.add_cache_cut(max(tol, CACHE_FRACTION * last_gap), it)
                 t_cache += time.perf_counter() - ti
             history[-1]["oracle"] = use_oracle
             if not use_oracle and progress.update(
