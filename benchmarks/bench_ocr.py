@@ -9,12 +9,14 @@ pass (Viterbi written here in numpy on the node/edge potentials, not the library
 Reported: the optimum bracketed by a certified lower bound (the best master dual value of a
 cutting plane, or a Frank-Wolfe objective minus its duality gap) and the best exact ``F``;
 CPU seconds until ``F <= (1 + 1e-2)`` and ``(1 + 1e-3)`` times that lower bound (so within
-those of the optimum), peak RSS (and RSS and CPU seconds right after the imports), CPU seconds per epoch/round beside one bare loss-augmented oracle pass
-over the data (the floor), and a plot of ``F`` vs CPU time (``--plot FILE``).
+those of the optimum), peak RSS (and RSS and CPU seconds right after the imports), CPU
+seconds per epoch/round beside one bare loss-augmented oracle pass over the data (the
+floor), and a plot of ``F`` vs CPU time (``--plot FILE``).
 
 ``--base PATH`` also runs the previous release's FrankWolfeLearner (a checkout at PATH)
 in the same run; ``--before PATH`` runs every selected learner from the checkout at PATH too,
-each just before the same learner of this tree.  Timings are CPU seconds (``time.process_time``) beside wall seconds.
+each just before the same learner of this tree.  Timings are CPU seconds
+(``time.process_time``) beside wall seconds.
 
 Run: ``python benchmarks/bench_ocr.py --plot ocr.png [--base ../base] [--before ../prev]
 [--scale]``.
@@ -103,7 +105,8 @@ def child(name, spec, scale, tol_rel, budget):
     t_imp, w_imp = time.process_time(), time.perf_counter()
     from structlp import CuttingPlaneLearner, FrankWolfeLearner  # noqa: F401
     from structlp.structures import TreeLabeling  # noqa: F401
-    imports = {"import_cpu": time.process_time() - t_imp, "import_wall": time.perf_counter() - w_imp,
+    imports = {"import_cpu": time.process_time() - t_imp,
+               "import_wall": time.perf_counter() - w_imp,
                "import_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
     X, Y = words(scale)
     tol = tol_rel * 250.0 / (C * len(X))        # F is about 250 on fold 1: loss units

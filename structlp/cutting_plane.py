@@ -430,8 +430,9 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     every stored ``ybar``.  The master QP then has one row per round instead
     of up to one per example and round (but needs more rounds); it stops when
     the certified gap, the exact objective minus the master's dual value (a
-    lower bound on the optimum), is at most ``C * m * tol``.  The **inference cache** (``inference_cache`` outputs per
-    example, as in Joachims et al.) makes most rounds cheap: each example's
+    lower bound on the optimum), is at most ``C * m * tol``.  The **inference
+    cache** (``inference_cache`` outputs per example, as in Joachims et al.)
+    makes most rounds cheap: each example's
     outputs already found are kept as joint-feature rows (sparse, (d,)) with
     their losses, and a round first builds its cut from the most violating
     cached output of every example; only when that cut is violated by less than
