@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from structlp._progress import Progress
 from structlp.agm import AdversarialGraphicalModel, check_tree_example, game_value
 from structlp.agm.crf import tree_marginals
 from structlp.agm.game import _game_lp_scipy, loss_matrix, node_games
@@ -73,7 +74,7 @@ def _epoch_seconds(X, Y, inner, cpu=False, k=3):
     m.inner_stats_ = {"solves": 0, "lp_fallbacks": 0, "dd_iterations": 0}
     clock = time.process_time if cpu else time.perf_counter
     t = clock()
-    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L)
+    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L, Progress(m))
     return clock() - t, m.inner_stats_
 
 
@@ -197,9 +198,9 @@ def _two_epochs(X, Y, inner, k=3):
     m.inner_stats_ = {"solves": 0, "lp_fallbacks": 0, "dd_iterations": 0}
     c1, w1 = time.process_time(), time.perf_counter()
     m.max_epochs = 1
-    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L)
+    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L, Progress(m))
     c2, w2 = time.process_time(), time.perf_counter()
-    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L)
+    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L, Progress(m))
     c3, w3 = time.process_time(), time.perf_counter()
     return (c3 - c2), (w3 - w2), (c2 - c1), exs, m.inner_stats_
 

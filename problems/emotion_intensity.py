@@ -434,12 +434,13 @@ def _run_tasks(jobs, n_jobs, progress):
 
 
 def _jobs(train, test, regs, phase, tag):
-    """The tasks of one train/test partition; ``regs[(model, key)]`` are the regs to use."""
-    crf = sorted({r for k in METRICS for r in regs[("CRF", k)]})
+    """The tasks of one train/test partition; ``regs[(model, key)]`` are the regs to use
+    (the models run are those of ``regs``'s keys)."""
+    crf = sorted({r for (n, k), rs in regs.items() if n == "CRF" for r in rs})
     jobs = [Job("CRF", None, r, train, test, phase, tag) for r in crf]
     for model in ("AGM", "SSVM"):
         jobs += [Job(model, k, r, train, test, phase, tag) for k in METRICS
-                 for r in regs[(model, k)]]
+                 if (model, k) in regs for r in regs[(model, k)]]
     return jobs
 
 
@@ -448,7 +449,7 @@ def _folds(train, n_folds):
     return [(np.concatenate(parts[:f] + parts[f + 1:]), parts[f]) for f in range(n_folds)]
 
 
-def cross_validate(train, grid, n_folds, n_jobs, extend, timings, progress):
+def cross_validate(train, grid, n_folds, n_jobs, extend, timings, progress, models=MODELS):
     """Choose reg per (model, metric) by k-fold CV on ``train``.
 
     ``extend``: add a decade beyond an edge while some (model, metric)'s best
@@ -457,7 +458,7 @@ def cross_validate(train, grid, n_folds, n_jobs, extend, timings, progress):
     """
     folds = _folds(train, n_folds)
     scores = {}                    # (model, key) -> {reg: [fold losses]}
-    todo = {(n, k): list(grid) for n in MODELS for k in METRICS}
+    todo = {(n, k): list(grid) for n in models for k in METRICS}
     notes = []
     while any(todo.values()):
         jobs = []
@@ -499,6 +500,46 @@ def _best(by_reg):
     return regs[int(np.argmin(means))]
 
 
+def _check_models(models):
+    """``models`` option: a subset of MODELS (default all), in MODELS's order."""
+    if models is None:
+        return MODELS
+    names = [models] if isinstance(models, str) else models
+    if (not isinstance(names, (list, tuple)) or not names
+            or any(m not in MODELS for m in names)):
+        raise structlp.InvalidParameterError(
+            f"models must be a non-empty list of {MODELS}; got {models!r}.")
+    return tuple(m for m in MODELS if m in names)
+
+
+def _check_regs(regs, models, protocol):
+    """``regs`` option: fixed regs, {model: one value or one per metric}, for every model run.
+
+    Returns {(model, metric key): reg}, or None when ``regs`` is None (CV chooses).
+    """
+    if regs is None:
+        return None
+    expect = (f"a mapping from each model run ({', '.join(models)}) to one regularization "
+              f"value or a list of {len(METRICS)} (one per metric, in the table's order)")
+    if not isinstance(regs, dict) or set(regs) != set(models):
+        raise structlp.InvalidParameterError(f"regs must be {expect}; got {regs!r}.")
+    zero_ok = protocol == "paper"
+    chosen = {}
+    for n in models:
+        try:
+            v = np.atleast_1d(np.asarray(regs[n], dtype=float))
+        except (TypeError, ValueError):
+            v = np.array([np.nan])
+        if (v.ndim != 1 or len(v) not in (1, len(METRICS)) or not np.all(np.isfinite(v))
+                or np.any(v < 0) or (not zero_ok and np.any(v == 0))):
+            raise structlp.InvalidParameterError(
+                f"regs must be {expect}, {'non-negative' if zero_ok else 'positive'} "
+                f"(protocol={protocol!r}); got {regs[n]!r} for {n}.")
+        v = np.broadcast_to(v, len(METRICS))
+        chosen.update({(n, k): float(r) for k, r in zip(METRICS, v)})
+    return chosen
+
+
 def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges="chain"):
     if protocol not in ("exact", "paper"):
         raise structlp.InvalidParameterError(
@@ -521,7 +562,7 @@ def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges="chain"):
 
 
 def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact", cv=3,
-        reg_grid=None, n_jobs=2, verbose=0, edges="chain", **options):
+        reg_grid=None, n_jobs=2, verbose=0, edges="chain", models=None, regs=None, **options):
     """Run the experiment on ``splits`` of the authors' 20 splits (in order).
 
     Options: ``protocol`` ("exact" or "paper", see the module docstring),
@@ -539,14 +580,17 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     too, their features ``[|x_{t+2} - x_t|; 1]`` with their own parameters; the
     AGM then runs on the junction tree (width 2), the SSVM on
     :class:`~structlp.structures.JunctionTreeLabeling`, the CRF is
-    :class:`~structlp.agm.JunctionTreeCRF`).
+    :class:`~structlp.agm.JunctionTreeCRF`), ``models`` (a list of "AGM", "CRF",
+    "SSVM": the models to run, default all), ``regs`` (fixed regs, no cross-validation:
+    ``{model: reg or [one reg per metric]}`` for every model run, e.g. another run's
+    chosen values, for a paired comparison at equal regularization).
 
     """
     from scipy.stats import wilcoxon
     if options:
         raise structlp.InvalidParameterError(
             f"Unknown option(s) {sorted(options)} of emotion_intensity; known: protocol, "
-            "splits, cv, reg_grid, data_path, n_jobs, seed, verbose, edges.")
+            "splits, cv, reg_grid, data_path, n_jobs, seed, verbose, edges, models, regs.")
     verbose = check_verbose(verbose, owner="emotion_intensity")
     if reg_grid is None:
         reg_grid = PAPER_GRID if protocol == "paper" else EXACT_GRID
@@ -555,6 +599,8 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     except (TypeError, ValueError):
         grid = []
     _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges)
+    models = _check_models(models)
+    fixed = _check_regs(regs, models, protocol)
     progress = Progress("emotion_intensity", verbose=verbose)
     t0 = time.perf_counter()
     ru0 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
@@ -571,19 +617,21 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
                       "n_jobs": int(n_jobs), "edges": edges})
     first = D["splits"][0]
     timings, notes, cv_loss = [], [], {}
-    if len(grid) == 1 or cv == 1:
-        chosen = {(n, key): grid[0] for n in MODELS for key in METRICS}
+    if fixed is not None:
+        chosen = fixed
+    elif len(grid) == 1 or cv == 1:
+        chosen = {(n, key): grid[0] for n in models for key in METRICS}
     else:
         chosen, cv_loss, notes = cross_validate(first[:N_TRAIN], grid, int(cv), int(n_jobs),
-                                                protocol == "exact", timings, progress)
+                                                protocol == "exact", timings, progress, models)
         progress.message("chosen: " + ", ".join(f"{n}/{metric_name(*k)} {chosen[(n, k)]:g}"
-                                            for n in MODELS for k in METRICS))
+                                            for n in models for k in METRICS))
     t_val = time.perf_counter() - t0
     jobs = []
     for s in range(n_split):
         ids = D["splits"][s]
         jobs += _jobs(ids[:N_TRAIN], ids[N_TRAIN:], {mk: [r] for mk, r in chosen.items()}, "final", s)
-    results = {(n, key): [None] * n_split for n in MODELS for key in METRICS}
+    results = {(n, key): [None] * n_split for n in models for key in METRICS}
     for job, out, tm in _run_tasks(jobs, n_jobs, progress):
         timings.append((job, tm))
         for k, v in out.items():
@@ -594,15 +642,15 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     ru1 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     cpu = sum(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime for a, b in zip(ru0, ru1))
     return _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, cv,
-                   n_jobs, elapsed, t_val, cpu, wilcoxon, edges)
+                   n_jobs, elapsed, t_val, cpu, wilcoxon, edges, models, fixed is not None)
 
 
-def _marks(results, key, n_split, wilcoxon):
+def _marks(results, key, n_split, wilcoxon, models=MODELS):
     """Best mean, or not significantly worse than it (Wilcoxon signed-rank, alpha 0.05)."""
-    means = {n: float(np.mean(results[(n, key)])) for n in MODELS}
+    means = {n: float(np.mean(results[(n, key)])) for n in models}
     best = min(means, key=means.get)
     marks = {}
-    for n in MODELS:
+    for n in models:
         ok = n == best
         if not ok and n_split >= 5:
             a, b = np.array(results[(n, key)]), np.array(results[(best, key)])
@@ -612,40 +660,44 @@ def _marks(results, key, n_split, wilcoxon):
 
 
 def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, cv, n_jobs,
-            elapsed, t_val, cpu, wilcoxon, edges="chain"):
+            elapsed, t_val, cpu, wilcoxon, edges="chain", models=MODELS, fixed=False):
+    paper = {key: dict(zip(MODELS, PAPER[key])) for key in PAPER}
+    head = " ".join(f"{n:>7}" for n in models)
     lines = [f"Emotion intensity (CK+), protocol={protocol}, edges={edges}, mean test loss "
              f"over {n_split} split(s); * = best or not significantly worse (Wilcoxon, "
              "alpha=0.05)",
-             f"{'loss metric':<22} {'AGM':>7} {'CRF':>7} {'SSVM':>7}   | paper: AGM   CRF   SSVM"
-             "  | ours - paper: AGM    CRF   SSVM"]
-    table, bold_count, agree = {}, {n: 0 for n in MODELS}, 0
+             f"{'loss metric':<22} {head}   | paper: {' '.join(f'{n:<5}' for n in models)}"
+             f" | ours - paper: {' '.join(f'{n:>6}' for n in models)}"]
+    table, bold_count, agree = {}, {n: 0 for n in models}, 0
     for key in METRICS:
-        means, marks = _marks(results, key, n_split, wilcoxon)
-        for n in MODELS:
+        means, marks = _marks(results, key, n_split, wilcoxon, models)
+        for n in models:
             bold_count[n] += marks[n]
-        agree += {n for n in MODELS if marks[n]} == PAPER_BOLD[key]
+        agree += {n for n in models if marks[n]} == PAPER_BOLD[key] & set(models)
         table[metric_name(*key)] = {n: {"mean": means[n], "best": marks[n],
                                         "per_split": results[(n, key)],
-                                        "reg": chosen[(n, key)], "paper": PAPER[key][j],
+                                        "reg": chosen[(n, key)], "paper": paper[key][n],
                                         "paper_best": n in PAPER_BOLD[key]}
-                                    for j, n in enumerate(MODELS)}
-        cells = " ".join(f"{means[n]:6.3f}{'*' if marks[n] else ' '}" for n in MODELS)
-        pap = " ".join(f"{v:.2f}{'*' if n in PAPER_BOLD[key] else ' '}"
-                       for n, v in zip(MODELS, PAPER[key]))
-        diff = " ".join(f"{means[n] - v:+6.3f}" for n, v in zip(MODELS, PAPER[key]))
+                                    for n in models}
+        cells = " ".join(f"{means[n]:6.3f}{'*' if marks[n] else ' '}" for n in models)
+        pap = " ".join(f"{paper[key][n]:.2f}{'*' if n in PAPER_BOLD[key] else ' '}"
+                       for n in models)
+        diff = " ".join(f"{means[n] - paper[key][n]:+6.3f}" for n in models)
         lines.append(f"{metric_name(*key):<22} {cells}  | {pap}  | {diff}")
-    avg = {n: float(np.mean([table[metric_name(*k)][n]["mean"] for k in METRICS])) for n in MODELS}
-    lines.append(f"{'average':<22} " + " ".join(f"{avg[n]:6.3f} " for n in MODELS)
-                 + " | " + " ".join(f"{v:.2f} " for v in PAPER["average"]) + "  | "
-                 + " ".join(f"{avg[n] - v:+6.3f}" for n, v in zip(MODELS, PAPER["average"])))
-    lines.append(f"{'# best':<22} " + " ".join(f"{bold_count[n]:6d} " for n in MODELS)
-                 + " | 4     2     2")
+    avg = {n: float(np.mean([table[metric_name(*k)][n]["mean"] for k in METRICS])) for n in models}
+    lines.append(f"{'average':<22} " + " ".join(f"{avg[n]:6.3f} " for n in models)
+                 + " | " + " ".join(f"{paper['average'][n]:.2f} " for n in models) + "  | "
+                 + " ".join(f"{avg[n] - paper['average'][n]:+6.3f}" for n in models))
+    lines.append(f"{'# best':<22} " + " ".join(f"{bold_count[n]:6d} " for n in models)
+                 + " | " + "     ".join(str({"AGM": 4, "CRF": 2, "SSVM": 2}[n]) for n in models))
     lines.append(f"best-or-tied sets equal to the paper's on {agree} of 6 metrics")
     if n_split < 5:
         lines.append("(fewer than 5 splits: no significance test, only the best is marked)")
     per_model = "; ".join(f"{n} " + ", ".join(f"{chosen[(n, k)]:g}" for k in METRICS)
-                          for n in MODELS)
-    if len(grid) == 1 or cv == 1:       # no selection was made: say so, not "chosen by CV"
+                          for n in models)
+    if fixed:
+        lines.append("reg fixed by the regs option (no cross-validation): " + per_model)
+    elif len(grid) == 1 or cv == 1:     # no selection was made: say so, not "chosen by CV"
         lines.append(f"reg fixed at {grid[0]:g} (no cross-validation: "
                      + ("a single reg value" if len(grid) == 1 else "cv=1") + "): " + per_model)
     else:
@@ -673,5 +725,6 @@ def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, c
             "breakdown": {f"{p}/{m}": b for (p, m), b in breakdown.items()},
             "cv_loss": {f"{n}/{metric_name(*k)}": {str(r): v for r, v in d.items()}
                         for (n, k), d in cv_loss.items()},
-            "reg": {f"{n}/{metric_name(*k)}": chosen[(n, k)] for n in MODELS for k in METRICS},
+            "reg": {f"{n}/{metric_name(*k)}": chosen[(n, k)] for n in models for k in METRICS},
+            "models": list(models),
             "paper": {metric_name(*k): PAPER[k] for k in METRICS}}
