@@ -659,6 +659,33 @@ def _marks(results, key, n_split, wilcoxon, models=MODELS):
     return means, marks
 
 
+def compare(a, b, labels=("a", "b")):
+    """Paired comparison of two runs' results (``run``'s dicts or their ``--json`` files).
+
+    Per model both ran and per metric: the two means over the splits both ran (the
+    first ``min(splits)``), their difference ``b - a`` and the Wilcoxon signed-rank
+    p-value of the per-split differences (5 splits or more).  E.g. the chain against
+    skip-chains at the same regs (``-o regs=...``).  Returns the lines of a table.
+    """
+    from scipy.stats import wilcoxon
+    n = min(a["splits"], b["splits"])
+    models = [m for m in MODELS if m in a["table"][metric_name(*METRICS[0])]
+              and m in b["table"][metric_name(*METRICS[0])]]
+    w = max(8, *map(len, labels))
+    lines = [f"{labels[0]} vs {labels[1]}: mean test loss over splits 1..{n}, difference "
+             f"{labels[1]} - {labels[0]}, Wilcoxon p of the paired per-split differences",
+             f"{'model':<5} {'loss metric':<22} {labels[0]:>{w}} {labels[1]:>{w}} {'diff':>8} "
+             f"{'p':>7}"]
+    for m in models:
+        for key in METRICS:
+            x = np.array(a["table"][metric_name(*key)][m]["per_split"][:n], dtype=float)
+            y = np.array(b["table"][metric_name(*key)][m]["per_split"][:n], dtype=float)
+            p = (wilcoxon(x, y).pvalue if n >= 5 and not np.allclose(x, y) else float("nan"))
+            lines.append(f"{m:<5} {metric_name(*key):<22} {x.mean():{w}.3f} {y.mean():{w}.3f} "
+                         f"{y.mean() - x.mean():+8.3f} {p:7.3f}")
+    return lines
+
+
 def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, cv, n_jobs,
             elapsed, t_val, cpu, wilcoxon, edges="chain", models=MODELS, fixed=False):
     paper = {key: dict(zip(MODELS, PAPER[key])) for key in PAPER}

@@ -521,3 +521,23 @@ def test_fixed_regs_run_only_the_models_asked_without_cv(monkeypatch):
     assert "reg fixed by the regs option" in res["report"]
     for row in res["table"].values():
         assert set(row) == {"AGM", "CRF"} and len(row["CRF"]["per_split"]) == 5
+
+
+def test_compare_pairs_two_runs_by_split():
+    """``compare``: the means over the common splits, b - a, and the paired Wilcoxon p."""
+    from scipy.stats import wilcoxon
+    E = load_problem(PROBLEM)
+    rng = np.random.default_rng(0)
+
+    def result(n, models, shift):
+        return {"splits": n, "table": {E.metric_name(*k): {
+            m: {"per_split": list(0.3 + shift + 0.01 * np.arange(n) + 0.001 * rng.random(n))}
+            for m in models} for k in E.METRICS}}
+    a, b = result(7, ("AGM", "CRF"), 0.0), result(6, ("CRF",), 0.05)
+    lines = E.compare(a, b, labels=("chain", "skip2"))
+    assert len(lines) == 2 + len(E.METRICS) and "splits 1..6" in lines[0]  # CRF only
+    x = np.array(a["table"]["zero-one, unweighted"]["CRF"]["per_split"][:6])
+    y = np.array(b["table"]["zero-one, unweighted"]["CRF"]["per_split"])
+    cells = lines[2].split()
+    assert cells[0] == "CRF" and float(cells[-2]) == pytest.approx(y.mean() - x.mean(), abs=1e-3)
+    assert float(cells[-1]) == pytest.approx(wilcoxon(x, y).pvalue, abs=1e-3)
