@@ -10,9 +10,12 @@
 5. The full CK+ emotion-intensity experiment (20 splits; skipped when the data are
    absent), wall time against the 20-minute budget.
 6. Junction trees (§3.2.4): one subgradient epoch vs the number of cliques (cycles,
-   width 2: linear) and vs the treewidth (path powers, n = 12: k^(w+1) per clique); the
-   hot-started inner LP's simplex pivots per solve vs the cycle's length (why the LP path's
-   cost per clique grows: more pivots per clique on a larger LP, not dearer pivots);
+   width 2), grown by longer cycles and by more 10-node cycles, with HiGHS's pivots per
+   clique and CPU per pivot and the fitted growth exponents (linear in the number of
+   examples; about quadratic in one example's cliques, because one LP per example puts
+   O(cliques) pivots of O(cliques) work each in every solve), and vs the treewidth (path
+   powers, n = 12: k^(w+1) per clique); the hot-started inner LP's pivots per solve after
+   small steps vs the cycle's length;
    the exact QP vs the stochastic path on 20-node cycles; AGM, SSVM and CRF on
    planted loopy data against their chain versions.
 
@@ -26,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from structlp._progress import Progress
 from structlp.agm import AdversarialGraphicalModel, check_tree_example, game_value
 from structlp.agm.crf import tree_marginals
 from structlp.agm.game import _game_lp_scipy, loss_matrix, node_games
@@ -73,7 +77,7 @@ def _epoch_seconds(X, Y, inner, cpu=False, k=3):
     m.inner_stats_ = {"solves": 0, "lp_fallbacks": 0, "dd_iterations": 0}
     clock = time.process_time if cpu else time.perf_counter
     t = clock()
-    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L)
+    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L, Progress(m))
     return clock() - t, m.inner_stats_
 
 
@@ -186,8 +190,10 @@ def _graphs(rng, edges, m, k=3, d_v=4, d_e=2):
 
 
 def _two_epochs(X, Y, inner, k=3):
-    """CPU and wall seconds of one epoch (the second of two, so the LPs are built and hot)."""
-    from structlp.agm.junction import check_graph_example
+    """CPU and wall seconds of one epoch (the second of two, so the LPs are built and hot),
+    the first epoch's CPU seconds, the examples, the inner stats and the second epoch's
+    simplex pivots (summed over its inner LP solves)."""
+    from structlp.agm.inner import InnerLP
     from structlp.agm.model import check_tree_dataset
     exs, Ys, dv, de = check_tree_dataset(X, Y, k, "bench", graphs=True)
     m = AdversarialGraphicalModel(k, max_epochs=2, average=False, random_state=0, inner=inner)
@@ -195,45 +201,81 @@ def _two_epochs(X, Y, inner, k=3):
     W = [np.ones(ex.n_nodes) for ex in exs]
     NL = [w[:, None, None] * L[None] for w in W]
     m.inner_stats_ = {"solves": 0, "lp_fallbacks": 0, "dd_iterations": 0}
-    c1, w1 = time.process_time(), time.perf_counter()
-    m.max_epochs = 1
-    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L)
-    c2, w2 = time.process_time(), time.perf_counter()
-    m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L)
-    c3, w3 = time.process_time(), time.perf_counter()
-    return (c3 - c2), (w3 - w2), (c2 - c1), exs, m.inner_stats_
+    pivots = [0]
+    solve = InnerLP.solve
+
+    def counting_solve(lp, b, B):          # HiGHS's count is per run: add it up
+        out = solve(lp, b, B)
+        pivots[0] += lp.h.getInfo().simplex_iteration_count
+        return out
+    InnerLP.solve = counting_solve
+    try:
+        c1, w1 = time.process_time(), time.perf_counter()
+        m.max_epochs = 1
+        m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L, Progress(m))
+        c2, w2 = time.process_time(), time.perf_counter()
+        pivots[0] = 0
+        m._fit_subgradient(exs, Ys, W, NL, k, dv, de, loss_name, L, Progress(m))
+        c3, w3 = time.process_time(), time.perf_counter()
+    finally:
+        InnerLP.solve = solve
+    return (c3 - c2), (w3 - w2), (c2 - c1), exs, m.inner_stats_, pivots[0]
 
 
-def bench_junction_cliques(lengths=(10, 30, 100, 300), m=3, dd_max=100,
+def _slope(x, y):
+    """Least-squares growth exponent: the slope of log y against log x."""
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def bench_junction_cliques(lengths=(10, 30, 100, 300), m=3, dd_max=100, small=10,
                            rng=np.random.default_rng(5)):
+    """One epoch vs the number of cliques, grown two ways: longer cycles (one LP per
+    example, of ~28 columns per clique) and more cycles of ``small`` nodes (the same
+    clique count in small LPs).  Where the time goes: HiGHS's dual simplex (over 95 %
+    of the epoch), whose pivots per clique grow slowly with the LP and whose CPU per
+    pivot grows about linearly with it, so one long cycle costs about cliques^2 while
+    many small ones cost cliques^1."""
     from structlp.agm.synthetic import loopy_edges
-    print(f"One subgradient epoch on junction trees vs the number of cliques ({m} cycles, "
-          "width 2, k = 3, zero-one loss; epoch 1 builds the LPs, epoch 2 is hot)")
-    print(f"{'n':>5} {'cliques':>8} {'width':>6} {'build s':>8} {'lp cpu s':>9} {'lp wall':>8} "
+    print(f"One subgradient epoch on junction trees vs the number of cliques ({m} cycles of "
+          f"n nodes, or the same clique count in {small}-node cycles; width 2, k = 3, zero-one "
+          "loss; epoch 1 builds the LPs, epoch 2 is hot and timed)")
+    print(f"{'n':>5} {'cliques':>8} {'build s':>8} {'lp cpu s':>9} {'lp wall':>8} "
+          f"{'ms/clique':>10} {'piv/clique':>11} {'us/pivot':>9} {'small cpu s':>12} "
           f"{'ms/clique':>10} {'dd cpu s':>9} {'ms/clique':>10} {'dd its':>7} {'fallbacks':>10}")
+    rows = []
     for n in lengths:
         X, Y = _graphs(rng, loopy_edges("cycle", n)[0], m)
-        c, w, build, exs, _ = _two_epochs(X, Y, "lp")
+        c, w, build, exs, _, piv = _two_epochs(X, Y, "lp")
         cl = sum(len(ex.cliques) for ex in exs)
-        head = (f"{n:5d} {cl // m:8d} {exs[0].width:6d} {build:8.3f} {c:9.3f} {w:8.3f} "
-                f"{c / cl * 1e3:10.3f}")
+        Xs, Ys = _graphs(rng, loopy_edges("cycle", small)[0], max(1, round(m * n / small)))
+        cs, _, _, exs_s, _, _ = _two_epochs(Xs, Ys, "lp")
+        cl_s = sum(len(ex.cliques) for ex in exs_s)
+        rows.append((cl, c, cl_s, cs))
+        head = (f"{n:5d} {cl // m:8d} {build:8.3f} {c:9.3f} {w:8.3f} {c / cl * 1e3:10.3f} "
+                f"{piv / cl:11.1f} {c / max(piv, 1) * 1e6:9.1f} {cs:12.3f} "
+                f"{cs / cl_s * 1e3:10.3f}")
         if n > dd_max:               # the dual decomposition's recovery LPs: too slow here
-            print(head + f" {'-':>9} {'-':>10} {'-':>7} {'-':>10}")
+            print(head + f" {'-':>9} {'-':>10} {'-':>7} {'-':>10}", flush=True)
             continue
-        cd, _, _, _, st = _two_epochs(X, Y, "dual_decomposition")
+        cd, _, _, _, st, _ = _two_epochs(X, Y, "dual_decomposition")
         its = st["dd_iterations"] / max(st["solves"], 1)
         print(head + f" {cd:9.3f} {cd / cl * 1e3:10.3f} {its:7.0f} "
-              f"{st['lp_fallbacks']:4d}/{st['solves']}")
+              f"{st['lp_fallbacks']:4d}/{st['solves']}", flush=True)
+    cl, c, cl_s, cs = map(np.array, zip(*rows))
+    print(f"growth exponent of the epoch's CPU in the cliques (least squares, log-log): "
+          f"longer cycles {_slope(cl, c):.2f} (last two points {_slope(cl[-2:], c[-2:]):.2f}), "
+          f"more {small}-node cycles {_slope(cl_s, cs):.2f}")
 
 
 def bench_inner_lp_pivots(lengths=(10, 30, 100, 300), steps=20, k=3,
                           rng=np.random.default_rng(0)):
-    """Why an epoch's cost per clique grows with the graph (inner="lp"): simplex pivots.
+    """The hot-started inner LP after small steps of theta (inner="lp"): simplex pivots.
 
-    One cycle of n nodes is one example, hence one LP of ~28 columns per clique.  After an
-    AdaGrad-sized step of theta (every clique's costs change) HiGHS's hot-started dual
-    simplex needs more pivots per clique the larger the LP, at a roughly constant cost per
-    pivot: the per-clique time grows with n, not the per-pivot work.
+    One cycle of n nodes is one example, hence one LP of ~28 columns per clique.  After a
+    small step of theta (every clique's costs change) HiGHS's hot-started dual simplex
+    needs more pivots per clique the larger the LP.  (In a real epoch the steps are
+    larger, the pivots per clique grow more slowly and the CPU per pivot grows with the
+    LP: see :func:`bench_junction_cliques`.)
     """
     from structlp.agm.game import loss_matrix
     from structlp.agm.inner import InnerLP
@@ -274,7 +316,7 @@ def bench_junction_width(widths=(1, 2, 3, 4, 5), n=12, m=3, k=3, rng=np.random.d
         edges = np.array([(i, j) if i % 2 == 0 else (j, i)
                           for i in range(n) for j in range(i + 1, min(n, i + w + 1))])
         X, Y = _graphs(rng, edges, m, k=k)
-        c, wall, _, exs, _ = _two_epochs(X, Y, "lp", k=k)
+        c, wall, _, exs, _, _ = _two_epochs(X, Y, "lp", k=k)
         ex = exs[0]
         cl = len(ex.cliques)
         parts = ex.tables(k).n_parts

@@ -16,10 +16,15 @@ counts) of its LDL factor under a minimum-degree ordering (SuperLU's MMD on the
 pattern) and under an ordering that eliminates the shared parameters last:
 numbers independent of the machine's load.
 
+``--compare A.json B.json``: instead, the paired comparison of two runs' ``--json``
+outputs (e.g. ``-o edges=chain`` and ``-o edges=skip2`` at the same ``-o regs=...``):
+per model and metric the two means, their difference and the Wilcoxon p-value
+(``emotion_intensity.compare``); no data needed.
+
 Needs the CK+ data (``../shared/data/ck_emotion`` or ``$STRUCTLP_CK_PATH``).
 
 Run: python benchmarks/bench_agm_emotion.py [--tree PATH ...] [--split S] [--reg R]
-     [--repeats N] [--n-jobs J] [--kkt]
+     [--repeats N] [--n-jobs J] [--kkt] [--compare A.json B.json]
 """
 
 import argparse
@@ -120,7 +125,18 @@ def main():
                     help="worker processes of the experiment (2: one solver thread each)")
     ap.add_argument("--kkt", action="store_true",
                     help="the KKT matrix's structure and factor fill instead of timings")
+    ap.add_argument("--compare", nargs=2, metavar="JSON",
+                    help="two runs' --json outputs: their paired comparison")
     a = ap.parse_args()
+    if a.compare:
+        sys.path.insert(0, str(ROOT / "problems"))
+        import emotion_intensity
+        runs = [json.loads(Path(f).read_text()) for f in a.compare]
+        labels = [f"{r['edges']}/{r['protocol']}" for r in runs]
+        if labels[0] == labels[1]:
+            labels = [Path(f).stem for f in a.compare]
+        print("\n".join(emotion_intensity.compare(*runs, labels=labels)))
+        return
     if a.kkt:
         return kkt_structure(a.reg, a.data_path)
     trees = [Path(t).resolve() for t in (a.tree or [ROOT])]

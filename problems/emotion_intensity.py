@@ -84,25 +84,37 @@ Frank-Wolfe to a 1e-6 duality gap for the SSVM (1.8x, 7x and over 25x slower
 than the QP at reg 10, 1, 0.1), dropping the local polytope's one dependent
 row per edge (slower KKT factorizations).
 
-What the runs show.  Exact, earlier 20-split run (70/30 validation, reg 10 for
-AGM and SSVM): average AGM 0.356, CRF 0.348, SSVM 0.348 (paper 0.33 / 0.35 /
-0.35).  3-fold CV now extends the first grid 21 times (15 of 18 (model,
-metric) pairs, 6 twice) and picks interior values (AGM 1-100, SSVM 10-100, CRF
-0.1-10); with these, splits 1-7 give average loss AGM 0.331, CRF 0.326, SSVM
-0.350, best or not significantly worse (Wilcoxon) on 3 / 5 / 1 metrics of 6
-(paper 4 / 2 / 2).  Paper protocol with lambda = 1e-3 fixed, on the same
-splits 1-7: AGM 0.353, CRF 0.340, SSVM 0.342, best or not significantly worse
-on 4 / 6 / 6 metrics.  So the paper's ranking does not appear under either
-protocol on the splits run: the CRF has the best average in both, and AGM does
-better solved exactly with cross-validated reg (0.331) than early-stopped
-(0.353), not worse; the 20-split runs did not finish in this session (exact
-about 76 CPU-seconds per split, paper about 82, plus 600-630 for each CV).
+What the runs show.  Exact protocol, 20 splits (3-fold CV, the grid extended 21
+times until every chosen value is interior: AGM 1-100, SSVM 10-100, CRF 0.1-10):
+average loss AGM 0.354, CRF 0.340, SSVM 0.365, best or not significantly worse
+(Wilcoxon) on 2 / 5 / 1 metrics of 6 (paper 0.33 / 0.35 / 0.35 and 4 / 2 / 2).
+Paper protocol with its own 3-fold CV over the authors' grid (AdaGrad, 50
+passes in the CV, 100 in the final fits), 20 splits: the CV picks lambda 0-1e-4
+for AGM and SSVM and 0.01-0.1 for the CRF; average loss AGM 0.369, CRF 0.357,
+SSVM 0.364, best or not significantly worse on 4 / 6 / 5 metrics (with lambda =
+1e-3 fixed: AGM 0.379, CRF 0.347, SSVM 0.375; 0 / 6 / 1).  So the paper's
+ranking does not appear under early stopping either: the CRF has the best
+average under both protocols, and AGM does better solved exactly (0.354) than
+early-stopped (0.369), as does the CRF (0.340 against 0.357; the SSVM 0.365
+against 0.364).  That run: 2,208 CPU-s, 4,459 s wall (CV 1,314 s), n_jobs
+2 under ``nice -n 19`` beside two other jobs (load 6-9).
+
+Skip-chains (``edges="skip2"``) at the chain's cross-validated regs (``regs``
+option, so that only the graph differs), paired with the chain on the same
+splits (:func:`compare`): the CRF's loss falls on every metric over 10 splits
+(average 0.331 -> 0.300, -0.015 to -0.045 per metric, Wilcoxon p 0.002-0.004);
+on split 1 (the one split run for the QP models: its AGM and SSVM fits cost
+444 CPU-s on skip-chains against 85 on the chain, the clique QPs being about 5x
+the chain's) the AGM's falls on 6 of 6 metrics (average 0.325 -> 0.281) and the
+SSVM's on 5 of 6 (0.338 -> 0.311).  So the t-t+2 edges help every model here,
+the CRF significantly; AGM and SSVM on one split only, without a test.
 
 The data (research use only) are read from ``data_path`` (option), else
 ``$STRUCTLP_CK_PATH``, else ``../shared/data/ck_emotion``; never copied here.
 Run: ``structlp run problems/emotion_intensity.py -o splits=20
-[-o protocol=paper] [-o edges=skip2] [-o n_jobs=2] [-o verbose=1]`` (tasks = one model fitted on
-one split or fold, run in forked worker processes).
+[-o protocol=paper] [-o edges=skip2] [-o n_jobs=2] [-o verbose=1]
+[-o models='["CRF"]'] [-o regs='{"CRF": [0.1, 0.1, 0.1, 10, 1, 1]}']`` (tasks = one
+model fitted on one split or fold, run in forked worker processes).
 """
 
 from __future__ import annotations
@@ -434,12 +446,13 @@ def _run_tasks(jobs, n_jobs, progress):
 
 
 def _jobs(train, test, regs, phase, tag):
-    """The tasks of one train/test partition; ``regs[(model, key)]`` are the regs to use."""
-    crf = sorted({r for k in METRICS for r in regs[("CRF", k)]})
+    """The tasks of one train/test partition; ``regs[(model, key)]`` are the regs to use
+    (the models run are those of ``regs``'s keys)."""
+    crf = sorted({r for (n, k), rs in regs.items() if n == "CRF" for r in rs})
     jobs = [Job("CRF", None, r, train, test, phase, tag) for r in crf]
     for model in ("AGM", "SSVM"):
         jobs += [Job(model, k, r, train, test, phase, tag) for k in METRICS
-                 for r in regs[(model, k)]]
+                 if (model, k) in regs for r in regs[(model, k)]]
     return jobs
 
 
@@ -448,7 +461,7 @@ def _folds(train, n_folds):
     return [(np.concatenate(parts[:f] + parts[f + 1:]), parts[f]) for f in range(n_folds)]
 
 
-def cross_validate(train, grid, n_folds, n_jobs, extend, timings, progress):
+def cross_validate(train, grid, n_folds, n_jobs, extend, timings, progress, models=MODELS):
     """Choose reg per (model, metric) by k-fold CV on ``train``.
 
     ``extend``: add a decade beyond an edge while some (model, metric)'s best
@@ -457,7 +470,7 @@ def cross_validate(train, grid, n_folds, n_jobs, extend, timings, progress):
     """
     folds = _folds(train, n_folds)
     scores = {}                    # (model, key) -> {reg: [fold losses]}
-    todo = {(n, k): list(grid) for n in MODELS for k in METRICS}
+    todo = {(n, k): list(grid) for n in models for k in METRICS}
     notes = []
     while any(todo.values()):
         jobs = []
@@ -499,6 +512,46 @@ def _best(by_reg):
     return regs[int(np.argmin(means))]
 
 
+def _check_models(models):
+    """``models`` option: a subset of MODELS (default all), in MODELS's order."""
+    if models is None:
+        return MODELS
+    names = [models] if isinstance(models, str) else models
+    if (not isinstance(names, (list, tuple)) or not names
+            or any(m not in MODELS for m in names)):
+        raise structlp.InvalidParameterError(
+            f"models must be a non-empty list of {MODELS}; got {models!r}.")
+    return tuple(m for m in MODELS if m in names)
+
+
+def _check_regs(regs, models, protocol):
+    """``regs`` option: fixed regs, {model: one value or one per metric}, for every model run.
+
+    Returns {(model, metric key): reg}, or None when ``regs`` is None (CV chooses).
+    """
+    if regs is None:
+        return None
+    expect = (f"a mapping from each model run ({', '.join(models)}) to one regularization "
+              f"value or a list of {len(METRICS)} (one per metric, in the table's order)")
+    if not isinstance(regs, dict) or set(regs) != set(models):
+        raise structlp.InvalidParameterError(f"regs must be {expect}; got {regs!r}.")
+    zero_ok = protocol == "paper"
+    chosen = {}
+    for n in models:
+        try:
+            v = np.atleast_1d(np.asarray(regs[n], dtype=float))
+        except (TypeError, ValueError):
+            v = np.array([np.nan])
+        if (v.ndim != 1 or len(v) not in (1, len(METRICS)) or not np.all(np.isfinite(v))
+                or np.any(v < 0) or (not zero_ok and np.any(v == 0))):
+            raise structlp.InvalidParameterError(
+                f"regs must be {expect}, {'non-negative' if zero_ok else 'positive'} "
+                f"(protocol={protocol!r}); got {regs[n]!r} for {n}.")
+        v = np.broadcast_to(v, len(METRICS))
+        chosen.update({(n, k): float(r) for k, r in zip(METRICS, v)})
+    return chosen
+
+
 def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges="chain"):
     if protocol not in ("exact", "paper"):
         raise structlp.InvalidParameterError(
@@ -521,7 +574,7 @@ def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges="chain"):
 
 
 def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact", cv=3,
-        reg_grid=None, n_jobs=2, verbose=0, edges="chain", **options):
+        reg_grid=None, n_jobs=2, verbose=0, edges="chain", models=None, regs=None, **options):
     """Run the experiment on ``splits`` of the authors' 20 splits (in order).
 
     Options: ``protocol`` ("exact" or "paper", see the module docstring),
@@ -539,14 +592,17 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     too, their features ``[|x_{t+2} - x_t|; 1]`` with their own parameters; the
     AGM then runs on the junction tree (width 2), the SSVM on
     :class:`~structlp.structures.JunctionTreeLabeling`, the CRF is
-    :class:`~structlp.agm.JunctionTreeCRF`).
+    :class:`~structlp.agm.JunctionTreeCRF`), ``models`` (a list of "AGM", "CRF",
+    "SSVM": the models to run, default all), ``regs`` (fixed regs, no cross-validation:
+    ``{model: reg or [one reg per metric]}`` for every model run, e.g. another run's
+    chosen values, for a paired comparison at equal regularization).
 
     """
     from scipy.stats import wilcoxon
     if options:
         raise structlp.InvalidParameterError(
             f"Unknown option(s) {sorted(options)} of emotion_intensity; known: protocol, "
-            "splits, cv, reg_grid, data_path, n_jobs, seed, verbose, edges.")
+            "splits, cv, reg_grid, data_path, n_jobs, seed, verbose, edges, models, regs.")
     verbose = check_verbose(verbose, owner="emotion_intensity")
     if reg_grid is None:
         reg_grid = PAPER_GRID if protocol == "paper" else EXACT_GRID
@@ -555,6 +611,8 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     except (TypeError, ValueError):
         grid = []
     _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges)
+    models = _check_models(models)
+    fixed = _check_regs(regs, models, protocol)
     progress = Progress("emotion_intensity", verbose=verbose)
     t0 = time.perf_counter()
     ru0 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
@@ -571,19 +629,21 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
                       "n_jobs": int(n_jobs), "edges": edges})
     first = D["splits"][0]
     timings, notes, cv_loss = [], [], {}
-    if len(grid) == 1 or cv == 1:
-        chosen = {(n, key): grid[0] for n in MODELS for key in METRICS}
+    if fixed is not None:
+        chosen = fixed
+    elif len(grid) == 1 or cv == 1:
+        chosen = {(n, key): grid[0] for n in models for key in METRICS}
     else:
         chosen, cv_loss, notes = cross_validate(first[:N_TRAIN], grid, int(cv), int(n_jobs),
-                                                protocol == "exact", timings, progress)
+                                                protocol == "exact", timings, progress, models)
         progress.message("chosen: " + ", ".join(f"{n}/{metric_name(*k)} {chosen[(n, k)]:g}"
-                                            for n in MODELS for k in METRICS))
+                                            for n in models for k in METRICS))
     t_val = time.perf_counter() - t0
     jobs = []
     for s in range(n_split):
         ids = D["splits"][s]
         jobs += _jobs(ids[:N_TRAIN], ids[N_TRAIN:], {mk: [r] for mk, r in chosen.items()}, "final", s)
-    results = {(n, key): [None] * n_split for n in MODELS for key in METRICS}
+    results = {(n, key): [None] * n_split for n in models for key in METRICS}
     for job, out, tm in _run_tasks(jobs, n_jobs, progress):
         timings.append((job, tm))
         for k, v in out.items():
@@ -594,15 +654,15 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     ru1 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     cpu = sum(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime for a, b in zip(ru0, ru1))
     return _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, cv,
-                   n_jobs, elapsed, t_val, cpu, wilcoxon, edges)
+                   n_jobs, elapsed, t_val, cpu, wilcoxon, edges, models, fixed is not None)
 
 
-def _marks(results, key, n_split, wilcoxon):
+def _marks(results, key, n_split, wilcoxon, models=MODELS):
     """Best mean, or not significantly worse than it (Wilcoxon signed-rank, alpha 0.05)."""
-    means = {n: float(np.mean(results[(n, key)])) for n in MODELS}
+    means = {n: float(np.mean(results[(n, key)])) for n in models}
     best = min(means, key=means.get)
     marks = {}
-    for n in MODELS:
+    for n in models:
         ok = n == best
         if not ok and n_split >= 5:
             a, b = np.array(results[(n, key)]), np.array(results[(best, key)])
@@ -611,41 +671,72 @@ def _marks(results, key, n_split, wilcoxon):
     return means, marks
 
 
+def compare(a, b, labels=("a", "b")):
+    """Paired comparison of two runs' results (``run``'s dicts or their ``--json`` files).
+
+    Per model both ran and per metric: the two means over the splits both ran (the
+    first ``min(splits)``), their difference ``b - a`` and the Wilcoxon signed-rank
+    p-value of the per-split differences (5 splits or more).  E.g. the chain against
+    skip-chains at the same regs (``-o regs=...``).  Returns the lines of a table.
+    """
+    from scipy.stats import wilcoxon
+    n = min(a["splits"], b["splits"])
+    models = [m for m in MODELS if m in a["table"][metric_name(*METRICS[0])]
+              and m in b["table"][metric_name(*METRICS[0])]]
+    w = max(8, *map(len, labels))
+    lines = [f"{labels[0]} vs {labels[1]}: mean test loss over splits 1..{n}, difference "
+             f"{labels[1]} - {labels[0]}, Wilcoxon p of the paired per-split differences",
+             f"{'model':<5} {'loss metric':<22} {labels[0]:>{w}} {labels[1]:>{w}} {'diff':>8} "
+             f"{'p':>7}"]
+    for m in models:
+        for key in METRICS:
+            x = np.array(a["table"][metric_name(*key)][m]["per_split"][:n], dtype=float)
+            y = np.array(b["table"][metric_name(*key)][m]["per_split"][:n], dtype=float)
+            p = (wilcoxon(x, y).pvalue if n >= 5 and not np.allclose(x, y) else float("nan"))
+            lines.append(f"{m:<5} {metric_name(*key):<22} {x.mean():{w}.3f} {y.mean():{w}.3f} "
+                         f"{y.mean() - x.mean():+8.3f} {p:7.3f}")
+    return lines
+
+
 def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, cv, n_jobs,
-            elapsed, t_val, cpu, wilcoxon, edges="chain"):
+            elapsed, t_val, cpu, wilcoxon, edges="chain", models=MODELS, fixed=False):
+    paper = {key: dict(zip(MODELS, PAPER[key])) for key in PAPER}
+    head = " ".join(f"{n:>7}" for n in models)
     lines = [f"Emotion intensity (CK+), protocol={protocol}, edges={edges}, mean test loss "
              f"over {n_split} split(s); * = best or not significantly worse (Wilcoxon, "
              "alpha=0.05)",
-             f"{'loss metric':<22} {'AGM':>7} {'CRF':>7} {'SSVM':>7}   | paper: AGM   CRF   SSVM"
-             "  | ours - paper: AGM    CRF   SSVM"]
-    table, bold_count, agree = {}, {n: 0 for n in MODELS}, 0
+             f"{'loss metric':<22} {head}   | paper: {' '.join(f'{n:<5}' for n in models)}"
+             f" | ours - paper: {' '.join(f'{n:>6}' for n in models)}"]
+    table, bold_count, agree = {}, {n: 0 for n in models}, 0
     for key in METRICS:
-        means, marks = _marks(results, key, n_split, wilcoxon)
-        for n in MODELS:
+        means, marks = _marks(results, key, n_split, wilcoxon, models)
+        for n in models:
             bold_count[n] += marks[n]
-        agree += {n for n in MODELS if marks[n]} == PAPER_BOLD[key]
+        agree += {n for n in models if marks[n]} == PAPER_BOLD[key] & set(models)
         table[metric_name(*key)] = {n: {"mean": means[n], "best": marks[n],
                                         "per_split": results[(n, key)],
-                                        "reg": chosen[(n, key)], "paper": PAPER[key][j],
+                                        "reg": chosen[(n, key)], "paper": paper[key][n],
                                         "paper_best": n in PAPER_BOLD[key]}
-                                    for j, n in enumerate(MODELS)}
-        cells = " ".join(f"{means[n]:6.3f}{'*' if marks[n] else ' '}" for n in MODELS)
-        pap = " ".join(f"{v:.2f}{'*' if n in PAPER_BOLD[key] else ' '}"
-                       for n, v in zip(MODELS, PAPER[key]))
-        diff = " ".join(f"{means[n] - v:+6.3f}" for n, v in zip(MODELS, PAPER[key]))
+                                    for n in models}
+        cells = " ".join(f"{means[n]:6.3f}{'*' if marks[n] else ' '}" for n in models)
+        pap = " ".join(f"{paper[key][n]:.2f}{'*' if n in PAPER_BOLD[key] else ' '}"
+                       for n in models)
+        diff = " ".join(f"{means[n] - paper[key][n]:+6.3f}" for n in models)
         lines.append(f"{metric_name(*key):<22} {cells}  | {pap}  | {diff}")
-    avg = {n: float(np.mean([table[metric_name(*k)][n]["mean"] for k in METRICS])) for n in MODELS}
-    lines.append(f"{'average':<22} " + " ".join(f"{avg[n]:6.3f} " for n in MODELS)
-                 + " | " + " ".join(f"{v:.2f} " for v in PAPER["average"]) + "  | "
-                 + " ".join(f"{avg[n] - v:+6.3f}" for n, v in zip(MODELS, PAPER["average"])))
-    lines.append(f"{'# best':<22} " + " ".join(f"{bold_count[n]:6d} " for n in MODELS)
-                 + " | 4     2     2")
+    avg = {n: float(np.mean([table[metric_name(*k)][n]["mean"] for k in METRICS])) for n in models}
+    lines.append(f"{'average':<22} " + " ".join(f"{avg[n]:6.3f} " for n in models)
+                 + " | " + " ".join(f"{paper['average'][n]:.2f} " for n in models) + "  | "
+                 + " ".join(f"{avg[n] - paper['average'][n]:+6.3f}" for n in models))
+    lines.append(f"{'# best':<22} " + " ".join(f"{bold_count[n]:6d} " for n in models)
+                 + " | " + "     ".join(str({"AGM": 4, "CRF": 2, "SSVM": 2}[n]) for n in models))
     lines.append(f"best-or-tied sets equal to the paper's on {agree} of 6 metrics")
     if n_split < 5:
         lines.append("(fewer than 5 splits: no significance test, only the best is marked)")
     per_model = "; ".join(f"{n} " + ", ".join(f"{chosen[(n, k)]:g}" for k in METRICS)
-                          for n in MODELS)
-    if len(grid) == 1 or cv == 1:       # no selection was made: say so, not "chosen by CV"
+                          for n in models)
+    if fixed:
+        lines.append("reg fixed by the regs option (no cross-validation): " + per_model)
+    elif len(grid) == 1 or cv == 1:     # no selection was made: say so, not "chosen by CV"
         lines.append(f"reg fixed at {grid[0]:g} (no cross-validation: "
                      + ("a single reg value" if len(grid) == 1 else "cv=1") + "): " + per_model)
     else:
@@ -673,5 +764,6 @@ def _report(results, chosen, cv_loss, notes, timings, protocol, grid, n_split, c
             "breakdown": {f"{p}/{m}": b for (p, m), b in breakdown.items()},
             "cv_loss": {f"{n}/{metric_name(*k)}": {str(r): v for r, v in d.items()}
                         for (n, k), d in cv_loss.items()},
-            "reg": {f"{n}/{metric_name(*k)}": chosen[(n, k)] for n in MODELS for k in METRICS},
+            "reg": {f"{n}/{metric_name(*k)}": chosen[(n, k)] for n in models for k in METRICS},
+            "models": list(models),
             "paper": {metric_name(*k): PAPER[k] for k in METRICS}}

@@ -482,3 +482,62 @@ def test_chain_labeling_is_tree_labeling_without_the_redundant_bounds(rng):
     assert (sum(v.size for v in b.problem_.variables())
             < sum(v.size for v in a.problem_.variables()))
     assert all(np.array_equal(p, q) for p, q in zip(b.predict(X), a.predict(X)))
+
+
+def test_models_and_regs_options_are_validated(tmp_path):
+    run = load_problem(PROBLEM).run
+    for bad in (["X"], [], 3, ["CRF", "HMM"]):
+        with pytest.raises(InvalidParameterError, match="models must be a non-empty list"):
+            run(models=bad, data_path=tmp_path)
+    for models, bad in ((["CRF"], {"AGM": 1.0}), (None, {"CRF": 1.0}), (["CRF"], [1.0]),
+                        (["CRF"], {"CRF": [1.0, 2.0]}), (["CRF"], {"CRF": "a"}),
+                        (["CRF"], {"CRF": -1.0})):
+        with pytest.raises(InvalidParameterError, match="regs must be a mapping"):
+            run(models=models, regs=bad, data_path=tmp_path)
+    with pytest.raises(InvalidParameterError, match="positive.*exact"):
+        run(models=["CRF"], regs={"CRF": 0.0}, data_path=tmp_path)
+    with pytest.raises(DataNotFoundError):          # 0 is valid in the paper protocol
+        run(protocol="paper", models=["CRF"], regs={"CRF": 0.0}, data_path=tmp_path)
+
+
+@needs_ck
+@pytest.mark.data
+def test_fixed_regs_run_only_the_models_asked_without_cv(monkeypatch):
+    """``regs`` fixes every (model, metric)'s reg (no CV task); ``models`` runs a subset."""
+    E = load_problem(PROBLEM)
+    _ck_subset(E, monkeypatch)
+    jobs = []
+
+    def task(job):
+        jobs.append(job)
+        return _fake_task({"AGM": 1.0, "CRF": 1.0, "SSVM": 1.0})(job)
+    monkeypatch.setattr(E, "_task", task)
+    regs = {"CRF": [0.1, 0.1, 0.1, 10.0, 1.0, 1.0], "AGM": 10.0}
+    res = E.run(splits=5, models=["CRF", "AGM"], regs=regs, n_jobs=1)
+    assert {j.phase for j in jobs} == {"final"} and {j.model for j in jobs} == {"CRF", "AGM"}
+    assert sorted({j.reg for j in jobs if j.model == "CRF"}) == [0.1, 1.0, 10.0]
+    assert res["models"] == ["AGM", "CRF"] and "SSVM" not in res["report"]
+    assert res["reg"]["CRF/zero-one, weighted"] == 10.0 and res["reg"]["AGM/squared, weighted"] == 10.0
+    assert "reg fixed by the regs option" in res["report"]
+    for row in res["table"].values():
+        assert set(row) == {"AGM", "CRF"} and len(row["CRF"]["per_split"]) == 5
+
+
+def test_compare_pairs_two_runs_by_split():
+    """``compare``: the means over the common splits, b - a, and the paired Wilcoxon p."""
+    from scipy.stats import wilcoxon
+    E = load_problem(PROBLEM)
+    rng = np.random.default_rng(0)
+
+    def result(n, models, shift):
+        return {"splits": n, "table": {E.metric_name(*k): {
+            m: {"per_split": list(0.3 + shift + 0.01 * np.arange(n) + 0.001 * rng.random(n))}
+            for m in models} for k in E.METRICS}}
+    a, b = result(7, ("AGM", "CRF"), 0.0), result(6, ("CRF",), 0.05)
+    lines = E.compare(a, b, labels=("chain", "skip2"))
+    assert len(lines) == 2 + len(E.METRICS) and "splits 1..6" in lines[0]  # CRF only
+    x = np.array(a["table"]["zero-one, unweighted"]["CRF"]["per_split"][:6])
+    y = np.array(b["table"]["zero-one, unweighted"]["CRF"]["per_split"])
+    cells = lines[2].split()
+    assert cells[0] == "CRF" and float(cells[-2]) == pytest.approx(y.mean() - x.mean(), abs=1e-3)
+    assert float(cells[-1]) == pytest.approx(wilcoxon(x, y).pvalue, abs=1e-3)

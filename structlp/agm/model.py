@@ -135,9 +135,11 @@ class AdversarialGraphicalModel(BaseEstimator):
         over ``(Q, r, v)`` (exact; needs ``reg > 0`` to be bounded in general).
     inner : {"lp", "dual_decomposition"}, default "lp"
         Inner solver of the subgradient method: "lp" keeps each example's LP in a
-        HiGHS instance and hot-starts it from the previous basis; dual
-        decomposition (closed-form node games) falls back to the LP for an example
-        when its certified gap exceeds ``inner_tol``.
+        HiGHS instance and hot-starts it from the previous basis (an epoch costs
+        time linear in the number of examples, but about quadratic in one
+        example's cliques: the simplex needs O(cliques) pivots of O(cliques) work
+        each); dual decomposition (closed-form node games) falls back to the LP for
+        an example when its certified gap exceeds ``inner_tol``.
     max_epochs : int, default 100
     learning_rate : float > 0, default 0.1
         AdaGrad step.
