@@ -988,29 +988,39 @@ class _PsiBlocks:
 # ---------------------------------------------------------------- psi-mode kernels
 # Plain scalar loops over the pool arrays of _PsiBlocks (see there): compiled by numba
 # when it imports (_compiled), run as Python otherwise, with the same operations in the
-# same order (bit-identical iterates).  The helpers are inlined into the two kernels.
+# same order (bit-identical iterates): elementwise array operations, and every sum of
+# products in order, as a cumulative sum (:func:`_dot`; numpy's and numba's ``cumsum``
+# add in order, whereas ``dot`` may not).  The helpers are inlined into the two kernels.
+
+def _dot(a, b):
+    """``a . b`` (1-D) summed in index order (compiled: :func:`_dot_loop`)."""
+    return (a * b).cumsum()[-1] if a.shape[0] else 0.0
+
+
+def _dot_loop(a, b):
+    """:func:`_dot` as a loop, the same additions in the same order (no temporaries)."""
+    if a.shape[0] == 0:
+        return 0.0
+    v = a[0] * b[0]
+    for t in range(1, a.shape[0]):
+        v += a[t] * b[t]
+    return v
+
 
 def _psi_values(i, w, rows, n, psi, lv, act):
     """``act[s] = psi_r . w + lv_r`` for the active rows ``r = rows[i, s]``."""
     for s in range(n[i]):
         r = rows[i, s]
-        v = 0.0
-        for t in range(w.shape[0]):
-            v += psi[r, t] * w[t]
-        act[s] = v + lv[r]
+        act[s] = _dot(psi[r], w) + lv[r]
 
 
 def _psi_line(w, p, q, g_dir, cap, C):
     """:func:`_line_search` along ``v = p - q`` (two (d,) vectors)."""
-    den = 0.0
-    for t in range(w.shape[0]):
-        den += (p[t] - q[t]) * (p[t] - q[t])
-    den = C * C * den
+    v = p - q
+    den = C * C * _dot(v, v)
     gamma = cap if den <= 0.0 else min(cap, g_dir / den)
     if gamma > 0.0:
-        gc = gamma * C
-        for t in range(w.shape[0]):
-            w[t] -= gc * (p[t] - q[t])
+        w -= (gamma * C) * v
     return gamma
 
 
@@ -1069,38 +1079,24 @@ def _psi_step(i, mu, psi_mu, c_idx, c_val, w, C, pairwise, inner_steps, rows, n,
     of ``c_i . m_i`` and ``room``: 0, or (nothing changed) the nonzeros of ``mu`` when
     the rows are narrower, -1 when a new output finds no free slot or row.
     """
-    k = 0
-    for t in range(mu.shape[0]):
-        if mu[t] != 0.0:
-            k += 1
+    nz = np.flatnonzero(mu)
+    k = nz.shape[0]
     if k > idx.shape[1]:
         return 0.0, 0.0, k
+    vals = mu[nz]
     ni = n[i]
     j = -1                                   # mu among the active outputs?
     for s in range(ni):
         r = rows[i, s]
-        if nnz[r] != k:
-            continue
-        q = 0
-        for t in range(mu.shape[0]):
-            if mu[t] != 0.0:
-                if idx[r, q] != t or val[r, q] != mu[t]:
-                    break
-                q += 1
-        if q == k:
+        if nnz[r] == k and np.array_equal(idx[r, :k], nz) and np.array_equal(val[r, :k], vals):
             j = s
             break
     if j < 0 and (ni == rows.shape[1] or nfree[0] == 0):
         return 0.0, 0.0, -1
-    lmu = 0.0
-    for q in range(c_idx.shape[0]):
-        lmu += c_val[q] * mu[c_idx[q]]
+    lmu = _dot(c_val, mu[c_idx])
     act = np.empty(ni)
     _psi_values(i, w, rows, n, psi, lv, act)
-    amu = 0.0
-    for t in range(w.shape[0]):
-        amu += psi_mu[t] * w[t]
-    amu += lmu
+    amu = _dot(psi_mu, w) + lmu
     mean = 0.0
     for s in range(ni):
         mean += alpha[rows[i, s]] * act[s]
@@ -1124,8 +1120,7 @@ def _psi_step(i, mu, psi_mu, c_idx, c_val, w, C, pairwise, inner_steps, rows, n,
         for s in range(ni):
             r = rows[i, s]
             lost += alpha[r] * lv[r]
-            for t in range(w.shape[0]):
-                mix[t] += alpha[r] * psi[r, t]
+            mix += alpha[r] * psi[r]
         gamma = _psi_line(w, psi_mu, mix, g, 1.0, C)
     if gamma <= 0.0:
         return g, 0.0, 0
@@ -1144,18 +1139,12 @@ def _psi_step(i, mu, psi_mu, c_idx, c_val, w, C, pairwise, inner_steps, rows, n,
         r = free[nfree[0]]
         rows[i, j] = r
         n[i] = j + 1
-        q = 0
-        for t in range(mu.shape[0]):
-            if mu[t] != 0.0:
-                idx[r, q] = t
-                val[r, q] = mu[t]
-                q += 1
-        for t in range(q, idx.shape[1]):
-            idx[r, t] = 0
-            val[r, t] = 0.0
+        idx[r, :k] = nz
+        idx[r, k:] = 0
+        val[r, :k] = vals
+        val[r, k:] = 0.0
         nnz[r] = k
-        for t in range(w.shape[0]):
-            psi[r, t] = psi_mu[t]
+        psi[r] = psi_mu
         lv[r] = lmu
         alpha[r] = 0.0
     alpha[rows[i, j]] += gamma
@@ -1195,13 +1184,14 @@ def _compiled(fn):
     if kernel is None:
         try:
             import numba
-            from numba.extending import register_jitable
+            from numba.extending import overload, register_jitable
         except ImportError:  # pragma: no cover - the Python kernels are tested directly
             kernel = fn
         else:
             if not _COMPILED:
                 for helper in _JITABLE:
                     register_jitable(helper)
+                overload(_dot)(lambda a, b: _dot_loop)
             kernel = numba.njit(cache=True, nogil=True)(fn)
         _COMPILED[fn.__name__] = kernel
     return kernel
