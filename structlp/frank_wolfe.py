@@ -1015,12 +1015,29 @@ def _psi_values(i, w, rows, n, psi, lv, act):
 
 
 def _psi_line(w, p, q, g_dir, cap, C):
-    """:func:`_line_search` along ``v = p - q`` (two (d,) vectors)."""
+    """:func:`_line_search` along ``v = p - q`` (two (d,) vectors; compiled:
+    :func:`_psi_line_loop`)."""
     v = p - q
     den = C * C * _dot(v, v)
     gamma = cap if den <= 0.0 else min(cap, g_dir / den)
     if gamma > 0.0:
         w -= (gamma * C) * v
+    return gamma
+
+
+def _psi_line_loop(w, p, q, g_dir, cap, C):
+    """:func:`_psi_line` as loops, the same operations in the same order (no
+    temporaries)."""
+    den = 0.0
+    for t in range(w.shape[0]):
+        v = p[t] - q[t]
+        den = v * v if t == 0 else den + v * v
+    den = C * C * den
+    gamma = cap if den <= 0.0 else min(cap, g_dir / den)
+    if gamma > 0.0:
+        gc = gamma * C
+        for t in range(w.shape[0]):
+            w[t] -= gc * (p[t] - q[t])
     return gamma
 
 
@@ -1035,14 +1052,14 @@ def _psi_remove(i, s, rows, n, alpha, free, nfree):
     nfree[0] += 1
 
 
-def _psi_inner(i, w, C, g_min, rows, n, psi, lv, alpha, free, nfree):
-    """A pairwise step of block ``i`` between its best and worst active outputs at ``w``.
-    Returns the change of ``c_i . m_i`` and whether a step was taken (not if fewer than
-    two outputs are active or their gap is at most ``g_min``)."""
+def _psi_inner(i, w, C, g_min, rows, n, psi, lv, alpha, free, nfree, act):
+    """A pairwise step of block ``i`` between its best and worst active outputs at ``w``
+    (``act``: scratch space for their values).  Returns the change of ``c_i . m_i`` and
+    whether a step was taken (not if fewer than two outputs are active or their gap is
+    at most ``g_min``)."""
     ni = n[i]
     if ni < 2:
         return 0.0, False
-    act = np.empty(ni)
     _psi_values(i, w, rows, n, psi, lv, act)
     kf = 0
     ka = 0
@@ -1094,7 +1111,7 @@ def _psi_step(i, mu, psi_mu, c_idx, c_val, w, C, pairwise, inner_steps, rows, n,
     if j < 0 and (ni == rows.shape[1] or nfree[0] == 0):
         return 0.0, 0.0, -1
     lmu = _dot(c_val, mu[c_idx])
-    act = np.empty(ni)
+    act = np.empty(rows.shape[1])
     _psi_values(i, w, rows, n, psi, lv, act)
     amu = _dot(psi_mu, w) + lmu
     mean = 0.0
@@ -1156,7 +1173,8 @@ def _psi_step(i, mu, psi_mu, c_idx, c_val, w, C, pairwise, inner_steps, rows, n,
     elif n[i] == 2:          # the only pair is (v_k, mu), just line-searched exactly
         return g, dl, 0
     for _ in range(inner_steps):
-        step, took = _psi_inner(i, w, C, 1e-3 * g, rows, n, psi, lv, alpha, free, nfree)
+        step, took = _psi_inner(i, w, C, 1e-3 * g, rows, n, psi, lv, alpha, free, nfree,
+                                act)
         if not took:
             break
         dl += step
@@ -1165,15 +1183,16 @@ def _psi_step(i, mu, psi_mu, c_idx, c_val, w, C, pairwise, inner_steps, rows, n,
 
 def _psi_pass(w, C, ell, rows, n, psi, idx, val, nnz, alpha, lv, free, nfree):
     """A pass without oracle over the blocks (see :meth:`_PsiBlocks.cache_pass`)."""
+    act = np.empty(rows.shape[1])
     for i in range(n.shape[0]):
         if n[i] > 1:
-            dl, took = _psi_inner(i, w, C, 0.0, rows, n, psi, lv, alpha, free, nfree)
+            dl, took = _psi_inner(i, w, C, 0.0, rows, n, psi, lv, alpha, free, nfree, act)
             if took:
                 ell += C * dl
     return ell
 
 
-_JITABLE = (_psi_values, _psi_line, _psi_remove, _psi_inner)   # inlined by numba
+_JITABLE = (_psi_values, _psi_remove, _psi_inner)   # inlined by numba
 _COMPILED: Dict[str, Callable[..., Any]] = {}
 
 
@@ -1192,6 +1211,7 @@ def _compiled(fn):
                 for helper in _JITABLE:
                     register_jitable(helper)
                 overload(_dot)(lambda a, b: _dot_loop)
+                overload(_psi_line)(lambda w, p, q, g_dir, cap, C: _psi_line_loop)
             kernel = numba.njit(cache=True, nogil=True)(fn)
         _COMPILED[fn.__name__] = kernel
     return kernel
