@@ -202,11 +202,11 @@ class FrankWolfeLearner(_FirstOrderLearner):
         soon as one raises the dual objective by less than 5% of what the epoch of
         oracle calls did.  0 disables them.  They run only when the active outputs
         keep their joint features (up to 256 features or 4 times an output's
-        nonzeros), where a whole pass is one compiled kernel call costing about 1%
-        of an epoch: on noisy bipartite data (m = 1000, 10 x 10, d = 20, C = 0.1)
-        they cut the epochs from 57 (none) and 38 (at most 10) to 24-27, and on
-        small chains (k = 4, 4 node features, C = 1) from 112 (at most 10) to
-        about 32.  Without joint features a visit needs the block's part scores,
+        nonzeros), where a whole pass is one compiled kernel call costing a small
+        share of an epoch: on noisy bipartite data (m = 1000, 10 x 10, d = 20, C = 0.1;
+        random_state 0-5) they cut the epochs from 34-46 (at most 10 passes) to
+        23-27, and on small chains (k = 4, 4 node features, C = 1) from 112 (at most 10)
+        to about 32.  Without joint features a visit needs the block's part scores,
         about the cost of an oracle step, and on OCR letters (4,004 features) the
         passes cost more time than they saved.
     sampling : {"gap", "uniform"}, default="gap"
