@@ -150,7 +150,11 @@ class FrankWolfeLearner(_FirstOrderLearner):
     a block's active outputs are stored compactly, as their nonzeros (and, for up
     to 256 features or 4 times the nonzeros of an output, as their joint feature
     vectors ``Phi_i^T v`` (d,)), never as dense part vectors: memory is that of
-    the data plus ``O(m d)``.
+    the data plus ``O(m d)``.  With joint features, a block's step (with its inner
+    steps) and a pass without oracle are each one call of a kernel compiled by
+    numba when it is installed (the ``fast`` extra; about 0.4 s CPU on its first
+    call in a process, loading the compiled code cached on disk), the same code
+    run as Python otherwise, with bit-identical iterates.
 
     The stopping rule is the **duality gap** ``F(w) - D(m) >= F(w) - F(w*)``,
     evaluated exactly by a pass of loss-augmented inference over all examples
@@ -190,18 +194,21 @@ class FrankWolfeLearner(_FirstOrderLearner):
         With ``pairwise``: after each oracle call, up to this many further
         pairwise steps between the best and worst outputs already active in the
         block (no oracle call).
-    cache_passes : int >= 0, default=10
+    cache_passes : int >= 0, default=100
         With ``pairwise``: after each epoch of oracle calls, up to this many passes
         over the blocks without any oracle call, each block taking one pairwise
         step between its best and worst active outputs at the current ``w``
         (multi-plane BCFW, Shah, Kolmogorov & Lampert 2015); the passes stop as
         soon as one raises the dual objective by less than 5% of what the epoch of
-        oracle calls did.  On noisy bipartite data (m = 1000, 10 x 10, C = 0.1)
-        they cut the epochs from 57 to 30-35.  0 disables them.  They run only
-        when the active outputs keep their joint features (up to 256 features or
-        4 times an output's nonzeros): otherwise a visit needs the block's part
-        scores, about the cost of an oracle step, and on OCR letters (4,004
-        features) the passes cost more time than they saved.
+        oracle calls did.  0 disables them.  They run only when the active outputs
+        keep their joint features (up to 256 features or 4 times an output's
+        nonzeros), where a whole pass is one compiled kernel call costing a small
+        share of an epoch: on noisy bipartite data (m = 1000, 10 x 10, d = 20, C = 0.1;
+        random_state 0-5) they cut the epochs from 34-46 (at most 10 passes) to
+        23-27, and on small chains (k = 4, 4 node features, C = 1) from 112 (at most 10)
+        to about 32.  Without joint features a visit needs the block's part scores,
+        about the cost of an oracle step, and on OCR letters (4,004 features) the
+        passes cost more time than they saved.
     sampling : {"gap", "uniform"}, default="gap"
         Order of the blocks in an epoch.  "uniform": a random permutation.
         "gap": after every block has a gap estimate (the first epoch), ``m``
@@ -281,7 +288,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                  backend: Any = None,
                  random_state: Union[None, int, np.random.Generator] = None,
                  batch_size: int = 1, pairwise: bool = True, inner_steps: int = 3,
-                 cache_passes: int = 10, sampling: str = "gap",
+                 cache_passes: int = 100, sampling: str = "gap",
                  check_every: Optional[int] = None, solver: Optional[str] = None,
                  solver_opts: Optional[Dict[str, Any]] = None,
                  scheduler_timeout: float = 10.0, verbose: int = 0,
@@ -343,16 +350,12 @@ class FrankWolfeLearner(_FirstOrderLearner):
         # when d is small beside its support (then inner steps need no part scores)
         width = max(mt.nonzeros(i)[0].size for i in range(m))
         psi_mode = d <= max(_PSI_MAX_D, 4 * width)
-        # psi(y_i) of the truths (d,) in psi mode, else their nonzeros
-        psi_true = [op.joint_sparse(*mt.nonzeros(i)) if psi_mode else mt.nonzeros(i)
-                    for i, op in enumerate(ops)]
         blocks = self._warm_blocks(data)
-        for blk in blocks or ():   # the features may differ: Gram matrices made afresh
-            blk.ng = 0
         if blocks is None:     # m_i = the truth
-            blocks = [_Block(_vertex(t, ci, op, psi_mode), psi_mode)
-                      for t, ci, op in zip(mt, c, ops)]
-        w, ell = _primal_from_blocks(blocks, ops, psi_true, dd, C, d)
+            blocks = _PsiBlocks(ops, mt, c) if psi_mode else _GramBlocks(mt, c)
+        else:                  # the features may differ: what depends on them made afresh
+            blocks.restart(ops, mt)
+        w, ell = blocks.primal(ops, mt, dd, C, d)
         dual_before = ell - 0.5 * float(w.dot(w))
         g_est = np.full(m, np.inf)
         history, t_inf, t_check, n_calls = [], 0.0, 0.0, 0
@@ -378,8 +381,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                     a = _augment(op.scores(w), ci)
                     mu = oracle(i, a)
                     t_inf += clock() - ti
-                    g, dl = blocks[i].step(_vertex(mu, ci, op, psi_mode), a, w, op, ci, C,
-                                           pairwise, inner_steps)
+                    g, dl = blocks.step(i, mu, a, w, op, ci, C, pairwise, inner_steps)
                     g_est[i] = g if g > 0.0 else 0.0
                     ell += C * dl
             else:                             # the batch's oracles at the same w
@@ -392,8 +394,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                     for i, mu in zip(batch, mus):
                         op, ci = ops[i], c[i]
                         a = _augment(op.scores(w), ci)
-                        g, dl = blocks[i].step(_vertex(mu, ci, op, psi_mode), a, w, op, ci,
-                                               C, pairwise, inner_steps)
+                        g, dl = blocks.step(i, mu, a, w, op, ci, C, pairwise, inner_steps)
                         g_est[i] = g if g > 0.0 else 0.0
                         ell += C * dl
             n_calls += m
@@ -404,11 +405,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
             gain, dual_before = dual_now - dual_before, dual_now
             # (in psi mode only: otherwise a visit costs a part-score product, about what
             # the oracle's step costs, and on OCR the passes cost more than they gained)
-            for _ in range(max_cache_passes if psi_mode else 0):
-                for i in [i for i, b in enumerate(blocks) if b.n > 1]:
-                    dl = blocks[i].inner_step(w, ops[i], None if psi_mode else c[i], C)
-                    if dl is not None:
-                        ell += C * dl
+            for _ in range(max_cache_passes if blocks.cache_passes else 0):
+                ell = blocks.cache_pass(w, C, ell)
                 dual_now = ell - 0.5 * float(w.dot(w))
                 pass_gain, dual_before = dual_now - dual_before, dual_now
                 if pass_gain < _CACHE_SHARE * gain:
@@ -422,7 +420,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                    else epoch % check_every == 0 or epoch == max_iter)
             if due:
                 w, ell, hinge, g_est, obj, dual, gap, dt, dc = self._exact_check(
-                    pool, data, blocks, psi_true, C)
+                    pool, data, blocks, C)
                 t_inf, t_check, n_calls = t_inf + dt, t_check + dc, n_calls + m
                 rec.update(objective=obj, dual_objective=dual, duality_gap=gap)
                 converged = gap <= tol * max(obj, 0.0)
@@ -439,7 +437,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 stopped = True
                 if not due:                   # certify the w returned
                     w, ell, hinge, g_est, obj, dual, gap, dt, dc = self._exact_check(
-                        pool, data, blocks, psi_true, C)
+                        pool, data, blocks, C)
                     t_inf, t_check, n_calls = t_inf + dt, t_check + dc, n_calls + m
                     rec.update(objective=obj, dual_objective=dual, duality_gap=gap,
                                check_time=t_check)
@@ -462,19 +460,19 @@ class FrankWolfeLearner(_FirstOrderLearner):
         self.history_ = history
         self.fit_time_ = {"inference": t_inf, "check": t_check}
 
-    def _exact_check(self, pool, data, blocks, psi_true, C):
+    def _exact_check(self, pool, data, blocks, C):
         """Exact ``w`` and ``D`` from the block variables (no drift), then the exact duality
         gap by a pass of loss-augmented inference; the exact block gaps refresh ``g_est``.
 
         Returns ``w, ell, hinge, g_est, objective, dual, gap`` and the seconds spent in
         inference and in the whole check."""
         tc = time.perf_counter()
-        w, ell = _primal_from_blocks(blocks, data.Phi, psi_true, data.d, C, data.n_features)
+        w, ell = blocks.primal(data.Phi, data.mu_true, data.d, C, data.n_features)
         ti = time.perf_counter()
         g_est = np.empty(data.n_examples)
 
         def block_gap(i, a, mu):      # the exact block gaps
-            g_est[i] = max(C * (a.dot(mu) - blocks[i].value(a)), 0.0)
+            g_est[i] = max(C * (a.dot(mu) - blocks.value(i, a, w)), 0.0)
 
         hinge = self._exact_pass(pool, data, w, block_gap)
         t_inf = time.perf_counter() - ti
@@ -495,24 +493,13 @@ class FrankWolfeLearner(_FirstOrderLearner):
         benchmarks' objective curves; it must not change ``w``)."""
 
 
+
+
 def _data_key(model, data):
     """What a dual state depends on: the model and each example's part count and truth
     (the blocks' outputs are vertices of the same polytopes)."""
     return (repr(model), data.n_features, tuple(int(t.size) for t in data.mu_true),
             b"".join(np.flatnonzero(t).tobytes() for t in data.mu_true))
-
-
-def _primal_from_blocks(blocks, ops, psi_true, dd, C, d):
-    """``w = C sum_i (psi_i(y_i) - psi_i(m_i))`` and ``ell = C sum_i (d_i + c_i . m_i)``
-    computed afresh from the block variables (normalized first); ``psi_true[i]`` is
-    ``psi_i(y_i)`` (d,) or the nonzeros ``(idx, vals)`` of ``mu_i``."""
-    w = np.zeros(d)
-    ell = 0.0
-    for blk, op, pt, di in zip(blocks, ops, psi_true, dd):
-        blk.normalize()
-        w += C * (pt - blk.joint(op) if blk.psi is not None else blk.joint(op, pt))
-        ell += C * (di + blk.loss())
-    return w, ell
 
 
 _PASS_CHUNK = 64       # examples per chunk of an exact pass (parallel pools)
@@ -543,37 +530,83 @@ def _compact_loss(idx, vals):
     return idx.astype(np.intp), vals
 
 
-def _vertex(mu, c, op, psi_mode):
-    """An oracle output in compact form: ``(idx, vals, key, loss c . mu, psi or None)``
-    with ``mu[idx] = vals`` its nonzeros and ``psi = Phi^T mu`` in psi mode (``c`` is
-    given by its nonzeros ``(idx, vals)``)."""
+def _loss_of(mu, c):
+    """``c . mu`` for ``c`` given by its nonzeros (see :func:`_compact_loss`)."""
+    return float(c[1].dot(mu[c[0]]))
+
+
+def _vertex(mu, c):
+    """An oracle output in compact form: ``(idx, vals, key, loss c . mu)`` with
+    ``mu[idx] = vals`` its nonzeros (``c`` is given by its nonzeros ``(idx, vals)``)."""
     idx = (mu != 0).nonzero()[0]      # (a bool array: much faster than a float one)
     vals = mu[idx]
-    return (idx, vals, idx.tobytes() + vals.tobytes(), float(c[1].dot(mu[c[0]])),
-            op.joint(mu) if psi_mode else None)
+    return idx, vals, idx.tobytes() + vals.tobytes(), _loss_of(mu, c)
+
+
+class _GramBlocks:
+    """The blocks without psi rows (many features): one :class:`_Block` per example.
+
+    ``step``, ``value``, ``primal`` and ``restart`` are those of :class:`_PsiBlocks`;
+    there are no passes without oracle (a visit needs the block's part scores)."""
+
+    cache_passes = False
+
+    def __init__(self, truths, c):
+        self.blocks = [_Block(_vertex(t, ci)) for t, ci in zip(truths, c)]
+
+    def restart(self, ops, mu_true):
+        """Warm start: the features may differ, so the Gram matrices are made afresh."""
+        for blk in self.blocks:
+            blk.ng = 0
+
+    def step(self, i, mu, a, w, op, c, C, pairwise, inner_steps):
+        """Block ``i``'s Frank–Wolfe step towards the oracle's output ``mu`` (see
+        :meth:`_Block.step`); returns the block's gap and the change of ``c_i . m_i``."""
+        return self.blocks[i].step(_vertex(mu, c), a, w, op, C, pairwise, inner_steps)
+
+    def value(self, i, a, w):
+        """``a . m_i`` at the loss-augmented scores ``a`` of ``w``."""
+        return self.blocks[i].value(a)
+
+    def loss(self, i):
+        """``c_i . m_i``."""
+        return self.blocks[i].loss()
+
+    def marginal(self, i, L):
+        """``m_i`` as a dense part vector (L,) (for tests and inspection)."""
+        return self.blocks[i].marginal(L)
+
+    def primal(self, ops, mu_true, dd, C, d):
+        """``w = C sum_i Phi_i^T (mu_i - m_i)`` and ``ell = C sum_i (d_i + c_i . m_i)``
+        afresh from the block variables (normalized first)."""
+        w = np.zeros(d)
+        ell = 0.0
+        for i, (blk, op, di) in enumerate(zip(self.blocks, ops, dd)):
+            blk.normalize()
+            w += C * blk.joint(op, mu_true.nonzeros(i))
+            ell += C * (di + blk.loss())
+        return w, ell
 
 
 class _Block:
     """One example's dual variable ``m_i = sum_j alpha_j v_j``: its active outputs.
 
     An active output ``v_j`` (a vertex, a 0/1 part vector) is stored compactly:
-    its nonzeros (``idx`` and ``val``, rows padded with zero values), its loss
-    coefficient ``lv_j = c_i . v_j`` and, in psi mode, its joint feature
-    ``psi_j = Phi_i^T v_j`` (d,); never as a dense (L_i,) vector.  Rows have spare
-    capacity; outputs are found by the bytes of their nonzeros.  Without psi, the Gram
-    matrix ``G[j, l] = psi_j . psi_l`` of the active outputs (rows ``< ng`` known) lets
-    the pairwise steps inside the active set run on ``n``-vectors
+    its nonzeros (``idx`` and ``val``, rows padded with zero values) and its loss
+    coefficient ``lv_j = c_i . v_j``; never as a dense (L_i,) vector.  Rows have spare
+    capacity; outputs are found by the bytes of their nonzeros.  The Gram matrix
+    ``G[j, l] = psi_j . psi_l`` of the active outputs (rows ``< ng`` known) lets the
+    pairwise steps inside the active set run on ``n``-vectors
     (:func:`_pairwise_steps`), with one product by ``Phi_i^T`` per visit to move ``w``
     instead of a part-score and a joint-feature product per step.
     """
 
-    __slots__ = ("idx", "val", "psi", "alpha", "lv", "n", "keys", "rowkeys", "G", "ng")
+    __slots__ = ("idx", "val", "alpha", "lv", "n", "keys", "rowkeys", "G", "ng")
 
-    def __init__(self, vertex, psi_mode):
-        idx, _, _, _, psi = vertex
+    def __init__(self, vertex):
+        idx = vertex[0]
         self.idx = np.zeros((4, idx.size), dtype=np.intp)
         self.val = np.zeros((4, idx.size))
-        self.psi = np.zeros((4, psi.size)) if psi_mode else None
         self.alpha = np.zeros(4)
         self.lv = np.zeros(4)
         self.G = np.zeros((4, 4))
@@ -585,21 +618,16 @@ class _Block:
         self.n = self.ng = 0
         self.keys, self.rowkeys = {}, []
 
-    def values(self, a, w):
-        """``a . v_j`` of the active outputs at the loss-augmented scores ``a = Phi_i w + c_i``
-        (in psi mode from ``w``: ``psi_j . w + lv_j``)."""
+    def values(self, a):
+        """``a . v_j`` of the active outputs at the loss-augmented scores ``a = Phi_i w + c_i``."""
         n = self.n
-        if self.psi is not None:
-            return self.psi[:n].dot(w) + self.lv[:n]
         return np.einsum("ij,ij->i", a[self.idx[:n]], self.val[:n])
 
     def value(self, a):
         """``a . m_i`` from the nonzeros."""
-        n = self.n
-        return float(self.alpha[:n].dot(np.einsum("ij,ij->i", a[self.idx[:n]],
-                                                  self.val[:n])))
+        return float(self.alpha[:self.n].dot(self.values(a)))
 
-    def step(self, vertex, a, w, op, c, C, pairwise, inner_steps):
+    def step(self, vertex, a, w, op, C, pairwise, inner_steps):
         """One Frank–Wolfe step of this block towards the oracle's output ``mu``.
 
         ``vertex`` is ``mu`` in compact form (:func:`_vertex`), ``a = Phi_i w + c_i`` the
@@ -610,115 +638,39 @@ class _Block:
         follow.  Returns the block's Frank–Wolfe gap ``C a . (mu - m_i)`` before the
         step and the change of ``c_i . m_i``.
         """
-        if self.psi is not None or not pairwise:   # w updated at every step
-            return self._step_direct(vertex, a, w, op, c, C, pairwise, inner_steps)
-        idx, vals, key, _, _ = vertex
+        idx, vals, key, _ = vertex
         n = self.n
         alpha = self.alpha
-        act = self.values(a, w)
+        act = self.values(a)
         amu = a[idx].dot(vals)
         g = C * (amu - alpha[:n].dot(act))
         if g <= 0.0:
             return g, 0.0
+        if not pairwise:
+            return g, self._classical(vertex, w, op, C, g)
         j = self.keys.get(key)
         if j is None:                     # mu joins with weight 0
             j = self.add(vertex, 0.0)
             act = np.append(act, amu)
         return g, self._pairwise(act, j, w, op, C, inner_steps, 1e-3 * g)
 
-    def inner_step(self, w, op, c, C, g_min=0.0, n_steps=1):
-        """Up to ``n_steps`` pairwise steps between the best and the worst active outputs
-        at the current ``w`` (no oracle call; ``w`` is moved in place).  Returns the change
-        of ``c_i . m_i``, or None when fewer than two outputs are active or the pair's gap
-        is at most ``g_min``."""
-        if self.psi is not None:
-            return self._inner_direct(w, op, c, C, g_min)
-        if self.n < 2:
-            return None
-        return self._pairwise(self.values(_augment(op.scores(w), c), w), -1, w, op, C, n_steps,
-                              g_min)
-
-    def _step_direct(self, vertex, a, w, op, c, C, pairwise, inner_steps):
-        """:meth:`step` with ``w`` moved at every step (psi mode, where ``psi_j . w`` is a
-        short product, and classical Frank–Wolfe steps)."""
-        idx, vals, _, lmu, psi = vertex
-        n = self.n
-        alpha, lv = self.alpha, self.lv
-        act = self.values(a, w)
-        amu = psi.dot(w) + lmu if psi is not None else a[idx].dot(vals)
-        g = C * (amu - alpha[:n].dot(act))
-        if g <= 0.0:
-            return g, 0.0
-        if pairwise:
-            # move weight from the worst active output to mu (Osokin et al. 2016)
-            k = int(act.argmin())
-            g_dir, cap = C * (amu - act[k]), alpha[k]
-            lost = lv[k]
-        else:
-            g_dir, cap = g, 1.0
-            lost = self.loss()
-        if g_dir <= 0.0:
-            return g, 0.0
-        if pairwise:
-            v = psi - self.psi[k] if psi is not None else self._joint_diff(op, idx, vals, k)
-        else:
-            v = op.joint_sparse(idx, vals) - self.joint(op) if psi is None else \
-                psi - alpha[:n].dot(self.psi[:n])
-        gamma = _line_search(w, v, g_dir, cap, C)
+    def _classical(self, vertex, w, op, C, g):
+        """The classical Frank–Wolfe step ``m_i += gamma (mu - m_i)`` of gap ``g``."""
+        lost = self.loss()
+        gamma = _line_search(w, self.joint(op, vertex[:2]), g, 1.0, C)
         if gamma <= 0.0:
-            return g, 0.0
-        if pairwise:
-            alpha[k] -= gamma
-        elif gamma >= 1.0:                            # a full step: mu alone remains
+            return 0.0
+        if gamma >= 1.0:                              # a full step: mu alone remains
             self._clear()
         else:
-            alpha[:n] *= 1.0 - gamma
+            self.alpha[:self.n] *= 1.0 - gamma
         j = self.add(vertex, gamma)
-        dl = gamma * (self.lv[j] - lost)
-        if pairwise:
-            if self.alpha[k] <= _DROP:                # drop step: the output leaves
-                self.remove(k)
-            elif self.n == 2:      # the only pair is (v_k, mu), just line-searched exactly
-                return g, dl
-            for _ in range(inner_steps):             # pairwise steps inside the active set
-                step = self._inner_direct(w, op, c, C, 1e-3 * g)
-                if step is None:
-                    break
-                dl += step
-        return g, dl
-
-    def _inner_direct(self, w, op, c, C, g_min=0.0):
-        """A pairwise step between the best and the worst active outputs at the current
-        ``w`` (no oracle call; ``w`` is moved in place).  Returns the change of
-        ``c_i . m_i``, or None when fewer than two outputs are active or the pair's gap
-        is at most ``g_min``."""
-        if self.n < 2:
-            return None
-        act = self.values(None if self.psi is not None else _augment(op.scores(w), c), w)
-        kf, ka = int(act.argmax()), int(act.argmin())
-        g2 = C * (act[kf] - act[ka])
-        if g2 <= g_min:
-            return None
-        v = self.psi[kf] - self.psi[ka] if self.psi is not None else \
-            self._joint_diff(op, self.idx[kf], self.val[kf], ka)
-        gamma = _line_search(w, v, g2, self.alpha[ka], C)
-        self.alpha[kf] += gamma
-        self.alpha[ka] -= gamma
-        dl = gamma * (self.lv[kf] - self.lv[ka])
-        if self.alpha[ka] <= _DROP:
-            self.remove(ka)
-        return dl
-
-    def _joint_diff(self, op, idx, vals, k):
-        """``Phi_i^T (v - v_k)`` for ``v`` given by its nonzeros."""
-        return op.joint_sparse(np.concatenate((idx, self.idx[k])),
-                               np.concatenate((vals, -self.val[k])))
+        return gamma * (self.lv[j] - lost)
 
     def _pairwise(self, act, j, w, op, C, inner_steps, g_min):
         """Pairwise steps by :func:`_pairwise_steps` on the values ``act`` (n,) at ``w``
-        (towards output ``j`` first, if ``j >= 0``), then ``w`` moved by the change of
-        the weights and the outputs left without weight dropped.  Returns the change of
-        ``c_i . m_i`` (None if no step was taken)."""
+        (towards output ``j`` first), then ``w`` moved by the change of the weights and
+        the outputs left without weight dropped.  Returns the change of ``c_i . m_i``."""
         n = self.n
         if self.ng < n:
             self._gram(op)
@@ -726,9 +678,9 @@ class _Block:
         before = alpha[:n].copy()
         dl, steps = _kernel()(act, self.G, alpha, self.lv, n, j, C, inner_steps, g_min)
         if steps == 0:
-            if j >= 0 and alpha[j] <= _DROP:
+            if alpha[j] <= _DROP:
                 self.remove(j)
-            return None if j < 0 else 0.0
+            return 0.0
         delta = alpha[:n] - before      # rows without change add exact zeros: all rows go
         w -= C * op.joint_sparse(self.idx[:n].ravel(), (delta[:, None] * self.val[:n]).ravel())
         if alpha[:n].min() <= _DROP:
@@ -738,8 +690,7 @@ class _Block:
 
     def _gram(self, op):
         """Fill the Gram rows (and columns) ``ng..n-1``: ``psi_j . psi_l`` as
-        ``(Phi_i Phi_i^T v_j) . v_l`` from the nonzeros (two operator products; the
-        Gram path runs only without psi rows)."""
+        ``(Phi_i Phi_i^T v_j) . v_l`` from the nonzeros (two operator products)."""
         n = self.n
         for r in range(self.ng, n):
             s = op.scores(op.joint_sparse(self.idx[r], self.val[r]))
@@ -750,15 +701,13 @@ class _Block:
 
     def add(self, vertex, weight):
         """Add ``weight`` to the output ``vertex`` (made active if new); returns its row."""
-        idx, vals, key, lmu, psi = vertex
+        idx, vals, key, lmu = vertex
         j = self.keys.get(key)
         if j is None:
             j = self.n
             if j == len(self.alpha):                  # grow the capacity
                 self.idx = np.vstack([self.idx, np.zeros_like(self.idx)])
                 self.val = np.vstack([self.val, np.zeros_like(self.val)])
-                if self.psi is not None:
-                    self.psi = np.vstack([self.psi, np.zeros_like(self.psi)])
                 self.alpha = np.concatenate([self.alpha, np.zeros(j)])
                 self.lv = np.concatenate([self.lv, np.zeros(j)])
                 G = np.zeros((2 * j, 2 * j))
@@ -773,8 +722,6 @@ class _Block:
             self.idx[j, idx.size:] = 0
             self.val[j, :idx.size] = vals
             self.val[j, idx.size:] = 0.0
-            if psi is not None:
-                self.psi[j] = psi
             self.alpha[j] = 0.0
             self.lv[j] = lmu
             self.keys[key] = j
@@ -788,8 +735,6 @@ class _Block:
         del self.keys[self.rowkeys[j]]
         if j != last:                                  # the last row takes its place
             self.idx[j], self.val[j] = self.idx[last], self.val[last]
-            if self.psi is not None:
-                self.psi[j] = self.psi[last]
             self.alpha[j], self.lv[j] = self.alpha[last], self.lv[last]
             self.rowkeys[j] = self.rowkeys[last]
             self.keys[self.rowkeys[j]] = j
@@ -818,8 +763,6 @@ class _Block:
         """``Phi_i^T m_i`` (d,); with ``minus = (idx, vals)`` (a part vector's nonzeros),
         ``Phi_i^T (that vector - m_i)`` in one product."""
         n = self.n
-        if self.psi is not None and minus is None:
-            return self.alpha[:n].dot(self.psi[:n])
         idx, vals = self.idx[:n].ravel(), (self.alpha[:n, None] * self.val[:n]).ravel()
         if minus is None:
             return op.joint_sparse(idx, vals)
@@ -899,22 +842,6 @@ def _pairwise_steps(act, G, alpha, lv, n, j, C, inner_steps, g_min):
     return dl, steps
 
 
-_compiled_steps = None
-
-
-def _kernel():
-    """:func:`_pairwise_steps`, compiled by numba when it imports (else the Python one)."""
-    global _compiled_steps
-    if _compiled_steps is None:
-        try:
-            import numba
-        except ImportError:  # pragma: no cover - the numpy fallback is tested directly
-            _compiled_steps = _pairwise_steps
-        else:
-            _compiled_steps = numba.njit(cache=True, nogil=True)(_pairwise_steps)
-    return _compiled_steps
-
-
 def _line_search(w, v, g_dir, cap, C):
     """Exact line search along ``m_i += gamma delta``, ``gamma <= cap``; moves ``w``.
 
@@ -925,3 +852,371 @@ def _line_search(w, v, g_dir, cap, C):
     if gamma > 0.0:
         w -= (gamma * C) * v
     return gamma
+
+
+class _PsiBlocks:
+    """The blocks of psi mode (few features): all the active outputs in one pool of rows.
+
+    Block ``i``'s active outputs are the pool rows ``rows[i, :n[i]]``; a row ``r``
+    holds an output's joint feature ``psi[r] = Phi_i^T v`` (d,), its nonzeros
+    (``idx[r, :nnz[r]]``, ``val[r, :nnz[r]]``), its loss ``lv[r] = c_i . v`` and its
+    weight ``alpha[r]``; ``free[:nfree[0]]`` are the unused rows.  A step
+    (:func:`_psi_step`, pairwise or classical, with its inner steps) and a whole pass
+    without oracle (:func:`_psi_pass`) are each one call of a kernel on these arrays,
+    compiled by numba when it imports, plain Python otherwise (the same operations in
+    the same order: the same iterates).  Memory: the rows in use, their count at most
+    twice the largest active set seen.
+    """
+
+    cache_passes = True
+
+    def __init__(self, ops, mu_true, c):
+        self._step = _compiled(_psi_step)
+        m, d = len(ops), ops[0].shape[1] if ops else 0
+        nz = [mu_true.nonzeros(i) for i in range(m)]
+        width = max((t.size for t, _ in nz), default=0)
+        self.rows = np.zeros((m, 4), dtype=np.intp)
+        self.rows[:, 0] = np.arange(m)
+        self.n = np.ones(m, dtype=np.intp)
+        R = 2 * m + 1
+        self.psi = np.zeros((R, d))
+        self.idx = np.zeros((R, width), dtype=np.intp)
+        self.val = np.zeros((R, width))
+        self.nnz = np.zeros(R, dtype=np.intp)
+        self.alpha = np.zeros(R)
+        self.lv = np.zeros(R)
+        self.alpha[:m] = 1.0
+        for i, (t_idx, t_val) in enumerate(nz):
+            self.idx[i, :t_idx.size] = t_idx
+            self.val[i, :t_idx.size] = t_val
+            self.nnz[i] = t_idx.size
+            self.lv[i] = _loss_of(np.bincount(t_idx, t_val, minlength=ops[i].shape[0]), c[i])
+        self.free = np.arange(R - 1, m - 1, -1, dtype=np.intp)
+        self.nfree = np.array([R - m], dtype=np.intp)
+        # the losses by their nonzeros as index arrays (a span's zeros included)
+        self.c = [(np.arange(ci[0].start, ci[0].stop) if isinstance(ci[0], slice) else ci[0],
+                   ci[1]) for ci in c]
+        self.restart(ops, mu_true)
+        self._state()
+
+    def restart(self, ops, mu_true):
+        """The joint features of the active outputs and the sum of the truths' from their
+        nonzeros (at the start, and at a warm start, where the features may differ)."""
+        for i, op in enumerate(ops):
+            for r in self.rows[i, :self.n[i]]:
+                self.psi[r] = op.joint_sparse(self.idx[r, :self.nnz[r]], self.val[r, :self.nnz[r]])
+        self.psi_true = sum((op.joint_sparse(*mu_true.nonzeros(i)) for i, op in
+                             enumerate(ops)), np.zeros(self.psi.shape[1]))
+
+    def _state(self):
+        """The pool arrays, in the kernels' order (remade when they grow)."""
+        self.state = (self.rows, self.n, self.psi, self.idx, self.val, self.nnz, self.alpha,
+                      self.lv, self.free, self.nfree)
+
+    def step(self, i, mu, a, w, op, c, C, pairwise, inner_steps):
+        """Block ``i``'s Frank–Wolfe step towards the oracle's output ``mu`` (L_i,) at the
+        current ``w`` (moved in place; ``a`` is not needed here): see :meth:`_Block.step`.
+        Returns the block's gap and the change of ``c_i . m_i``."""
+        mu = np.asarray(mu, dtype=float)
+        psi_mu = op.joint(mu)
+        c_idx, c_val = self.c[i]
+        while True:
+            g, dl, room = self._step(i, mu, psi_mu, c_idx, c_val, w, C, pairwise, inner_steps,
+                                     *self.state)
+            if room == 0:
+                return g, dl
+            self._grow(room)
+            self._state()
+
+    def _grow(self, room):
+        """More room for a new output (nothing was changed): ``room`` = its nonzeros when
+        the rows are too narrow, -1 when the block's slots or the free rows are used up."""
+        if room > self.idx.shape[1]:
+            pad = room - self.idx.shape[1]
+            self.idx = np.hstack([self.idx, np.zeros((len(self.idx), pad), np.intp)])
+            self.val = np.hstack([self.val, np.zeros((len(self.val), pad))])
+            return
+        if self.nfree[0] == 0:                    # twice the rows
+            R = len(self.alpha)
+            self.psi, self.idx, self.val = (np.concatenate([x, np.zeros_like(x)])
+                                            for x in (self.psi, self.idx, self.val))
+            self.nnz, self.alpha, self.lv = (np.concatenate([x, np.zeros_like(x)])
+                                             for x in (self.nnz, self.alpha, self.lv))
+            self.free = np.concatenate([np.arange(2 * R - 1, R - 1, -1, dtype=np.intp),
+                                        self.free])
+            self.nfree[0] = R
+        else:                                     # twice the slots of every block
+            self.rows = np.hstack([self.rows, np.zeros_like(self.rows)])
+
+    def cache_pass(self, w, C, ell):
+        """One pass without oracle: each block with two or more active outputs takes a
+        pairwise step between its best and worst at the current ``w`` (moved in place).
+        Returns ``ell`` plus ``C`` times the changes of the ``c_i . m_i``."""
+        return _compiled(_psi_pass)(w, C, ell, *self.state)
+
+    def active(self, i):
+        """Block ``i``'s rows in the pool."""
+        return self.rows[i, :self.n[i]]
+
+    def value(self, i, a, w):
+        """``a . m_i`` at the loss-augmented scores ``a`` of ``w``, as
+        ``sum_j alpha_j (psi_j . w + lv_j)``."""
+        r = self.active(i)
+        return float(self.alpha[r].dot(self.psi[r].dot(w) + self.lv[r]))
+
+    def primal(self, ops, mu_true, dd, C, d):
+        """``w = C sum_i (psi_i(y_i) - psi_i(m_i))`` and ``ell = C sum_i (d_i + c_i . m_i)``
+        afresh from the block variables (normalized first)."""
+        blk = np.repeat(np.arange(len(self.n)), self.n)
+        r = self.rows[np.arange(self.rows.shape[1]) < self.n[:, None]]   # block by block
+        self.alpha[r] /= np.bincount(blk, self.alpha[r])[blk]
+        w = C * (self.psi_true - self.alpha[r].dot(self.psi[r]))
+        return w, C * (float(np.sum(dd)) + float(self.alpha[r].dot(self.lv[r])))
+
+    def loss(self, i):
+        """``c_i . m_i``."""
+        r = self.active(i)
+        return float(self.alpha[r].dot(self.lv[r]))
+
+    def marginal(self, i, L):
+        """``m_i`` as a dense part vector (L,) (for tests and inspection)."""
+        r = self.active(i)
+        return np.bincount(self.idx[r].ravel(), (self.alpha[r, None] * self.val[r]).ravel(),
+                           minlength=L)
+
+
+# ---------------------------------------------------------------- psi-mode kernels
+# Plain scalar loops over the pool arrays of _PsiBlocks (see there): compiled by numba
+# when it imports (_compiled), run as Python otherwise, with the same operations in the
+# same order (bit-identical iterates): elementwise array operations, and every sum of
+# products in order, as a cumulative sum (:func:`_dot`; numpy's and numba's ``cumsum``
+# add in order, whereas ``dot`` may not).  The helpers are inlined into the two kernels.
+
+def _dot(a, b):
+    """``a . b`` (1-D) summed in index order (compiled: :func:`_dot_loop`)."""
+    return (a * b).cumsum()[-1] if a.shape[0] else 0.0
+
+
+def _dot_loop(a, b):
+    """:func:`_dot` as a loop, the same additions in the same order (no temporaries)."""
+    if a.shape[0] == 0:
+        return 0.0
+    v = a[0] * b[0]
+    for t in range(1, a.shape[0]):
+        v += a[t] * b[t]
+    return v
+
+
+def _psi_values(i, w, rows, n, psi, lv, act):
+    """``act[s] = psi_r . w + lv_r`` for the active rows ``r = rows[i, s]``."""
+    for s in range(n[i]):
+        r = rows[i, s]
+        act[s] = _dot(psi[r], w) + lv[r]
+
+
+def _psi_line(w, p, q, g_dir, cap, C):
+    """:func:`_line_search` along ``v = p - q`` (two (d,) vectors; compiled:
+    :func:`_psi_line_loop`)."""
+    v = p - q
+    den = C * C * _dot(v, v)
+    gamma = cap if den <= 0.0 else min(cap, g_dir / den)
+    if gamma > 0.0:
+        w -= (gamma * C) * v
+    return gamma
+
+
+def _psi_line_loop(w, p, q, g_dir, cap, C):
+    """:func:`_psi_line` as loops, the same operations in the same order (no
+    temporaries)."""
+    den = 0.0
+    for t in range(w.shape[0]):
+        v = p[t] - q[t]
+        den = v * v if t == 0 else den + v * v
+    den = C * C * den
+    gamma = cap if den <= 0.0 else min(cap, g_dir / den)
+    if gamma > 0.0:
+        gc = gamma * C
+        for t in range(w.shape[0]):
+            w[t] -= gc * (p[t] - q[t])
+    return gamma
+
+
+def _psi_remove(i, s, rows, n, alpha, free, nfree):
+    """Block ``i``'s slot ``s`` leaves (its last slot takes the place); the row is freed."""
+    r = rows[i, s]
+    last = n[i] - 1
+    rows[i, s] = rows[i, last]
+    n[i] = last
+    alpha[r] = 0.0
+    free[nfree[0]] = r
+    nfree[0] += 1
+
+
+def _psi_inner(i, w, C, g_min, rows, n, psi, lv, alpha, free, nfree, act):
+    """A pairwise step of block ``i`` between its best and worst active outputs at ``w``
+    (``act``: scratch space for their values).  Returns the change of ``c_i . m_i`` and
+    whether a step was taken (not if fewer than two outputs are active or their gap is
+    at most ``g_min``)."""
+    ni = n[i]
+    if ni < 2:
+        return 0.0, False
+    _psi_values(i, w, rows, n, psi, lv, act)
+    kf = 0
+    ka = 0
+    for s in range(1, ni):
+        if act[s] > act[kf]:
+            kf = s
+        if act[s] < act[ka]:
+            ka = s
+    g2 = C * (act[kf] - act[ka])
+    if g2 <= g_min:
+        return 0.0, False
+    rf = rows[i, kf]
+    ra = rows[i, ka]
+    gamma = _psi_line(w, psi[rf], psi[ra], g2, alpha[ra], C)
+    alpha[rf] += gamma
+    alpha[ra] -= gamma
+    dl = gamma * (lv[rf] - lv[ra])
+    if alpha[ra] <= _DROP:
+        _psi_remove(i, ka, rows, n, alpha, free, nfree)
+    return dl, True
+
+
+def _psi_step(i, mu, psi_mu, c_idx, c_val, w, C, pairwise, inner_steps, rows, n, psi, idx,
+              val, nnz, alpha, lv, free, nfree):
+    """Block ``i``'s Frank–Wolfe step towards the oracle's output ``mu`` (L_i,), of joint
+    feature ``psi_mu`` and loss ``c_i . mu`` (``c_i[c_idx] = c_val``), at ``w`` (moved in
+    place).
+
+    Pairwise (Osokin et al. 2016): weight moves from the worst active output to ``mu``
+    (exact line search capped by that weight), then, unless exactly two outputs remain,
+    up to ``inner_steps`` steps between the best and worst (:func:`_psi_inner`, while
+    their gap exceeds ``1e-3`` of this block's gap).  Classical: ``m_i += gamma (mu -
+    m_i)``.  Returns the block's gap ``C (a . mu - a . m_i)`` before the step, the change
+    of ``c_i . m_i`` and ``room``: 0, or (nothing changed) the nonzeros of ``mu`` when
+    the rows are narrower, -1 when a new output finds no free slot or row.
+    """
+    nz = np.flatnonzero(mu)
+    k = nz.shape[0]
+    if k > idx.shape[1]:
+        return 0.0, 0.0, k
+    vals = mu[nz]
+    ni = n[i]
+    j = -1                                   # mu among the active outputs?
+    for s in range(ni):
+        r = rows[i, s]
+        if nnz[r] == k and np.array_equal(idx[r, :k], nz) and np.array_equal(val[r, :k], vals):
+            j = s
+            break
+    if j < 0 and (ni == rows.shape[1] or nfree[0] == 0):
+        return 0.0, 0.0, -1
+    lmu = _dot(c_val, mu[c_idx])
+    act = np.empty(rows.shape[1])
+    _psi_values(i, w, rows, n, psi, lv, act)
+    amu = _dot(psi_mu, w) + lmu
+    mean = 0.0
+    for s in range(ni):
+        mean += alpha[rows[i, s]] * act[s]
+    g = C * (amu - mean)
+    if g <= 0.0:
+        return g, 0.0, 0
+    kk = 0
+    if pairwise:
+        for s in range(1, ni):
+            if act[s] < act[kk]:
+                kk = s
+        rk = rows[i, kk]
+        g_dir = C * (amu - act[kk])
+        if g_dir <= 0.0:
+            return g, 0.0, 0
+        gamma = _psi_line(w, psi_mu, psi[rk], g_dir, alpha[rk], C)
+        lost = lv[rk]
+    else:
+        mix = np.zeros(w.shape[0])           # Phi_i^T m_i
+        lost = 0.0
+        for s in range(ni):
+            r = rows[i, s]
+            lost += alpha[r] * lv[r]
+            mix += alpha[r] * psi[r]
+        gamma = _psi_line(w, psi_mu, mix, g, 1.0, C)
+    if gamma <= 0.0:
+        return g, 0.0, 0
+    if pairwise:
+        alpha[rows[i, kk]] -= gamma
+    elif gamma >= 1.0:                       # a full step: mu alone remains
+        for s in range(ni - 1, -1, -1):
+            _psi_remove(i, s, rows, n, alpha, free, nfree)
+        j = -1
+    else:
+        for s in range(ni):
+            alpha[rows[i, s]] *= 1.0 - gamma
+    if j < 0:                                # mu joins as a new row
+        j = n[i]
+        nfree[0] -= 1
+        r = free[nfree[0]]
+        rows[i, j] = r
+        n[i] = j + 1
+        idx[r, :k] = nz
+        idx[r, k:] = 0
+        val[r, :k] = vals
+        val[r, k:] = 0.0
+        nnz[r] = k
+        psi[r] = psi_mu
+        lv[r] = lmu
+        alpha[r] = 0.0
+    alpha[rows[i, j]] += gamma
+    dl = gamma * (lmu - lost)
+    if not pairwise:
+        return g, dl, 0
+    if alpha[rows[i, kk]] <= _DROP:          # a drop step: the output leaves
+        _psi_remove(i, kk, rows, n, alpha, free, nfree)
+    elif n[i] == 2:          # the only pair is (v_k, mu), just line-searched exactly
+        return g, dl, 0
+    for _ in range(inner_steps):
+        step, took = _psi_inner(i, w, C, 1e-3 * g, rows, n, psi, lv, alpha, free, nfree,
+                                act)
+        if not took:
+            break
+        dl += step
+    return g, dl, 0
+
+
+def _psi_pass(w, C, ell, rows, n, psi, idx, val, nnz, alpha, lv, free, nfree):
+    """A pass without oracle over the blocks (see :meth:`_PsiBlocks.cache_pass`)."""
+    act = np.empty(rows.shape[1])
+    for i in range(n.shape[0]):
+        if n[i] > 1:
+            dl, took = _psi_inner(i, w, C, 0.0, rows, n, psi, lv, alpha, free, nfree, act)
+            if took:
+                ell += C * dl
+    return ell
+
+
+_JITABLE = (_psi_values, _psi_remove, _psi_inner)   # inlined by numba
+_COMPILED: Dict[str, Callable[..., Any]] = {}
+
+
+def _compiled(fn):
+    """``fn`` compiled by numba (on first use; cached on disk) when numba imports, else
+    ``fn`` itself."""
+    kernel = _COMPILED.get(fn.__name__)
+    if kernel is None:
+        try:
+            import numba
+            from numba.extending import overload, register_jitable
+        except ImportError:  # pragma: no cover - the Python kernels are tested directly
+            kernel = fn
+        else:
+            if not _COMPILED:
+                for helper in _JITABLE:
+                    register_jitable(helper)
+                overload(_dot)(lambda a, b: _dot_loop)
+                overload(_psi_line)(lambda w, p, q, g_dir, cap, C: _psi_line_loop)
+            kernel = numba.njit(cache=True, nogil=True)(fn)
+        _COMPILED[fn.__name__] = kernel
+    return kernel
+
+
+def _kernel():
+    """:func:`_pairwise_steps`, compiled by numba when it imports (else the Python one)."""
+    return _compiled(_pairwise_steps)

@@ -14,8 +14,7 @@ solved by dynamic programming from the leaves to the root (messages) and back
 
 Two implementations give bit-identical labellings and values:
 
-* a kernel compiled with numba (the optional ``fast`` extra:
-  ``pip install 'structlp[fast]'``), used when numba imports;
+* a kernel compiled with numba (a dependency of structlp), used when numba imports;
 * a numpy path (one vectorized step per node), used otherwise.
 
 Both visit the nodes in the same order, add the same terms in the same order
@@ -147,7 +146,7 @@ def tree_max_sum(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, b:
     elif backend == "numba":
         kernel = _numba_kernel()
         if kernel is None:
-            raise InvalidInputError("backend='numba' needs numba: pip install 'structlp[fast]'.")
+            raise InvalidInputError("backend='numba' needs numba, which could not be imported (pip install numba).")
     elif backend == "numpy":
         kernel = _max_sum_numpy
     else:

@@ -196,14 +196,21 @@ def test_compact_loss_adds_exactly(rng, layout):
     assert float(cz[1].dot(mu[cz[0]])) == pytest.approx(float(c @ mu), rel=1e-14, abs=1e-14)
 
 
+def block_store(psi_mode, ops, truths, c):
+    """The learner's block store: the psi pool, or one Gram block per example."""
+    from structlp.compiler import SparseVectors
+    from structlp.frank_wolfe import _GramBlocks, _PsiBlocks
+    mt = SparseVectors(truths)
+    return (_PsiBlocks(ops, mt, c) if psi_mode else _GramBlocks(mt, c)), mt
+
+
 @pytest.mark.parametrize("psi_mode", [True, False])
 @pytest.mark.parametrize("pairwise, inner_steps", [(True, 0), (True, 3), (False, 0)])
 def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
-    """_Block.step moves w by C Phi^T (m_before - m_after), returns the exact change of
+    """A block step moves w by C Phi^T (m_before - m_after), returns the exact change of
     c . m, keeps the weights on the simplex, and never lowers the dual objective; the
     active outputs are stored compactly (nonzeros, and psi = Phi^T v in psi mode), and
     without psi the block's Gram matrix is that of its active outputs."""
-    from structlp.frank_wolfe import _Block, _vertex
     from structlp.part_features import MatrixFeatures
     n, d, C = 4, 3, 0.7
     L = n * n
@@ -212,32 +219,35 @@ def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
     c = rng.normal(size=L)
     cz = (np.flatnonzero(c), c[c != 0])          # the learner holds c by its nonzeros
     perms = [np.eye(n)[list(p)].ravel() for p in itertools.permutations(range(n))]
-    blk = _Block(_vertex(perms[0], cz, op, psi_mode), psi_mode)
+    blocks, mt = block_store(psi_mode, [op], [perms[0]], [cz])
     w = rng.normal(size=d)
     for _ in range(30):
-        m_before, loss_before, w_before = blk.marginal(L), blk.loss(), w.copy()
+        m_before, loss_before, w_before = blocks.marginal(0, L), blocks.loss(0), w.copy()
         a = P @ w + c
         mu = max(perms, key=lambda v: a @ v)                    # the exact oracle
-        g, dl = blk.step(_vertex(mu, cz, op, psi_mode), a, w, op, cz, C, pairwise,
-                         inner_steps)
+        g, dl = blocks.step(0, mu, a.copy(), w, op, cz, C, pairwise, inner_steps)
         assert g == pytest.approx(C * a @ (mu - m_before), abs=1e-12)
-        m_after = blk.marginal(L)
+        m_after = blocks.marginal(0, L)
         np.testing.assert_allclose(w - w_before, C * P.T @ (m_before - m_after), atol=1e-12)
-        assert dl == pytest.approx(blk.loss() - loss_before, abs=1e-12)
-        assert blk.loss() == pytest.approx(c @ m_after, abs=1e-12)
-        np.testing.assert_allclose(blk.joint(op), P.T @ m_after, atol=1e-12)
-        assert blk.value(a) == pytest.approx(a @ m_after, abs=1e-12)
-        alpha = blk.alpha[:blk.n]
-        assert np.all(alpha > 0) and alpha.sum() == pytest.approx(1.0)
-        # compact storage: n nonzeros per output, no (L,) rows
-        assert blk.idx.shape[1] == n and blk.val.shape[1] == n
+        assert dl == pytest.approx(blocks.loss(0) - loss_before, abs=1e-12)
+        assert blocks.loss(0) == pytest.approx(c @ m_after, abs=1e-12)
+        assert blocks.value(0, a, w_before) == pytest.approx(a @ m_after, abs=1e-12)
         if psi_mode:
-            for j in range(blk.n):
+            r = blocks.active(0)
+            alpha = blocks.alpha[r]
+            # compact storage: n nonzeros per output, no (L,) rows; psi = Phi^T v
+            assert blocks.idx.shape[1] == n and np.all(blocks.nnz[r] == n)
+            for row in r:
                 v = np.zeros(L)
-                v[blk.idx[j]] = blk.val[j]
-                np.testing.assert_allclose(blk.psi[j], P.T @ v, atol=1e-12)
+                v[blocks.idx[row]] = blocks.val[row]
+                np.testing.assert_allclose(blocks.psi[row], P.T @ v, atol=1e-12)
+            # the free rows and the active ones partition the pool
+            free = blocks.free[:blocks.nfree[0]]
+            assert sorted(np.concatenate([free, r])) == list(range(len(blocks.alpha)))
         else:
-            assert blk.psi is None
+            blk = blocks.blocks[0]
+            alpha = blk.alpha[:blk.n]
+            assert blk.idx.shape[1] == n and blk.val.shape[1] == n
             if pairwise:      # the Gram matrix of the active outputs (drops, swaps)
                 V = np.zeros((blk.n, L))
                 for j in range(blk.n):
@@ -245,9 +255,15 @@ def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
                 assert blk.ng == blk.n
                 np.testing.assert_allclose(blk.G[:blk.n, :blk.n], V @ P @ (V @ P).T,
                                            rtol=1e-12, atol=1e-10)
+        assert np.all(alpha > 0) and alpha.sum() == pytest.approx(1.0)
         # the dual restricted to this block, C c.m - |w|^2 / 2, does not decrease
         assert C * dl - 0.5 * (w @ w - w_before @ w_before) >= -1e-12
         w += rng.normal(scale=0.3, size=d)          # the other blocks move w meanwhile
+    # w from the block variables: C Phi^T (mu_true - m)
+    w_blocks, ell = blocks.primal([op], mt, [0.5], C, d)
+    np.testing.assert_allclose(w_blocks, C * P.T @ (perms[0] - blocks.marginal(0, L)),
+                               atol=1e-12)
+    assert ell == pytest.approx(C * (0.5 + c @ blocks.marginal(0, L)), abs=1e-12)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba not installed")
@@ -282,6 +298,102 @@ def test_pairwise_kernel_numba_equals_python_exactly(rng):
         np.testing.assert_array_equal(ra[1], rb[1])
         # the weights stay on the simplex
         assert ra[0].sum() == pytest.approx(alpha.sum()) and np.all(ra[0] >= -1e-15)
+
+
+def python_kernels(monkeypatch):
+    """Make the learner use the plain Python kernels (the path without numba)."""
+    from structlp import frank_wolfe as fw
+    monkeypatch.setattr(fw, "_compiled", lambda fn: fn)
+
+
+def same_fit(a, b):
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.n_iter_ == b.n_iter_ and a.objective_ == b.objective_
+    assert a.dual_objective_ == b.dual_objective_
+    assert [h["gap_estimate"] for h in a.history_] == [h["gap_estimate"] for h in b.history_]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba not installed")
+@pytest.mark.parametrize("case", ["pairwise", "classical", "ties", "batch", "growth"])
+def test_psi_kernels_numba_equal_python_exactly(rng, monkeypatch, case):
+    """In psi mode a block step (pairwise or classical, with its inner steps) and a pass
+    without oracle are compiled kernels; the plain Python kernels give bit-identical
+    fits: coefficients, epochs, objectives, gap estimates.  "ties": integer features and
+    no noise, so that outputs tie in the oracle and in the pairwise choices; "growth":
+    large active sets (the block slots and the row pool grow)."""
+    m, n, kw = 20, 4, dict(C=1.0)
+    if case == "ties":
+        w0 = rng.integers(-1, 2, size=3).astype(float)
+        X = [rng.integers(-1, 2, size=(n, n, 3)).astype(float) for _ in range(m)]
+        Y = [BipartiteMatching().inference(x, (x @ w0).ravel()) for x in X]
+    else:
+        X, Y = assignments(rng, 6 if case == "growth" else m, n=5 if case == "growth" else n,
+                           noise=2.0 if case == "growth" else 0.3)
+    kw.update({"classical": dict(pairwise=False), "batch": dict(batch_size=4),
+               "growth": dict(C=30.0, inner_steps=5)}.get(case, {}))
+    est = FrankWolfeLearner(BipartiteMatching(), tol=1e-10, max_iter=25, random_state=1, **kw)
+    compiled = fit_quiet(est, X, Y)
+    ref_coef, store = compiled.coef_.copy(), compiled._warm[1]
+    if case == "growth":
+        assert store.rows.shape[1] > 4 and len(store.alpha) > 2 * len(X) + 1
+    python_kernels(monkeypatch)
+    plain = fit_quiet(FrankWolfeLearner(BipartiteMatching(), tol=1e-10, max_iter=25,
+                                        random_state=1, **kw), X, Y)
+    same_fit(compiled, plain)
+    np.testing.assert_array_equal(plain.coef_, ref_coef)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba not installed")
+def test_psi_step_kernel_equals_python_on_random_outputs(rng):
+    """The compiled psi step on random 0/1 vectors (repeats among them, more nonzeros than
+    the truth: rows widen; many outputs: slots and rows grow) leaves the pool arrays,
+    gaps and loss changes bit-identical to the Python kernel."""
+    from structlp import frank_wolfe as fw
+    from structlp.part_features import MatrixFeatures
+    L, d = 12, 4
+    op = MatrixFeatures(rng.normal(size=(L, d)))
+    c = rng.normal(size=L)
+    cz = (np.flatnonzero(c), c[c != 0])
+    truth = (rng.uniform(size=L) < 0.2).astype(float)
+    outputs = [(rng.uniform(size=L) < p).astype(float) for p in rng.uniform(0.1, 0.6, 15)]
+    outputs.append(np.zeros(L))                                 # no nonzeros at all
+    stores = [block_store(True, [op], [truth], [cz])[0] for _ in range(2)]
+    stores[1]._step = fw._psi_step                              # plain Python
+    assert stores[0]._step is not fw._psi_step
+    ws = [rng.normal(size=d)] * 2
+    ws = [w.copy() for w in ws]
+    for t in range(120):
+        mu = outputs[int(rng.integers(len(outputs)))]
+        pairwise = t % 5 != 0
+        res = [s.step(0, mu, None, w, op, cz, 0.8, pairwise, int(t % 4))
+               for s, w in zip(stores, ws)]
+        assert res[0] == res[1]
+        np.testing.assert_array_equal(ws[0], ws[1])
+        for name in ("rows", "n", "psi", "idx", "val", "nnz", "alpha", "lv", "free", "nfree"):
+            np.testing.assert_array_equal(getattr(stores[0], name), getattr(stores[1], name))
+        if t % 3 == 0:
+            ws[0] += 0.1
+            ws[1] += 0.1
+        if t % 7 == 0:     # a pass without oracle
+            ells = [s.cache_pass(w, 0.8, 1.0) for s, w in zip(stores, ws)]
+            assert ells[0] == ells[1]
+    assert stores[0].idx.shape[1] > np.count_nonzero(truth)
+    assert stores[0].rows.shape[1] > 4
+
+
+def test_without_numba_the_python_kernels_give_the_same_fit(rng, monkeypatch):
+    """numba missing: no ImportError, the plain Python kernels run, with the same fit."""
+    import sys
+    from structlp import frank_wolfe as fw
+    X, Y = assignments(rng, 10)
+    ref = fit_quiet(FrankWolfeLearner(BipartiteMatching(), tol=1e-8, max_iter=10,
+                                      random_state=0), X, Y)
+    monkeypatch.setitem(sys.modules, "numba", None)      # import numba fails
+    monkeypatch.setattr(fw, "_COMPILED", {})
+    plain = fit_quiet(FrankWolfeLearner(BipartiteMatching(), tol=1e-8, max_iter=10,
+                                        random_state=0), X, Y)
+    assert fw._COMPILED["_psi_step"] is fw._psi_step
+    same_fit(ref, plain)
 
 
 def test_max_iter_warns(rng):

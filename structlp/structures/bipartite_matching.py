@@ -190,8 +190,9 @@ class BipartiteMatching(StructuredModel):
     @staticmethod
     def _assignment(x, scores):
         """The maximum-score assignment (Hungarian algorithm) as a 0/1 part vector."""
-        S = np.asarray(scores, dtype=float).reshape(x.shape[:2])
+        n_rows, n_cols = x.shape[:2]
+        S = np.asarray(scores, dtype=float).reshape(n_rows, n_cols)
         rows, cols = linear_sum_assignment(S, maximize=True)
-        mu = np.zeros(S.shape)
-        mu[rows, cols] = 1.0
-        return mu.ravel()
+        mu = np.zeros(n_rows * n_cols)
+        mu[rows * n_cols + cols] = 1.0
+        return mu
