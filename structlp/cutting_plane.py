@@ -22,9 +22,9 @@ from .exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older im
 from .inference import argmax_parts
 from .solvers import solve
 
-try:  # optional (the `fast` extra): BLAS thread control
+try:  # BLAS thread control (a dependency; without it BLAS keeps its threads)
     from threadpoolctl import threadpool_limits
-except ImportError:  # pragma: no cover - without it BLAS keeps its threads
+except ImportError:  # pragma: no cover
     threadpool_limits = None
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -215,17 +215,9 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     # polish: the unregularized optimum on the final face (removes the ridge's bias when
     # it stays feasible; G_FF may be singular, so least squares when LU fails)
     F = np.flatnonzero(a > 0.0)
-    nF, gF = len(F), group[F]
-    K = np.zeros((nF + n_groups, nF + n_groups))
-    K[:nF, :nF] = G[np.ix_(F, F)]
-    K[np.arange(nF), nF + gF] = 1.0
-    K[nF + gF, np.arange(nF)] = 1.0
+    gF = group[F]
     grad = b - G @ a
-    rhs = np.concatenate([grad[F], np.zeros(n_groups)])
-    try:
-        p = np.linalg.solve(K, rhs)[:nF]
-    except np.linalg.LinAlgError:
-        p = np.linalg.lstsq(K, rhs, rcond=None)[0][:nF]
+    p = _solve_kkt(_kkt_matrix(G, 0.0, group, n_groups, F), grad[F], n_groups)
     if np.all(np.isfinite(p)) and np.all(a[F] + p >= 0.0) and np.abs(
             np.bincount(gF, p, n_groups)).max(initial=0.0) <= 1e-12 * cap.max():
         trial = a.copy()
@@ -234,6 +226,29 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
         if 0.5 * trial @ (b + tgrad) >= 0.5 * a @ (b + grad):
             a, grad = trial, tgrad
     return a, grad, float(0.5 * a @ (b + grad)), float(viol)
+
+
+def _kkt_matrix(G, rho, group, n_groups, rows):
+    """The KKT matrix ``[[G_FF + rho I, E_F^T], [E_F, 0]]`` of the rows ``F`` of
+    :func:`solve_master_dual` (variables: those rows, then one multiplier per group)."""
+    n = len(rows)
+    K = np.zeros((n + n_groups, n + n_groups))
+    K[:n, :n] = G[np.ix_(rows, rows)]
+    K[np.arange(n), np.arange(n)] += rho
+    K[np.arange(n), n + group[rows]] = 1.0
+    K[n + group[rows], np.arange(n)] = 1.0
+    return K
+
+
+def _solve_kkt(K, rhs, n_groups):
+    """The rows' part of ``K^{-1} [rhs; 0]`` by LU, by least squares where ``K`` is
+    singular."""
+    n = len(rhs)
+    full = np.concatenate([rhs, np.zeros(n_groups)])
+    try:
+        return np.linalg.solve(K, full)[:n]
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(K, full, rcond=None)[0][:n]
 
 
 class _FreeRowsKKT:
@@ -252,13 +267,7 @@ class _FreeRowsKKT:
         self._factor(np.asarray(rows, dtype=np.int64))
 
     def _matrix(self, rows):
-        n, g = len(rows), self.n_groups
-        K = np.zeros((n + g, n + g))
-        K[:n, :n] = self.G[np.ix_(rows, rows)]
-        K[np.arange(n), np.arange(n)] += self.rho
-        K[np.arange(n), n + self.group[rows]] = 1.0
-        K[n + self.group[rows], np.arange(n)] = 1.0
-        return K
+        return _kkt_matrix(self.G, self.rho, self.group, self.n_groups, rows)
 
     def _factor(self, rows):
         """Variables: the free rows, then one multiplier per group."""
@@ -289,12 +298,7 @@ class _FreeRowsKKT:
             if max(np.abs(res).max(initial=0.0), drift) <= 1e-9 * scale:
                 return rows, p
             self.direct = True
-        K = self._matrix(rows)
-        full = np.concatenate([rhs, np.zeros(self.n_groups)])
-        try:
-            return rows, np.linalg.solve(K, full)[:n]
-        except np.linalg.LinAlgError:   # pragma: no cover - numerically singular
-            return rows, np.linalg.lstsq(K, full, rcond=None)[0][:n]
+        return rows, _solve_kkt(self._matrix(rows), rhs, self.n_groups)
 
     def add(self, j):
         rows, n = self.rows, len(self.rows)
