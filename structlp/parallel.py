@@ -38,7 +38,6 @@ import numpy as np
 
 from .exceptions import InvalidParameterError, StructlpError
 from .inference import maximize
-from .model import _is_builtin
 
 #: Examples per task (fixed, so that every backend stacks the same inference LPs).
 CHUNK = 16
@@ -142,9 +141,6 @@ class OraclePool:
                  n_jobs: Optional[int] = None, backend: Any = None, timeout: float = 10.0,
                  owner: Optional[str] = None) -> None:
         self.state = (model, list(X), polytopes, solver, solver_opts)
-        # structlp's own fast paths are trusted (not re-checked): called directly
-        self._fast = (model.inference_parts if _is_builtin(model, "inference_parts")
-                      else model.checked_inference_parts)
         self.n_jobs = check_n_jobs(n_jobs, owner)
         self.backend = check_backend(backend, owner)
         self.timeout = timeout
@@ -247,7 +243,7 @@ class OraclePool:
         """``argmax_{mu in P_i} aug . mu`` for one example: its fast path, served here
         when the pool is serial, without chunking (the step of block-coordinate methods)."""
         if self.kind == "serial":
-            mu = self._fast(self.state[1][i], aug)
+            mu = self.state[0].checked_inference_parts(self.state[1][i], aug)
             if mu is not None:
                 return mu
         return self.argmax([i], [aug])[0]
