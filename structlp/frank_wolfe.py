@@ -152,9 +152,9 @@ class FrankWolfeLearner(_FirstOrderLearner):
     vectors ``Phi_i^T v`` (d,)), never as dense part vectors: memory is that of
     the data plus ``O(m d)``.  With joint features, a block's step (with its inner
     steps) and a pass without oracle are each one call of a kernel compiled by
-    numba when it is installed (the ``fast`` extra; about 0.4 s CPU on its first
-    call in a process, loading the compiled code cached on disk), the same code
-    run as Python otherwise, with bit-identical iterates.
+    numba (a dependency; about 0.4 s CPU on its first call in a process, loading
+    the compiled code cached on disk), the same code run as Python where numba
+    cannot be imported, with bit-identical iterates.
 
     The stopping rule is the **duality gap** ``F(w) - D(m) >= F(w) - F(w*)``,
     evaluated exactly by a pass of loss-augmented inference over all examples
@@ -491,8 +491,6 @@ class FrankWolfeLearner(_FirstOrderLearner):
     def _after_epoch(self, epoch, w):
         """Called with the running ``w`` after each epoch (a hook for monitoring, e.g. the
         benchmarks' objective curves; it must not change ``w``)."""
-
-
 
 
 def _data_key(model, data):
