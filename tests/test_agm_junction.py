@@ -413,3 +413,20 @@ def test_inner_lp_total_and_shared_polytopes(rng):
         assert m.verification_["ok"]
         assert m.verification_["recomputed"] == pytest.approx(m.objective(X + X + Xt, Y + Y + Yt),
                                                               rel=1e-8, abs=1e-8)
+
+
+@pytest.mark.parametrize("name,loss", [("cycle4", "absolute"), ("skip5", "zero_one"),
+                                       ("grid2x3", "squared")])
+def test_cutting_plane_equals_joint_qp(rng, name, loss):
+    """The cutting plane on junction-tree examples: the optimum of the joint QP over all
+    labellings (enumeration), certified by its own lower bound."""
+    k = 3 if name != "grid2x3" else 2
+    X, Y = _case(rng, name, k, m=2)
+    cpl = AdversarialGraphicalModel(k, loss=loss, reg=0.5, method="cutting_plane").fit(X, Y)
+    ref = joint_qp_objective(X, Y, k, loss_matrix(loss, k), 0.5)
+    assert cpl.converged_
+    assert cpl.objective_ == pytest.approx(ref, rel=1e-7)
+    assert cpl.lower_bound_ <= ref * (1 + 1e-7)      # ref: an interior-point optimum
+    theta = cpl.coef_
+    assert joint_objective(X, Y, theta, k, loss_matrix(loss, k), 0.5) == pytest.approx(
+        cpl.objective_, rel=1e-8)

@@ -360,3 +360,63 @@ def test_warm_start_is_validated(rng, cls):
     X, Y = random_tree_data(rng, 2, 3, chain=True)
     with pytest.raises(InvalidParameterError, match="warm_start"):
         cls(3, warm_start="yes").fit(X, Y)
+
+
+# ------------------------------------------------------------------ cutting plane
+@pytest.mark.parametrize("chain,loss,weights", [(True, "zero_one", None),
+                                                (False, "absolute", "position"),
+                                                (True, "squared", "position"),
+                                                (False, "squared", None)])
+@pytest.mark.parametrize("reg", [0.5, 0.03])
+def test_cutting_plane_reaches_the_qp_optimum(rng, chain, loss, weights, reg):
+    """method="cutting_plane": the QP's optimum (two solvers of one problem), a certified
+    gap, and an objective_ equal to the exact re-evaluation by one LP per example."""
+    X, Y = random_tree_data(rng, 6, 5, chain=chain)
+    kw = dict(loss=loss, reg=reg, node_weights=weights, normalize_weights=weights is not None)
+    qp = AdversarialGraphicalModel(3, method="qp", **kw).fit(X, Y)
+    cpl = AdversarialGraphicalModel(3, method="cutting_plane", **kw).fit(X, Y)
+    assert cpl.converged_ and 1 < cpl.n_iter_ < 200 and cpl.n_constraints_ > 0
+    assert cpl.objective_ == pytest.approx(cpl.objective(X, Y), rel=1e-9)   # exact LPs
+    assert cpl.lower_bound_ <= cpl.objective_ <= cpl.lower_bound_ + 1e-7    # certified
+    # the QP (interior point, 1e-8) and the cutting plane bracket the same optimum
+    assert cpl.objective_ == pytest.approx(qp.objective_, rel=1e-7)
+    # a lower bound on the minimum, up to HiGHS's feasibility tolerance on the vertices
+    assert cpl.lower_bound_ <= qp.objective(X, Y) * (1 + 1e-7)
+    # strongly convex: the minimizers agree (|dtheta|^2 <= 2 gap / reg)
+    np.testing.assert_allclose(cpl.coef_, qp.coef_, atol=2e-4 / np.sqrt(reg))
+    assert cpl.inner_stats_["solves"] == cpl.n_iter_ * len(X)
+
+
+def test_cutting_plane_callback_and_max_iter(rng):
+    """One log line / callback per round (the round's exact objective and bound); max_iter
+    reached: a ConvergenceWarning, converged_ False, objective_ still exact."""
+    X, Y = random_tree_data(rng, 5, 4, chain=True)
+    seen = []
+    AdversarialGraphicalModel(3, reg=0.2, method="cutting_plane",
+                              callback=lambda info: seen.append(info)).fit(X, Y)
+    assert [s["iteration"] for s in seen] == list(range(1, len(seen) + 1))
+    assert all(s["lower_bound"] <= s["objective"] + 1e-12 for s in seen)
+    assert seen[-1]["max_violation"] <= 1e-8 < seen[0]["max_violation"]
+    stopped = AdversarialGraphicalModel(3, reg=0.2, method="cutting_plane",
+                                        callback=lambda info: info["iteration"] == 2).fit(X, Y)
+    assert stopped.n_iter_ == 2 and not stopped.converged_
+    with pytest.warns(structlp.ConvergenceWarning, match="max_iter=3"):
+        short = AdversarialGraphicalModel(3, reg=0.2, method="cutting_plane",
+                                          max_iter=3).fit(X, Y)
+    assert not short.converged_ and short.n_iter_ == 3
+    assert short.objective_ == pytest.approx(short.objective(X, Y), rel=1e-9)
+    assert short.objective_ >= seen[-1]["objective"] - 1e-12
+
+
+def test_cutting_plane_bad_parameters(rng):
+    X, Y = random_tree_data(rng, 3, 4, chain=True)
+    with pytest.raises(InvalidParameterError, match="'reg'.*> 0 with method='cutting_plane'"):
+        AdversarialGraphicalModel(3, reg=0.0, method="cutting_plane").fit(X, Y)
+    for bad in (0.0, -1.0, "1e-8", np.nan):
+        with pytest.raises(InvalidParameterError, match="'tol'"):
+            AdversarialGraphicalModel(3, method="cutting_plane", tol=bad).fit(X, Y)
+    for bad in (0, 2.5, "10"):
+        with pytest.raises(InvalidParameterError, match="'max_iter'"):
+            AdversarialGraphicalModel(3, method="cutting_plane", max_iter=bad).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'method'"):
+        AdversarialGraphicalModel(3, method="cutting-plane").fit(X, Y)

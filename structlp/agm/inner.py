@@ -80,12 +80,15 @@ class InnerLP:
     Parameters
     ----------
     ex : TreeExample or GraphExample; k : int; node_losses : ndarray (n, k, k)
+    polytope : Polytope, optional
+        The example's :func:`inner_polytope`, when already built (it depends on the
+        example's shape and node losses only, so equal examples can share one).
     """
 
-    def __init__(self, ex, k, node_losses):
+    def __init__(self, ex, k, node_losses, polytope=None):
         import highspy
         import scipy.sparse as sp
-        P = inner_polytope(ex, k, node_losses)
+        P = inner_polytope(ex, k, node_losses) if polytope is None else polytope
         self.ex, self.k = ex, k
         self.n_cols = P.A.shape[1]
         M = sp.vstack([P.A, P.E], format="csc")
@@ -106,13 +109,20 @@ class InnerLP:
 
     def solve(self, b, B):
         """Maximum of Eq. 6 for potentials ``b`` (n, k), ``B`` (E, k, k): value, R, Q."""
-        self.h.changeColsCost(self.n_cols, self._idx, _lp_costs(self.ex, b, B))
+        value, x = self.solve_costs(_lp_costs(self.ex, b, B))
+        R, Q = _lp_marginals(self.ex, x, self.k)
+        return value, R, Q
+
+    def solve_costs(self, c):
+        """``max c . x`` over the polytope, ``c`` (n_cols,) in its column order (the
+        marginal parts, then ``v``): the value and the optimal vertex ``x`` (n_cols,)."""
+        self.h.changeColsCost(self.n_cols, self._idx, c)
         self.h.run()
         if self.h.getModelStatus() != self._ok:
             raise SolverError("HiGHS failed on the AGM inner LP: "
                               f"{self.h.modelStatusToString(self.h.getModelStatus())}")
-        R, Q = _lp_marginals(self.ex, np.asarray(self.h.getSolution().col_value), self.k)
-        return float(self.h.getInfo().objective_function_value), R, Q
+        return (float(self.h.getInfo().objective_function_value),
+                np.asarray(self.h.getSolution().col_value, dtype=float))
 
 
 def _maximize(c, A, b, E, e, lb, ub, what):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import time
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import cvxpy as cp
@@ -15,7 +16,7 @@ from .._progress import Progress, check_callback, check_verbose
 from .._validation import (check_bool, check_choice, check_random_state, check_scalar,
                            check_sequence_of_examples)
 from ..base import BaseEstimator
-from ..exceptions import InvalidInputError, InvalidParameterError
+from ..exceptions import ConvergenceWarning, InvalidInputError, InvalidParameterError
 from ..formulations import block_diag
 from ..solvers import check_solver, check_solver_opts, solve, verify_solution
 from .game import check_loss
@@ -127,12 +128,27 @@ class AdversarialGraphicalModel(BaseEstimator):
         labelling becomes a weighted average, as in the paper's experiments).
     reg : float >= 0, default 1e-2
         ``lambda``.
-    method : {"subgradient", "qp"}
+    method : {"subgradient", "qp", "cutting_plane"}
         "subgradient": the paper's stochastic algorithm (AdaGrad on theta; per
         example the inner max-min by Eq. 7 dual decomposition + Eq. 9 recovery,
         ``inner="dual_decomposition"``, or by one exact LP, ``inner="lp"``).
         "qp": the whole objective as one QP, dualizing each example's inner LP
         over ``(Q, r, v)`` (exact; needs ``reg > 0`` to be bounded in general).
+        "cutting_plane": the same optimum by the n-slack cutting plane of the
+        max-margin learners (Tsochantaridis et al. 2005).  Example ``i``'s term is
+        ``h_i(theta) = max_{x in P_i} (Phi_i theta + c_i) . x - theta . Phi(x_i, y_i)``,
+        a maximum of affine functions of ``theta``, one per vertex ``x`` of its
+        inner polytope ``P_i`` (marginals and the game epigraph ``v``, ``c_i`` = 1
+        on ``v``).  Rounds alternate the master QP over the vertices found so far
+        (solved in its dual by :func:`structlp.cutting_plane.solve_master_dual`)
+        and every example's inner LP at the master's ``theta`` (hot-started HiGHS),
+        whose optimal vertex joins the master when ``h_i`` exceeds the master's
+        bound by more than ``tol``.  At the stop ``objective_`` (exact: it comes
+        from that last pass of LPs) is within ``tol`` of the minimum, certified by
+        ``lower_bound_`` (up to HiGHS's feasibility tolerance, 1e-7, on the
+        vertices).  Needs ``reg > 0``.  On the CK+ per-class problems it is
+        2-3.5x faster than "qp" (0.7-1.4 against 2.2-2.9 CPU-s on the largest
+        class): no KKT matrix coupling the shared parameters to every row.
     inner : {"lp", "dual_decomposition"}, default "lp"
         Inner solver of the subgradient method: "lp" keeps each example's LP in a
         HiGHS instance and hot-starts it from the previous basis (an epoch costs
@@ -155,7 +171,8 @@ class AdversarialGraphicalModel(BaseEstimator):
         re-fit of the subgradient method starts from ``coef_`` instead of ``init``
         and continues AdaGrad from its sums of squared gradients ``adagrad_sum_``
         (small steps, as at the end of the previous fit); otherwise, and for
-        ``method="qp"`` (solved exactly from scratch), it has no effect.
+        ``method="qp"`` and ``"cutting_plane"`` (solved exactly from scratch), it has
+        no effect.
     random_state : int or None
     solver, solver_opts
         cvxpy QP solver for ``method="qp"`` (default CLARABEL) and its options;
@@ -165,13 +182,21 @@ class AdversarialGraphicalModel(BaseEstimator):
         width and the clique table size k^(w+1), before anything is allocated).
     verbose : int >= 0, default 0
         1: one log line per epoch of the subgradient method (epoch, norm of the epoch's
-        step ``|theta_end - theta_start|``, time), or the compile and solve times of
-        the QP (``method="qp"``).
+        step ``|theta_end - theta_start|``, time), per round of the cutting plane, or
+        the compile and solve times of the QP (``method="qp"``).
     callback : callable or None, default None
         Subgradient method: ``callback(info)`` after every epoch (``iteration``,
         ``step_norm``, ``updates``, ``time``); returning True stops the fit after that
         epoch (the average then covers the second-half iterates done so far, or is the
-        last iterate).  Not called by ``method="qp"``.
+        last iterate).  Cutting plane: after every round's LPs (``iteration``,
+        ``objective``, ``lower_bound``, ``max_violation``, ``n_constraints``, ``time``);
+        True stops there.  Not called by ``method="qp"``.
+    tol : float > 0, default 1e-8
+        ``method="cutting_plane"``: stop when no example's inner maximum exceeds its
+        master bound by more than ``tol`` (loss units; the objective is then within
+        ``tol`` of the minimum).
+    max_iter : int >= 1, default 1000
+        ``method="cutting_plane"``: the most rounds (then a ConvergenceWarning).
 
     Attributes
     ----------
@@ -180,9 +205,18 @@ class AdversarialGraphicalModel(BaseEstimator):
     theta_edge_ : ndarray (n_labels, n_labels, d_e)
     objective_ : float
         The regularized AGM objective at ``coef_``: computed exactly (one LP per
-        example) after the subgradient method; the QP's optimal value for "qp".
+        example) after the subgradient method and in the cutting plane's last round;
+        the QP's optimal value for "qp".
     n_iter_ : int
-        Stochastic updates (subgradient) or 1 (qp).
+        Stochastic updates (subgradient), rounds (cutting_plane) or 1 (qp).
+    lower_bound_ : float
+        ``method="cutting_plane"``: the last master QP's dual value, a lower bound on
+        the minimum (``objective_ - lower_bound_`` is the certified gap).
+    converged_ : bool
+        ``method="cutting_plane"``: whether it stopped at ``tol`` (not ``max_iter`` or
+        the callback).
+    n_constraints_ : int
+        ``method="cutting_plane"``: the vertices in the final master QP.
     adagrad_sum_ : ndarray (n_params,)
         AdaGrad's sums of squared gradients at the end of the subgradient method
         (where a ``warm_start`` re-fit resumes).
@@ -200,7 +234,7 @@ class AdversarialGraphicalModel(BaseEstimator):
                  solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
                  max_treewidth: int = MAX_TREEWIDTH, init: Union[float, ArrayLike] = 0.0,
                  verbose: int = 0, callback: Optional[Callable[..., Any]] = None,
-                 warm_start: bool = False) -> None:
+                 warm_start: bool = False, tol: float = 1e-8, max_iter: int = 1000) -> None:
         self.n_labels = n_labels
         self.loss = loss
         self.node_weights = node_weights
@@ -221,6 +255,8 @@ class AdversarialGraphicalModel(BaseEstimator):
         self.verbose = verbose
         self.callback = callback
         self.warm_start = warm_start
+        self.tol = tol
+        self.max_iter = max_iter
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -228,7 +264,13 @@ class AdversarialGraphicalModel(BaseEstimator):
         k = check_scalar(self.n_labels, "n_labels", kind=numbers.Integral, low=2, owner=name)
         loss_name, L = check_loss(self.loss, k, owner=name)
         check_scalar(self.reg, "reg", kind=numbers.Real, low=0, owner=name)
-        check_choice(self.method, "method", ("subgradient", "qp"), owner=name)
+        check_choice(self.method, "method", ("subgradient", "qp", "cutting_plane"), owner=name)
+        check_scalar(self.tol, "tol", kind=numbers.Real, low=0, low_inclusive=False, owner=name)
+        check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1, owner=name)
+        if self.method == "cutting_plane" and not float(self.reg) > 0:
+            raise InvalidParameterError(
+                f"The 'reg' parameter of {name} must be > 0 with method='cutting_plane' "
+                f"(its master QPs are bounded only by the regularizer); got {self.reg!r}.")
         check_choice(self.inner, "inner", ("lp", "dual_decomposition"), owner=name)
         check_scalar(self.max_epochs, "max_epochs", kind=numbers.Integral, low=1, owner=name)
         check_scalar(self.learning_rate, "learning_rate", kind=numbers.Real, low=0,
@@ -278,14 +320,17 @@ class AdversarialGraphicalModel(BaseEstimator):
         NL = [w[:, None, None] * L[None] for w in W]
         self.n_features_in_ = (d_v, d_e)
         self.inner_stats_ = {"solves": 0, "lp_fallbacks": 0, "dd_iterations": 0}
-        qp = self.method == "qp"
+        qp, cutting = self.method == "qp", self.method == "cutting_plane"
         progress = Progress(self, check_verbose(self.verbose), None if qp else self.callback,
-                            total=None if qp else int(self.max_epochs))
+                            total=None if qp else int(self.max_iter if cutting
+                                                      else self.max_epochs))
         try:
             if qp:
                 polytopes: List[Any] = []
                 theta = self._fit_qp(exs, Ys, NL, k, d_v, d_e, progress, polytopes)
                 self.n_iter_ = 1
+            elif cutting:
+                theta = self._fit_cutting_plane(exs, Ys, NL, k, d_v, d_e, progress)
             else:
                 theta, lps = self._fit_subgradient(exs, Ys, W, NL, k, d_v, d_e, loss_name, L,
                                                    progress)
@@ -301,7 +346,7 @@ class AdversarialGraphicalModel(BaseEstimator):
                 self.problem_, self.solver_, "the AGM training QP", self.qp_objective_,
                 recomputed=exact)
             self.objective_ = self.qp_objective_
-        else:
+        elif not cutting:                        # the cutting plane's last pass is exact
             self.objective_ = self._objective(theta, exs, Ys, NL, k, lps)
         self.fit_time_ = time.perf_counter() - t0
         return self
@@ -419,6 +464,105 @@ class AdversarialGraphicalModel(BaseEstimator):
             polys[i] = InnerLP(ex, b.shape[1], nl)
         _, R, Q = polys[i].solve(b, B)
         return R, Q
+
+    def _fit_cutting_plane(self, exs, Ys, NL, k, d_v, d_e, progress):
+        # Example i's loss h_i(theta) = max_{x in P_i} (Phi_i theta + c_i) . x - psi_i . theta
+        # is a maximum of affine functions of theta, one per vertex x of its inner polytope
+        # (c_i = 1 on the v columns): the n-slack cutting plane of the max-margin learners
+        # applies, with the inner LP as the oracle and the vertex x as the "output".  In the
+        # scaling 1/2 |theta|^2 + C sum xi (C = 1 / (reg m)) a vertex x of example i is the
+        # master row  g . theta + xi_i >= b  with g = psi_i - Phi_i^T x, b = c_i . x.
+        from ..cutting_plane import _single_threaded_blas, solve_master_dual
+        m, reg, tol = len(exs), float(self.reg), float(self.tol)
+        C = 1.0 / (reg * m)
+        D = n_params(d_v, d_e, k)
+        Fs = [lp_features(ex, k) for ex in exs]
+        F_all = sp.vstack(Fs, format="csr")
+        FT_all = sp.csr_array(F_all.T)
+        cuts = np.concatenate([[0], np.cumsum([F.shape[0] for F in Fs])])
+        Psi = np.vstack([F.T @ lp_encode(ex, y, k) for F, ex, y in zip(Fs, exs, Ys)])
+        shared = {}    # the polytope depends on the shape and node losses only
+        lps = []
+        for ex, nl in zip(exs, NL):
+            key = (ex.key(), nl.tobytes())
+            if key not in shared:
+                shared[key] = inner_polytope(ex, k, nl)
+            lps.append(InnerLP(ex, k, nl, polytope=shared[key]))
+        ones = [np.ones(ex.n_nodes) for ex in exs]
+        # the working set: row t of example group[t]; rows 0..m-1 are the truths (the
+        # adversary playing y_i: g = 0, b = 0), so every group starts with a row
+        size = max(4 * m, 64)
+        R, b, group = np.zeros((size, D)), np.zeros(size), np.zeros(size, dtype=np.int64)
+        group[:m] = np.arange(m)
+        Gram = np.zeros((size, size))
+        T = m
+        cap = np.full(m, C)
+        alpha = cap.copy()
+        theta, xi, lower = np.zeros(D), np.zeros(m), 0.0
+        converged = False
+        it = 0
+        with _single_threaded_blas():
+            for it in range(1, int(self.max_iter) + 1):
+                s = F_all @ theta
+                X = []
+                hinge = np.empty(m)
+                for i in range(m):
+                    value, x = lps[i].solve_costs(np.concatenate([s[cuts[i]:cuts[i + 1]],
+                                                                  ones[i]]))
+                    hinge[i] = value - Psi[i] @ theta
+                    X.append(x)
+                objective = 0.5 * reg * theta @ theta + hinge.mean()
+                viol = hinge - xi
+                stop = progress.update(iteration=it, objective=float(objective),
+                                       lower_bound=lower, max_violation=float(viol.max()),
+                                       n_constraints=T - m)
+                if viol.max() <= tol:
+                    converged = True
+                    break
+                if stop or it == int(self.max_iter):
+                    break
+                new = np.flatnonzero(viol > tol)
+                # the new rows in one product: the vertices' marginal parts times Phi
+                lens = cuts[new + 1] - cuts[new]
+                cols = np.concatenate([np.arange(cuts[i], cuts[i + 1]) for i in new])
+                vals = np.concatenate([X[i][:cuts[i + 1] - cuts[i]] for i in new])
+                S = sp.csr_array((vals, (np.repeat(np.arange(len(new)), lens), cols)),
+                                 shape=(len(new), F_all.shape[0]))
+                g = Psi[new] - (FT_all @ S.T).T
+                bv = np.array([X[i][cuts[i + 1] - cuts[i]:].sum() for i in new])
+                T1 = T + len(new)
+                if T1 > len(R):
+                    grow = max(T1, 2 * len(R))
+                    R = np.vstack([R, np.zeros((grow - len(R), D))])
+                    b, group = np.pad(b, (0, grow - len(b))), np.pad(group, (0, grow - len(group)))
+                    G2 = np.zeros((grow, grow))
+                    G2[:T, :T] = Gram[:T, :T]
+                    Gram = G2
+                R[T:T1], b[T:T1], group[T:T1] = g, bv, new
+                cross = R[:T1] @ g.T
+                Gram[:T1, T:T1] = cross
+                Gram[T:T1, :T1] = cross.T
+                T = T1
+                alpha = np.concatenate([alpha, np.zeros(len(new))])
+                alpha, grad, dual, _ = solve_master_dual(Gram[:T, :T], b[:T], group[:T], cap,
+                                                         alpha=alpha, tol=1e-3 * tol)
+                theta = R[:T].T @ alpha
+                xi = np.full(m, -np.inf)
+                np.maximum.at(xi, group[:T], grad)
+                lower = reg * dual
+        if not converged and it == int(self.max_iter):
+            warnings.warn(
+                f"{type(self).__name__} (method='cutting_plane') stopped after max_iter="
+                f"{int(self.max_iter)} rounds with an example's loss {float(viol.max()):.3g} "
+                f"above its cutting-plane bound (tol={tol:g}); raise max_iter or tol.",
+                ConvergenceWarning, stacklevel=3)
+        self.n_iter_ = it
+        self.converged_ = converged
+        self.objective_ = float(objective)
+        self.lower_bound_ = float(min(lower, objective))
+        self.n_constraints_ = T - m
+        self.inner_stats_["solves"] = it * m
+        return theta
 
     def _fit_qp(self, exs, Ys, NL, k, d_v, d_e, progress, polytopes):
         name = type(self).__name__
