@@ -1,7 +1,9 @@
 """Where the exact emotion protocol's time goes, and before/after on one split's final fits.
 
 Runs ``problems/emotion_intensity.py``'s final-fit tasks of one split (12 AGM / SSVM
-tasks of 6 per-class QPs each, and the CRF) at a fixed reg, serially (``--n-jobs 1``,
+tasks of 6 per-class fits each, and the CRF) at a fixed reg, with each ``--exact-solver``
+(default both: the cutting planes, then the Clarabel QPs of the previous release; a
+checkout from before the option always solves QPs), serially (``--n-jobs 1``,
 the default, Clarabel then using its threads) or in the experiment's worker pool
 (``--n-jobs 2``: one solver thread per worker, as the full run), in fresh
 subprocesses, once per checkout given (``--tree A --tree B``: e.g. the code
@@ -23,7 +25,7 @@ per model and metric the two means, their difference and the Wilcoxon p-value
 
 Needs the CK+ data (``../shared/data/ck_emotion`` or ``$STRUCTLP_CK_PATH``).
 
-Run: python benchmarks/bench_agm_emotion.py [--tree PATH ...] [--split S] [--reg R]
+Run: python benchmarks/bench_agm_emotion.py [--tree PATH ...] [--exact-solver S ...] [--reg R]
      [--repeats N] [--n-jobs J] [--kkt] [--compare A.json B.json]
 """
 
@@ -43,10 +45,13 @@ sys.path.insert(0, sys.argv[1] + "/problems")
 import numpy as np
 import emotion_intensity as E
 c0 = time.process_time(); t0 = time.perf_counter()
+# checkouts from before the exact_solver option solve QPs
+kw = {"exact_solver": sys.argv[4]} if hasattr(E, "EXACT_SOLVERS") else {}
 res = E.run(splits=1, reg_grid=[float(sys.argv[2])], n_jobs=int(sys.argv[3]),
-            data_path=sys.argv[4] if len(sys.argv) > 4 else None)
+            data_path=sys.argv[5] if len(sys.argv) > 5 else None, **kw)
 wall = time.perf_counter() - t0
 print(json.dumps({"cpu": res["cpu_seconds"], "wall": wall,
+                  "exact_solver": kw.get("exact_solver", "qp (no option)"),
                   "breakdown": {k: {"fit_cpu": v["fit_cpu"], "solver": v["solver"]}
                                 for k, v in res["breakdown"].items()},
                   "table": {m: {n: row[n]["per_split"] for n in row}
@@ -54,9 +59,9 @@ print(json.dumps({"cpu": res["cpu_seconds"], "wall": wall,
 """
 
 
-def run_tree(tree, reg, data_path, n_jobs=1):
+def run_tree(tree, reg, data_path, n_jobs=1, exact_solver="cutting_plane"):
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    args = [sys.executable, "-c", CHILD, str(tree), str(reg), str(n_jobs)]
+    args = [sys.executable, "-c", CHILD, str(tree), str(reg), str(n_jobs), exact_solver]
     if data_path:
         args.append(data_path)
     out = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT)
@@ -90,8 +95,8 @@ def kkt_structure(reg, data_path):
     print(f"{'model':<6} {'KKT dim':>8} {'nnz(A)':>8} {'coupling':>9} {'L nnz MMD':>10} "
           f"{'GFlop MMD':>10} {'L nnz theta last':>17} {'GFlop':>6}")
     for model in ("AGM", "SSVM"):
-        est = E._make(model, ("zero_one", False), reg, None, dict(E.FAST_CLARABEL))(len(idx),
-                                                                                   E.N_TRAIN)
+        est = E._make(model, ("zero_one", False), reg, None, dict(E.FAST_CLARABEL),
+                      exact_solver="qp")(len(idx), E.N_TRAIN)
         est.fit([X[i] for i in idx], [D["labels"][i] for i in idx])
         data = est.problem_.get_problem_data(cp.CLARABEL)[0]
         P, A = sp.csc_matrix(data["P"]), sp.csc_matrix(data["A"])
@@ -123,6 +128,9 @@ def main():
     ap.add_argument("--data-path", default=None)
     ap.add_argument("--n-jobs", type=int, default=1,
                     help="worker processes of the experiment (2: one solver thread each)")
+    ap.add_argument("--exact-solver", action="append", choices=("cutting_plane", "qp"),
+                    default=None, help="the protocol's exact_solver option(s) to time "
+                    "(default both: the cutting planes, then the Clarabel QPs)")
     ap.add_argument("--kkt", action="store_true",
                     help="the KKT matrix's structure and factor fill instead of timings")
     ap.add_argument("--compare", nargs=2, metavar="JSON",
@@ -142,19 +150,21 @@ def main():
     trees = [Path(t).resolve() for t in (a.tree or [ROOT])]
     print(f"one split's final fits (reg={a.reg:g}, n_jobs={a.n_jobs}); load average at start "
           f"{os.getloadavg()[0]:.1f}")
-    results = {t: [] for t in trees}
+    variants = [(t, es) for t in trees for es in (a.exact_solver or ["cutting_plane", "qp"])]
+    results = {v: [] for v in variants}
     for _ in range(a.repeats):
-        for t in trees:
-            results[t].append(run_tree(t, a.reg, a.data_path, a.n_jobs))
-    ref = results[trees[0]][0]["table"]
-    print(f"{'tree':<28} {'CPU s':>8} {'wall s':>8}   per model: fit CPU s (solver wall s)"
-          "   same results")
-    for t in trees:
-        for r in results[t]:
-            per = ", ".join(f"{k.split('/')[1]} {v['fit_cpu']:.1f} ({v['solver']:.1f})"
-                            for k, v in sorted(r["breakdown"].items()))
-            print(f"{str(t)[-28:]:<28} {r['cpu']:8.1f} {r['wall']:8.1f}   {per}   "
-                  f"{r['table'] == ref}")
+        for t, es in variants:
+            results[(t, es)].append(run_tree(t, a.reg, a.data_path, a.n_jobs, es))
+    first = results[variants[0]][0]
+    print(f"{'tree':<28} {'exact_solver':<15} {'CPU s':>8} {'wall s':>8} {'CPU / first':>11}"
+          "   per model: fit CPU s (solver wall s)   same results")
+    for v in variants:
+        for r in results[v]:
+            per = ", ".join(f"{k.split('/')[1]} {x['fit_cpu']:.1f} ({x['solver']:.1f})"
+                            for k, x in sorted(r["breakdown"].items()))
+            print(f"{str(v[0])[-28:]:<28} {r['exact_solver']:<15} {r['cpu']:8.1f} "
+                  f"{r['wall']:8.1f} {r['cpu'] / first['cpu']:11.2f}   {per}   "
+                  f"{r['table'] == first['table']}")
     print(f"load average at end {os.getloadavg()[0]:.1f}; {time.strftime('%H:%M:%S')}")
 
 

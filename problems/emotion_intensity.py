@@ -16,8 +16,13 @@ Two protocols (option ``protocol``):
 - ``"exact"`` (default): every model solved to optimality.  The class blocks
   never interact (a sequence only touches its class's block and the L2
   regularizer is separable), so each model is six independent per-class
-  problems with the joint program's optimum: AGM and SSVM one Clarabel QP per
-  class, the CRF L-BFGS.  The grid starts at 10^-1..10^1 and is extended by a
+  problems with the joint program's optimum.  AGM and SSVM by n-slack cutting
+  planes (``exact_solver="cutting_plane"``, default: the AGM's
+  ``method="cutting_plane"`` with each sequence's inner LP as the oracle, the
+  SSVM's :class:`~structlp.CuttingPlaneLearner` with max-sum), stopped at a
+  certified gap of ``CP_TOL`` = 1e-8 on ``reg/2 |theta|^2 + mean loss``, or by
+  one Clarabel QP per class (``exact_solver="qp"``, the previous release); the
+  CRF by L-BFGS.  The grid starts at 10^-1..10^1 and is extended by a
   decade on a side whenever a (model, metric)'s best value sits on that edge,
   until every chosen value is interior (the output lists the extensions).
 - ``"paper"``: the authors' code (rizalzaf/drgm, main_emotion_cv.jl and
@@ -31,58 +36,45 @@ Two protocols (option ``protocol``):
   validated on one 70/30 split; here, as the paper's text says, by k-fold
   cross-validation.  Ties go to the larger lambda (their ``indmin`` order).
 
-Where the time goes (exact protocol; CPU seconds measured in this run's
-tasks, which report fit / prediction / solver seconds per model and phase):
-72 per-class QPs per split (6 metrics x 2 models x 6 classes), 0.6-2 CPU-s
-each (an AGM or SSVM task = one model and metric on 6 classes: 3.7-3.9 CPU-s
-on a CV fold of 80 sequences, about 5.5-7 on a split's 120), 80-85 % of it
-inside Clarabel's interior point method (14-19 iterations), most of that in
-its KKT factorizations; compilation, the AGM's exact re-evaluation (one
-block-diagonal LP over the examples), prediction and the CRF (L-BFGS) the
-rest.  A split's final fits cost 73-84 CPU-s (AGM 40-49, SSVM 30-35, CRF 0.5;
-``benchmarks/bench_agm_emotion.py --n-jobs 2`` at reg 10, machine loaded 4-6),
-the CV about 600 (3 folds x 3-5 grid values x 72 QPs of 2/3 the size), the
-whole 20-split run 2,123 CPU-s (measured, n_jobs 2, machine loaded 4-7: 2,244
-s wall; fit CPU in the CV 602, in the final fits 1,499): some 18 minutes on
-two idle cores.
+Where the time goes (exact protocol; CPU seconds measured in the run's tasks,
+which report fit / prediction / solver seconds per model and phase).  The whole
+20-split run (``-o splits=20 -o n_jobs=2``, idle machine): 395 s wall (6 min 35 s),
+787 CPU-s; the cross-validation 131 s wall (fit CPU: AGM 175, SSVM 59, CRF 19), the
+final fits AGM 374, CRF 70, SSVM 68 CPU-s: 72 per-class fits per split (6
+metrics x 2 models x 6 classes), an AGM class fit 0.52 CPU-s on average, an SSVM
+one 0.10.  The same run with ``exact_solver="qp"`` (the previous release's
+Clarabel QPs), measured in the same session: 988 s wall, 1,969 CPU-s (CV 321 s wall;
+final fits AGM 754, SSVM 502, CRF 60 CPU-s), so 2.5x the wall time; the chosen regs, the
+21 grid extensions and the table are the same, and 358 of the 360 per-split test
+losses are equal (the other two, zero-one unweighted for AGM and SSVM on one split
+each, differ by 0.0015 and 0.0016: predictions at a near-tie, where the two
+solvers' coefficients, equal to about 1e-4 relative, differ).  On the largest class (29
+sequences, 555 frames) an AGM cutting plane takes 15-25 rounds and 0.7-1.4 CPU-s
+(300-490 vertices in its master) where Clarabel took 2.2-2.9; in an AGM task 42 %
+of the time is HiGHS's dual simplex (0.74 ms per hot-started LP), 24 % the
+master's active-set method, the rest building the polytopes and the sparse
+products.  The SSVM's cutting plane is 7x faster than its QP in the final fits (68
+against 502 CPU-s; max-sum costs microseconds).  ``benchmarks/bench_agm_emotion.py``
+times both routes on one split in one run and checks their test losses equal; the
+tests check the same objectives (1e-7) and coefficients per class.
 
-Why the factorizations cannot be made much cheaper by reformulating
-(``benchmarks/bench_agm_emotion.py --kkt``, the largest class: 29 sequences,
-555 frames): the KKT matrix of the AGM QP has dimension 14,365 and 193,601
-nonzeros in its constraint matrix, 89 % of them the coupling of the 312 shared
-parameters (SSVM: 10,480 and 92 %); its LDL factor has 1.22 M nonzeros (1.2 %
-of dense) and costs 0.30 GFlop per iteration under a minimum-degree ordering,
-and 1.31 M / 0.32 GFlop when the parameters are eliminated last, so the
-ordering is already at that floor: each local column of the factor fills with
-about 90 of the parameters, whatever the formulation.  Measured on that class
-and not kept (the same optimum each time): the chain's inner LP dual written
-as Bellman (max-sum message) inequalities instead of local-polytope
-multipliers (KKT 10,625 instead of 14,365, but 285k coupling nonzeros and the
-same 0.31 GFlop: 20.1 against 20.4 CPU-s on 18 class QPs, 297 iterations
-in all for both), the part scores ``s = Phi theta`` as variables defined by
-one equality (KKT 27,163, 0.33 GFlop, slower), ``v`` free (its rows
-equalities: the same iterations), HiGHS's QP solver (not finished after 100 s
-on the smallest class, against about 1 s for Clarabel), QDLDL (3x slower than
-faer on one thread).  Clarabel's factor runs at about 4 GFlop/s (small
-supernodes: faer's supernodal assembly takes more samples than its gemm
-kernels), so the cost is set by the count of QPs the
-protocol asks for (about 1,440 final and 1,000 CV fits) times about 19
-factorizations of 0.1-0.3 GFlop each, and the 20-split run stays above 10
-minutes on 2 cores.  Kept: Clarabel with faer's supernodal LDL and without
-iterative refinement (``FAST_CLARABEL``), one solver thread per worker, tasks
-longest first, a grid search that only evaluates the decades it needs, the
-SSVM's :class:`ChainLabeling` (no multipliers for the implied bounds mu <= 1:
-4,734 of 8,786 QP variables on the largest class), the AGM's inner polytopes
-built once per distinct (shape, node losses) and its re-evaluation as one LP
-on them.  Together the earlier of these cut one split's final fits from 111.2
-to 99.0 CPU-s (AGM 62.4 -> 56.0, SSVM 47.6 -> 41.6; n_jobs 1, machine loaded
-9-14); the last two save about 2.5 % of an AGM fit (41.1 / 42.6 -> 40.1 /
-41.4 CPU-s for a split's 6 AGM tasks, two interleaved runs, one thread, load
-2-5), within the noise of the benchmark's whole-split figures.  Tried earlier
-and not kept: looser tolerances (one iteration of 18 saved), OSQP (slower),
-Frank-Wolfe to a 1e-6 duality gap for the SSVM (1.8x, 7x and over 25x slower
-than the QP at reg 10, 1, 0.1), dropping the local polytope's one dependent
-row per edge (slower KKT factorizations).
+Why the QPs were slow (``exact_solver="qp"``; ``benchmarks/bench_agm_emotion.py
+--kkt``, the largest class): the KKT matrix of the AGM QP has dimension 14,365
+and 193,601 nonzeros in its constraint matrix, 89 % of them the coupling of the
+312 shared parameters (SSVM: 10,480 and 92 %); its LDL factor has 1.22 M
+nonzeros and costs 0.30 GFlop per iteration under a minimum-degree ordering, and
+1.31 M / 0.32 GFlop when the parameters are eliminated last, so the ordering was
+already at that floor: each local column of the factor fills with about 90 of
+the parameters, whatever the formulation (the chain's dual as Bellman
+inequalities, the part scores as variables, ``v`` free: the same cost; HiGHS's
+QP solver and QDLDL slower).  The cutting planes never form that matrix: their
+master QP has one row per vertex found and the parameters enter only through
+its Gram matrix.  Kept for the QP route: Clarabel with faer's supernodal LDL and
+without iterative refinement (``FAST_CLARABEL``), one solver thread per worker,
+the SSVM's :class:`ChainLabeling` (no multipliers for the implied bounds mu <= 1),
+the AGM's inner polytopes built once per distinct (shape, node losses) and its
+verification as one LP on them.  For both routes: tasks longest first, and a
+grid search that only evaluates the decades it needs.
 
 What the runs show.  Exact protocol, 20 splits (3-fold CV, the grid extended 21
 times until every chosen value is interior: AGM 1-100, SSVM 10-100, CRF 0.1-10):
@@ -173,6 +165,16 @@ EXACT_LIMITS = (1e-6, 1e6)
 #: relative of the defaults.  A QP that then fails is solved again with Clarabel's
 #: defaults (QDLDL, refinement on).
 FAST_CLARABEL = {"direct_solve_method": "faer", "iterative_refinement_enable": False}
+#: How the exact protocol solves AGM and SSVM (option ``exact_solver``): "cutting_plane"
+#: (n-slack cutting planes to a certified gap of CP_TOL; the AGM's oracle is each
+#: sequence's inner LP, the SSVM's max-sum) or "qp" (one Clarabel QP per class).
+EXACT_SOLVERS = ("cutting_plane", "qp")
+EXACT_SOLVER = "cutting_plane"
+#: The cutting planes stop when no example's loss exceeds its master bound by more than
+#: this (loss units): the objective reg/2 |theta|^2 + mean loss is then within CP_TOL
+#: of its minimum.
+CP_TOL = 1e-8
+CP_MAX_ITER = 2000
 
 def metric_name(loss, weighted):
     return f"{loss.replace('_', '-')}, {'weighted' if weighted else 'unweighted'}"
@@ -222,8 +224,12 @@ class PerClass:
 
 
 # ------------------------------------------------------------------ exact models
-def _agm(loss, weighted, reg, solver, solver_opts=None):
+def _agm(loss, weighted, reg, solver, solver_opts=None, exact_solver=EXACT_SOLVER):
     # per-class objective reg/2 |theta_z|^2 + (1/m) sum_{i in z} f_i  <=>  reg * m / m_z
+    if exact_solver == "cutting_plane":
+        return lambda m_z, m: AdversarialGraphicalModel(
+            3, loss=loss, node_weights="position" if weighted else None,
+            normalize_weights=True, reg=reg * m / m_z, method="cutting_plane", tol=CP_TOL)
     return lambda m_z, m: AdversarialGraphicalModel(
         3, loss=loss, node_weights="position" if weighted else None, normalize_weights=True,
         reg=reg * m / m_z, method="qp", solver=solver, solver_opts=solver_opts)
@@ -248,14 +254,21 @@ class ChainLabeling(TreeLabeling):
         return P
 
 
-def _ssvm(loss, weighted, reg, solver, solver_opts=None, loopy=False):
+def _ssvm(loss, weighted, reg, solver, solver_opts=None, loopy=False,
+          exact_solver=EXACT_SOLVER):
     # 1/2 |w|^2 + C sum xi with C = 1 / (reg m): the same scaling as reg/2 |w|^2 + mean xi
-    # (skip-chain examples: the labelling over the clique polytope of the junction tree)
+    # (skip-chain examples: the labelling over the clique polytope of the junction tree);
+    # the cutting plane's tol is in loss units: its gap C m tol is tol in that scaling
     structure = JunctionTreeLabeling if loopy else ChainLabeling
+
+    def labelling():
+        return structure(3, loss=loss, node_weights="position" if weighted else None,
+                         normalize_weights=True)
+    if exact_solver == "cutting_plane":
+        return lambda m_z, m: structlp.CuttingPlaneLearner(
+            labelling(), C=1.0 / (reg * m), tol=CP_TOL, max_iter=CP_MAX_ITER)
     return lambda m_z, m: structlp.MaxMarginLearner(
-        structure(3, loss=loss, node_weights="position" if weighted else None,
-                  normalize_weights=True), C=1.0 / (reg * m), solver=solver,
-        solver_opts=solver_opts)
+        labelling(), C=1.0 / (reg * m), solver=solver, solver_opts=solver_opts)
 
 
 def _crf(reg, loopy=False):
@@ -263,9 +276,9 @@ def _crf(reg, loopy=False):
     return lambda m_z, m: crf(3, reg=reg * m / m_z, max_iter=300)
 
 
-def _make(model, key, reg, solver, opts, loopy=False):
-    return (_agm(*key, reg, solver, opts) if model == "AGM"
-            else _ssvm(*key, reg, solver, opts, loopy))
+def _make(model, key, reg, solver, opts, loopy=False, exact_solver=EXACT_SOLVER):
+    return (_agm(*key, reg, solver, opts, exact_solver) if model == "AGM"
+            else _ssvm(*key, reg, solver, opts, loopy, exact_solver))
 
 
 # ------------------------------------------------------------------ paper protocol
@@ -383,13 +396,17 @@ def _task(job):
             fitted = PerClass(_crf(reg, cfg.get("edges", "chain") != "chain")).fit(Xtr, Ytr, Ztr)
         else:
             solver = cfg["solver"]
-            clarabel = solver is None or str(solver).upper() == "CLARABEL"
+            qp = cfg.get("exact_solver", EXACT_SOLVER) == "qp"
+            clarabel = qp and (solver is None or str(solver).upper() == "CLARABEL")
             opts = dict(FAST_CLARABEL) if clarabel else None
             if clarabel and cfg["n_jobs"] > 1:
                 opts["max_threads"] = 1   # one solver thread per worker process
             try:
-                fitted = _fit_with_fallback(model, key, reg, solver, opts, clarabel,
-                                            Xtr, Ytr, Ztr)
+                fitted = (_fit_with_fallback(model, key, reg, solver, opts, clarabel,
+                                             Xtr, Ytr, Ztr) if qp else
+                          PerClass(_make(model, key, reg, None, None,
+                                         cfg.get("edges", "chain") != "chain",
+                                         "cutting_plane")).fit(Xtr, Ytr, Ztr))
             except structlp.SolverError:
                 if job.phase != "cv":
                     raise
@@ -412,13 +429,13 @@ def _task(job):
 def _fit_with_fallback(model, key, reg, solver, opts, clarabel, X, Y, Z):
     loopy = _DATA["cfg"].get("edges", "chain") != "chain"
     try:
-        return PerClass(_make(model, key, reg, solver, opts, loopy)).fit(X, Y, Z)
+        return PerClass(_make(model, key, reg, solver, opts, loopy, "qp")).fit(X, Y, Z)
     except structlp.SolverError:
         if not clarabel:
             raise
         # without iterative refinement Clarabel may stop short: redo with its defaults
         opts = {k: v for k, v in opts.items() if k not in FAST_CLARABEL}
-        return PerClass(_make(model, key, reg, solver, opts, loopy)).fit(X, Y, Z)
+        return PerClass(_make(model, key, reg, solver, opts, loopy, "qp")).fit(X, Y, Z)
 
 
 def _run_tasks(jobs, n_jobs, progress):
@@ -574,7 +591,8 @@ def _check_options(protocol, splits, n_jobs, cv, grid, reg_grid, edges="chain"):
 
 
 def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact", cv=3,
-        reg_grid=None, n_jobs=2, verbose=0, edges="chain", models=None, regs=None, **options):
+        reg_grid=None, n_jobs=2, verbose=0, edges="chain", models=None, regs=None,
+        exact_solver=EXACT_SOLVER, **options):
     """Run the experiment on ``splits`` of the authors' 20 splits (in order).
 
     Options: ``protocol`` ("exact" or "paper", see the module docstring),
@@ -595,14 +613,24 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     :class:`~structlp.agm.JunctionTreeCRF`), ``models`` (a list of "AGM", "CRF",
     "SSVM": the models to run, default all), ``regs`` (fixed regs, no cross-validation:
     ``{model: reg or [one reg per metric]}`` for every model run, e.g. another run's
-    chosen values, for a paired comparison at equal regularization).
+    chosen values, for a paired comparison at equal regularization), ``exact_solver``
+    (exact protocol: "cutting_plane", default, or "qp", the Clarabel QPs of the
+    previous release; ``solver`` names the QP solver of "qp" and is refused otherwise).
 
     """
     from scipy.stats import wilcoxon
     if options:
         raise structlp.InvalidParameterError(
             f"Unknown option(s) {sorted(options)} of emotion_intensity; known: protocol, "
-            "splits, cv, reg_grid, data_path, n_jobs, seed, verbose, edges, models, regs.")
+            "splits, cv, reg_grid, data_path, n_jobs, seed, verbose, edges, models, regs, "
+            "exact_solver.")
+    if exact_solver not in EXACT_SOLVERS:
+        raise structlp.InvalidParameterError(
+            f"exact_solver must be one of {EXACT_SOLVERS}; got {exact_solver!r}.")
+    if solver is not None and exact_solver != "qp":
+        raise structlp.InvalidParameterError(
+            f"solver={solver!r} names a QP solver: it applies with exact_solver='qp' only "
+            f"(exact_solver={exact_solver!r} uses the built-in cutting planes).")
     verbose = check_verbose(verbose, owner="emotion_intensity")
     if reg_grid is None:
         reg_grid = PAPER_GRID if protocol == "paper" else EXACT_GRID
@@ -626,7 +654,7 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
                                            edges=edges)],
                  Y=D["labels"], Z=D["emotion"],
                  cfg={"protocol": protocol, "solver": solver, "seed": int(seed),
-                      "n_jobs": int(n_jobs), "edges": edges})
+                      "n_jobs": int(n_jobs), "edges": edges, "exact_solver": exact_solver})
     first = D["splits"][0]
     timings, notes, cv_loss = [], [], {}
     if fixed is not None:

@@ -76,6 +76,12 @@ def test_problem_rejects_bad_options(tmp_path):
         run(reg_grid=[0.0, 1.0], data_path=tmp_path)      # reg = 0: the exact QP is unbounded
     with pytest.raises(StructlpError, match="verbose"):
         run(verbose="loud", data_path=tmp_path)
+    with pytest.raises(StructlpError, match="exact_solver must be one of"):
+        run(exact_solver="ipm", data_path=tmp_path)
+    with pytest.raises(StructlpError, match="applies with exact_solver='qp' only"):
+        run(solver="ECOS", data_path=tmp_path)
+    with pytest.raises(DataNotFoundError):                 # a QP solver for the QP route
+        run(solver="ECOS", exact_solver="qp", data_path=tmp_path)
     with pytest.raises(DataNotFoundError):                 # 0 is in the authors' grid
         run(protocol="paper", reg_grid=[0.1, 0.0], data_path=tmp_path)
 
@@ -172,8 +178,8 @@ def _check_result(res, protocol, n_split):
 def test_exact_protocol_smoke_with_cv_and_progress(monkeypatch, caplog):
     """The exact protocol on a CK+ subset: 2-fold CV, one split; progress lines logged.
 
-    About 70 CPU-seconds (some 300 small per-class QPs), hence slow-marked; the
-    grid extension itself is checked without data below.
+    About 35 seconds (some 300 small per-class fits, by cutting planes), hence
+    slow-marked; the grid extension itself is checked without data below.
     """
     E = load_problem(PROBLEM)
     _ck_subset(E, monkeypatch)
@@ -323,15 +329,41 @@ def test_agm_init_starts_the_subgradient_method():
             AdversarialGraphicalModel(3, init=bad, **kw).fit(X, Y)
 
 
-def _two_class_problem(monkeypatch):
+def _two_class_problem(monkeypatch, exact_solver="qp"):
     """The problem module on 8 random chains of two "emotion classes" (no CK+ data)."""
     from agm_oracles import random_tree_data
     E = load_problem(PROBLEM)
     X, Y = random_tree_data(np.random.default_rng(0), 8, 5, k=3, chain=True)
     monkeypatch.setattr(E, "_DATA", {"X": X, "Y": Y, "Z": np.array([0, 1] * 4),
                                      "cfg": {"protocol": "exact", "solver": None, "seed": 0,
-                                             "n_jobs": 1}})
+                                             "n_jobs": 1, "exact_solver": exact_solver}})
     return E, X, Y
+
+
+@pytest.mark.parametrize("reg", [0.03, 1.0])
+def test_cutting_planes_and_qps_give_the_same_models(monkeypatch, reg):
+    """exact_solver: the cutting planes (default) and the Clarabel QPs reach one optimum per
+    class: the same objectives (1e-7), the same coefficients and the same test losses."""
+    import structlp
+    E, X, Y = _two_class_problem(monkeypatch, "cutting_plane")
+    train, test, Z = np.arange(6), np.arange(6, 8), E._DATA["Z"]
+    for model in ("AGM", "SSVM"):
+        for key in E.METRICS:
+            fits = {es: E.PerClass(E._make(model, key, reg, None, None, exact_solver=es)).fit(
+                [X[i] for i in train], [Y[i] for i in train], Z[train])
+                for es in E.EXACT_SOLVERS}
+            for z, cpl in fits["cutting_plane"].models.items():
+                qp = fits["qp"].models[z]
+                assert isinstance(cpl, AdversarialGraphicalModel if model == "AGM"
+                                  else structlp.CuttingPlaneLearner)
+                assert cpl.converged_
+                assert cpl.objective_ == pytest.approx(qp.objective_, rel=1e-7)
+                np.testing.assert_allclose(cpl.coef_, qp.coef_, atol=1e-4)
+            out = {}
+            for es in E.EXACT_SOLVERS:
+                E._DATA["cfg"]["exact_solver"] = es
+                out[es] = E._task(E.Job(model, key, reg, train, test, "final", 0))[1]
+            assert out["cutting_plane"] == out["qp"]
 
 
 def test_fast_solver_settings_fall_back_to_defaults(monkeypatch):
@@ -347,7 +379,8 @@ def test_fast_solver_settings_fall_back_to_defaults(monkeypatch):
         if model == "AGM":
             assert out == ref
     with pytest.raises(StructlpError):      # the fast settings alone do fail here
-        E._make("AGM", key, 0.1, None, {"max_iter": 1})(6, 6).fit(X[:6], Y[:6])
+        E._make("AGM", key, 0.1, None, {"max_iter": 1}, exact_solver="qp")(6, 6).fit(
+            X[:6], Y[:6])
 
 
 def test_a_cv_value_the_solver_cannot_reach_counts_as_worst(monkeypatch):
