@@ -91,6 +91,19 @@ def marginal_rows(ex, k):
     return E, e, sp.eye_array(E.shape[1], n * k, format="csr")
 
 
+def shared_inner_polytopes(exs, NL, k):
+    """Each example's :func:`~structlp.agm.inner.inner_polytope`, built once per distinct
+    (shape, node losses): the polytope depends on nothing else, so equal examples share it."""
+    built: Dict[Any, Any] = {}
+    out = []
+    for ex, nl in zip(exs, NL):
+        key = (ex.key(), nl.tobytes())
+        if key not in built:
+            built[key] = inner_polytope(ex, k, nl)
+        out.append(built[key])
+    return out
+
+
 class AdversarialGraphicalModel(BaseEstimator):
     """Adversarial graphical model on trees and low-treewidth graphs (Fathony et al. 2018, Eq. 5).
 
@@ -481,13 +494,8 @@ class AdversarialGraphicalModel(BaseEstimator):
         FT_all = sp.csr_array(F_all.T)
         cuts = np.concatenate([[0], np.cumsum([F.shape[0] for F in Fs])])
         Psi = np.vstack([F.T @ lp_encode(ex, y, k) for F, ex, y in zip(Fs, exs, Ys)])
-        shared = {}    # the polytope depends on the shape and node losses only
-        lps = []
-        for ex, nl in zip(exs, NL):
-            key = (ex.key(), nl.tobytes())
-            if key not in shared:
-                shared[key] = inner_polytope(ex, k, nl)
-            lps.append(InnerLP(ex, k, nl, polytope=shared[key]))
+        lps = [InnerLP(ex, k, nl, polytope=P)
+               for ex, nl, P in zip(exs, NL, shared_inner_polytopes(exs, NL, k))]
         ones = [np.ones(ex.n_nodes) for ex in exs]
         # the working set: row t of example group[t]; rows 0..m-1 are the truths (the
         # adversary playing y_i: g = 0, b = 0), so every group starts with a row
@@ -574,15 +582,10 @@ class AdversarialGraphicalModel(BaseEstimator):
         #   min e . nu  s.t.  A^T lam + E^T nu >= Phi theta + c,  lam >= 0.
         t0 = time.perf_counter()
         Phis, As, Es, es, cs, psis = [], [], [], [], [], []
-        cache: Dict[Any, Any] = {}     # the polytope depends on the shape and the node losses only
-        for ex, y, nl in zip(exs, Ys, NL):
+        polytopes += shared_inner_polytopes(exs, NL, k)   # kept for the exact re-evaluation
+        for ex, y, P in zip(exs, Ys, polytopes):
             F = lp_features(ex, k)
             n = ex.n_nodes
-            key = (ex.key(), nl.tobytes())
-            P = cache.get(key)
-            if P is None:
-                P = cache[key] = inner_polytope(ex, k, nl)
-            polytopes.append(P)                  # kept for the exact re-evaluation
             Phis.append(sp.vstack([F, sp.csr_array((n, F.shape[1]))], format="csr"))
             As.append(P.A); Es.append(P.E); es.append(P.e)
             cs.append(np.concatenate([np.zeros(F.shape[0]), np.ones(n)]))
