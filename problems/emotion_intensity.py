@@ -230,13 +230,11 @@ class PerClass:
 # ------------------------------------------------------------------ exact models
 def _agm(loss, weighted, reg, solver, solver_opts=None, exact_solver=EXACT_SOLVER):
     # per-class objective reg/2 |theta_z|^2 + (1/m) sum_{i in z} f_i  <=>  reg * m / m_z
-    if exact_solver == "cutting_plane":
-        return lambda m_z, m: AdversarialGraphicalModel(
-            3, loss=loss, node_weights="position" if weighted else None,
-            normalize_weights=True, reg=reg * m / m_z, method="cutting_plane", tol=CP_TOL)
+    route = (dict(method="cutting_plane", tol=CP_TOL) if exact_solver == "cutting_plane"
+             else dict(method="qp", solver=solver, solver_opts=solver_opts))
     return lambda m_z, m: AdversarialGraphicalModel(
         3, loss=loss, node_weights="position" if weighted else None, normalize_weights=True,
-        reg=reg * m / m_z, method="qp", solver=solver, solver_opts=solver_opts)
+        reg=reg * m / m_z, **route)
 
 
 class ChainLabeling(TreeLabeling):
