@@ -513,11 +513,11 @@ class AdversarialGraphicalModel(BaseEstimator):
             for it in range(1, int(self.max_iter) + 1):
                 s = F_all @ theta
                 X = []
-                hinge = np.empty(m)
+                hinge = -(Psi @ theta)
                 for i in range(m):
                     value, x = lps[i].solve_costs(np.concatenate([s[cuts[i]:cuts[i + 1]],
                                                                   ones[i]]))
-                    hinge[i] = value - Psi[i] @ theta
+                    hinge[i] += value
                     X.append(x)
                 objective = 0.5 * reg * theta @ theta + hinge.mean()
                 viol = hinge - xi
