@@ -9,7 +9,7 @@ MODULES = ["structlp.model", "structlp.learner", "structlp.frank_wolfe", "struct
            "structlp.subgradient", "structlp.polytope", "structlp.structures.bipartite_matching",
            "structlp.structures.tree_labeling", "structlp.structures.spanning_tree",
            "structlp.structures.perfect_matching", "structlp.structures.matching",
-           "structlp.datasets", "structlp.model_selection", "structlp.solvers"]
+           "structlp.datasets.synthetic", "structlp.model_selection", "structlp.solvers"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -9,7 +9,7 @@ import tarfile
 import numpy as np
 import pytest
 
-import structlp.datasets as ds
+import structlp.datasets.real as ds
 from structlp import InvalidInputError, InvalidParameterError
 
 
