@@ -29,12 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from structlp._progress import Progress
+from structlp.utils.progress import Progress
 from structlp.agm import AdversarialGraphicalModel, check_tree_example, game_value
 from structlp.agm.crf import tree_marginals
 from structlp.agm.game import _game_lp_scipy, loss_matrix, node_games
 from structlp.agm.inner import inner_dual_decomposition, inner_lp
-from structlp.agm.trees import Forest, forest_marginals, n_params, potentials
+from structlp.graphical.trees import Forest, forest_marginals, n_params, potentials
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -279,7 +279,7 @@ def bench_inner_lp_pivots(lengths=(10, 30, 100, 300), steps=20, k=3,
     """
     from structlp.agm.game import loss_matrix
     from structlp.agm.inner import InnerLP
-    from structlp.agm.junction import check_graph_example
+    from structlp.graphical.junction import check_graph_example
     from structlp.agm.synthetic import loopy_edges
     print(f"Hot-started inner LP on one n-cycle after {steps} steps theta += 0.05 N(0, I): "
           "pivots and CPU per solve")

@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from structlp import MaxMarginLearner
-from structlp.cutting_plane import CuttingPlaneLearner
+from structlp.learners.cutting_plane import CuttingPlaneLearner
 from structlp.structures import BipartiteMatching, Matching, PerfectMatching, SpanningTree
 
 

@@ -57,10 +57,10 @@ import numpy as np
 from structlp import MaxMarginLearner
 from structlp.compiler import prepare
 from structlp import ConvergenceWarning, CuttingPlaneLearner
-from structlp.frank_wolfe import FrankWolfeLearner
+from structlp.learners.frank_wolfe import FrankWolfeLearner
 from structlp.inference import loss_augmented
 from structlp.structures import BipartiteMatching
-from structlp.subgradient import SubgradientLearner
+from structlp.learners.subgradient import SubgradientLearner
 
 OUT = Path(__file__).resolve().parent / "results"   # git-ignored
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._lazy import attach
+from .utils.compat import install_aliases
+from .utils.lazy import attach
 from .exceptions import (ConvergenceWarning, DeclarationError, FractionalSolutionError,
                          InvalidInputError, InvalidOutputError, InvalidParameterError, NotFittedError,
                          PersistenceError, SolverError, StructlpError)
@@ -21,25 +22,26 @@ __version__ = "0.1.0"
 
 #: public name -> submodule defining it (imported on first access)
 _LAZY = {
-    "CuttingPlaneLearner": "cutting_plane",
-    "FrankWolfeLearner": "frank_wolfe",
-    "MaxMarginLearner": "learner",
+    "CuttingPlaneLearner": "learners",
+    "FrankWolfeLearner": "learners",
+    "MaxMarginLearner": "learners",
     "StructuredModel": "model",
     "BackendError": "parallel",
     "Polytope": "polytope",
     "installed_solvers": "solvers",
-    "SubgradientLearner": "subgradient",
+    "SubgradientLearner": "learners",
     "make_scorer": "model_selection",
     "PartTransformer": "model_selection",
     "save": "persistence",
     "load": "persistence",
     "clone": "persistence",
+    "maximize": "inference",
 }
 #: subpackages and modules reachable as ``structlp.NAME`` without an explicit import
 _SUBMODULES = ("structures", "agm", "sequence", "datasets", "certificates", "formulations",
                "compiler", "inference", "kernels", "dual", "solvers", "polytope", "model",
-               "learner", "cutting_plane", "frank_wolfe", "subgradient", "parallel", "cli",
-               "model_selection", "exceptions", "persistence", "part_features", "maxsum")
+               "learners", "graphical", "utils", "parallel", "cli", "model_selection",
+               "exceptions", "persistence", "part_features")
 
 __all__ = [
     "MaxMarginLearner", "CuttingPlaneLearner", "FrankWolfeLearner", "SubgradientLearner",
@@ -47,21 +49,21 @@ __all__ = [
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
     "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
     "ConvergenceWarning", "PersistenceError", "save", "load", "clone", "make_scorer",
-    "PartTransformer",
+    "PartTransformer", "maximize",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from . import structures
-    from .cutting_plane import CuttingPlaneLearner
-    from .frank_wolfe import FrankWolfeLearner
-    from .learner import MaxMarginLearner
+    from .learners import (CuttingPlaneLearner, FrankWolfeLearner, MaxMarginLearner,
+                           SubgradientLearner)
     from .model import StructuredModel
     from .model_selection import PartTransformer, make_scorer
     from .parallel import BackendError
     from .persistence import clone, load, save
     from .polytope import Polytope
     from .solvers import installed_solvers
-    from .subgradient import SubgradientLearner
+    from .inference import maximize
 
 
 __getattr__, __dir__ = attach(__name__, _LAZY, _SUBMODULES)
+install_aliases()

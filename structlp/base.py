@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
-from ._validation import check_scalar, check_sequence_of_examples
+from .utils.validation import check_scalar, check_sequence_of_examples
 from .compiler import stacked_scores
 from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 
@@ -289,11 +289,11 @@ class StructuredPredictorMixin:
         -------
         list of m outputs
         """
-        from .inference import maximize
+        from .inference import maximize_checked
         self._check_keywords("predict", kwargs)
         self._check_fitted(self._fitted_attr())
         X, Phis = self._checked_X(X)
-        outputs, _ = maximize(self.model, X, self._scores(Phis, **kwargs))
+        outputs, _ = maximize_checked(self.model, X, self._scores(Phis, **kwargs))
         return outputs
 
     def loss(self, X: Sequence[Any], Y: Sequence[Any], **kwargs: Any) -> float:

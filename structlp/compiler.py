@@ -26,7 +26,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_sequence_of_examples
+from .utils.validation import check_sequence_of_examples
 from .exceptions import DeclarationError, InvalidInputError
 from .formulations import LinearBlocks, TrainingData
 from .part_features import MatrixFeatures

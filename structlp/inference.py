@@ -49,7 +49,7 @@ _HIGHS: dict = {}      # id(polytope) -> (polytope, Highs): one compiled LP per 
 _BANNER_SILENCED = False
 
 
-def _new_highs():
+def new_highs():
     """A quiet ``highspy.Highs`` (its banner, printed on the first construction in a
     process, goes to stdout from C++: silenced at the file-descriptor level)."""
     import highspy
@@ -83,7 +83,7 @@ class _HighsLP:
     def __init__(self, poly):
         import highspy
         L = poly.n_parts
-        h = _new_highs()
+        h = new_highs()
         h.setOptionValue("solver", "simplex")
         inf = highspy.kHighsInf
         lb = np.where(np.isfinite(poly.lb), poly.lb, -inf)
@@ -231,7 +231,7 @@ def argmax_parts(model: StructuredModel, X: Sequence[Any], scores: Sequence[np.n
     return mus
 
 
-def maximize(model: StructuredModel, X: Sequence[Any], scores: Sequence[np.ndarray],
+def maximize_checked(model: StructuredModel, X: Sequence[Any], scores: Sequence[np.ndarray],
              polytopes: Optional[Sequence[Polytope]] = None, solver: Optional[str] = None,
              solver_opts: Optional[Dict[str, Any]] = None) -> Tuple[List[Any], List[np.ndarray]]:
     """The best output of every example for the given part scores.
@@ -270,6 +270,63 @@ def maximize(model: StructuredModel, X: Sequence[Any], scores: Sequence[np.ndarr
     return outputs, mus
 
 
+def maximize(model: StructuredModel, X: Sequence[Any], scores: Sequence[Any],
+             solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None
+             ) -> Tuple[List[Any], List[np.ndarray]]:
+    """The best output of every example under given part scores (exact inference).
+
+    For each example ``i`` solves
+
+    .. math::
+
+        \\mu_i^* = \\arg\\max_{\\mu \\in \\mathcal M(x_i)} s_i \\cdot \\mu,
+
+    by the model's decoder (``inference``) when it has one, else as the LP over its
+    polytope (integral optima are checked: a fractional one raises
+    :class:`~structlp.exceptions.FractionalSolutionError`).
+
+    Parameters
+    ----------
+    model : StructuredModel
+    X : list of m examples
+    scores : list of m arrays, shape (L_i,), with ``L_i = model.n_parts(x_i)``
+    solver, solver_opts : optional
+        The LP solver (a cvxpy solver name) for models without a decoder.
+
+    Returns
+    -------
+    outputs : list of m outputs (as ``model.decode`` gives them)
+    mus : list of m 0/1 part vectors, shape (L_i,)
+
+    Examples
+    --------
+    >>> import numpy as np, structlp
+    >>> from structlp.structures import BipartiteMatching
+    >>> x = np.zeros((2, 2, 1))
+    >>> Y, _ = structlp.maximize(BipartiteMatching(), [x], [np.array([0.0, 1.0, 2.0, 0.0])])
+    >>> Y[0].astype(int).tolist()
+    [[0, 1], [1, 0]]
+    """
+    from .utils.validation import check_finite_array, check_sequence_of_examples
+    X = [model.check_x(x) for x in check_sequence_of_examples(X, "X")]
+    if not isinstance(scores, (list, tuple)) and not (isinstance(scores, np.ndarray)
+                                                      and scores.ndim == 2):
+        raise InvalidParameterError(
+            f"scores must be a list of m part-score arrays (one per example); got "
+            f"{type(scores).__name__}.")
+    if len(scores) != len(X):
+        raise InvalidParameterError(
+            f"scores must have one array per example: {len(X)} examples, {len(scores)} "
+            "score arrays.")
+    checked = []
+    for i, (x, s) in enumerate(zip(X, scores)):
+        L = model.n_parts(x)
+        checked.append(check_finite_array(s, f"scores[{i}]", shape=(L,)))
+    if solver is not None:
+        check_solver(solver)
+    return maximize_checked(model, X, checked, solver=solver, solver_opts=solver_opts)
+
+
 def loss_augmented(model: StructuredModel, data: Any, w: Optional[np.ndarray] = None,
                    solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
                    scores: Optional[Sequence[np.ndarray]] = None,
@@ -304,7 +361,7 @@ def loss_augmented(model: StructuredModel, data: Any, w: Optional[np.ndarray] = 
     polys = polytopes if polytopes is not None else data.polytopes
     if polys is not None and any(p is None for p in polys):
         polys = None
-    outputs, mus = maximize(model, data.X, aug, polys, solver, solver_opts)
+    outputs, mus = maximize_checked(model, data.X, aug, polys, solver, solver_opts)
     hinge = np.array([a @ mu + d - s @ mt for a, mu, d, s, mt
                       in zip(aug, mus, data.d, base, data.mu_true)])
     return (outputs, hinge, mus) if return_mus else (outputs, hinge)

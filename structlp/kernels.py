@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_finite_array, check_scalar
+from .utils.validation import check_finite_array, check_scalar
 from .exceptions import InvalidInputError, InvalidParameterError
 
 KERNELS = ("linear", "rbf", "poly", "precomputed")

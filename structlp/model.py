@@ -34,7 +34,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_finite_array
+from .utils.validation import check_finite_array
 from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError
 from .part_features import MatrixFeatures, PartFeatures
 from .polytope import Polytope

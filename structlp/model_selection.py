@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from ._validation import check_bool, check_sequence_of_examples
+from .utils.validation import check_bool, check_sequence_of_examples
 from .base import BaseEstimator
 from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
 

@@ -1,7 +1,7 @@
 """Loss-augmented inference over many examples: serially, in local processes, or on dask.
 
-The first-order learners (:class:`~structlp.frank_wolfe.FrankWolfeLearner`,
-:class:`~structlp.subgradient.SubgradientLearner`) spend their time in the
+The first-order learners (:class:`~structlp.learners.frank_wolfe.FrankWolfeLearner`,
+:class:`~structlp.learners.subgradient.SubgradientLearner`) spend their time in the
 per-example oracle
 
 .. math::
@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from .exceptions import InvalidParameterError, StructlpError
-from .inference import maximize
+from .inference import maximize_checked
 
 #: Examples per task (fixed, so that every backend stacks the same inference LPs).
 CHUNK = 16
@@ -94,8 +94,8 @@ def _solve_chunk(state, idx, aug):
     pending = [k for k, mu in enumerate(mus) if mu is None]
     if pending:
         sub_p = None if polys is None else [polys[idx[k]] for k in pending]
-        _, sols = maximize(model, [X[idx[k]] for k in pending], [aug[k] for k in pending],
-                           sub_p, solver, opts)
+        _, sols = maximize_checked(model, [X[idx[k]] for k in pending],
+                                   [aug[k] for k in pending], sub_p, solver, opts)
         for k, mu in zip(pending, sols):
             mus[k] = np.asarray(mu, dtype=float)
     return mus

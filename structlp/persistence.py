@@ -69,7 +69,6 @@ import inspect
 import io
 import json
 import math
-import numbers
 import os
 import re
 import zipfile
@@ -80,6 +79,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .exceptions import PersistenceError
+from .utils.compat import current_path
+from .utils.fingerprint import fingerprint  # noqa: F401  (here in 0.1.0)
 
 #: Version of the file format written by :func:`save`; :func:`load` reads this and older.
 FORMAT_VERSION = 1
@@ -160,20 +161,60 @@ def _subclasses(cls):
     return out
 
 
+#: Every class of structlp's that :func:`load` instantiates, by import path: a fixed table, so
+#: that loading never depends on what the process happens to have imported.  (A test walks
+#: the package and checks that this table lists every persistable class it defines.)
+LIBRARY_CLASSES = (
+    "structlp.agm.crf.JunctionTreeCRF",
+    "structlp.agm.crf.TreeCRF",
+    "structlp.agm.model.AdversarialGraphicalModel",
+    "structlp.base.BaseEstimator",
+    "structlp.certificates.graphs.GraphStructure",
+    "structlp.learners.cutting_plane.CuttingPlaneLearner",
+    "structlp.learners.frank_wolfe.FrankWolfeLearner",
+    "structlp.learners.joint_qp.MaxMarginLearner",
+    "structlp.learners.subgradient.SubgradientLearner",
+    "structlp.model.StructuredModel",
+    "structlp.model_selection.PartTransformer",
+    "structlp.polytope.Polytope",
+    "structlp.sequence.features.BigramFeatures",
+    "structlp.sequence.features.EmissionFeatures",
+    "structlp.sequence.features.FunctionFeatures",
+    "structlp.sequence.features.MarkovFeatures",
+    "structlp.sequence.features.StackedFeatures",
+    "structlp.sequence.learner.SoftmaxMarginLearner",
+    "structlp.sequence.losses.EditDistance",
+    "structlp.sequence.losses.HammingLoss",
+    "structlp.sequence.losses.NGramLoss",
+    "structlp.sequence.losses.SequenceLoss",
+    "structlp.sequence.losses.SmithWaterman",
+    "structlp.sequence.losses.ZeroLoss",
+    "structlp.sequence.ssvm.SequenceSSVM",
+    "structlp.structures.bipartite_matching.BipartiteMatching",
+    "structlp.structures.junction_tree_labeling.JunctionTreeLabeling",
+    "structlp.structures.matching.Matching",
+    "structlp.structures.perfect_matching.PerfectMatching",
+    "structlp.structures.spanning_tree.SpanningTree",
+    "structlp.structures.tree_labeling.TreeLabeling",
+)
+
+
+def _import_class(path: str) -> type:
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def library_class(path: str) -> Optional[type]:
+    """The structlp class saved under ``path`` (its current import path, or one written by
+    an earlier release, :data:`structlp.utils.compat.MODULE_ALIASES`), or None."""
+    current = current_path(path)
+    return _import_class(current) if current in LIBRARY_CLASSES else None
+
+
 def library_classes() -> Dict[str, type]:
     """The allow-list: import path -> class, for every estimator, model, polytope,
-    sequence loss and feature map defined in structlp."""
-    import structlp
-    from . import agm, sequence, structures  # noqa: F401  (import every library class)
-    for name in structlp.__all__:            # and the lazily imported top-level exports
-        getattr(structlp, name)
-    found = {}
-    for base in _persistable_bases():
-        for c in _subclasses(base):
-            if (c.__module__.split(".")[0] == "structlp" and "<locals>" not in c.__qualname__
-                    and not c.__name__.startswith("_")):
-                found[_path(c)] = c
-    return found
+    sequence loss and feature map defined in structlp (:data:`LIBRARY_CLASSES`)."""
+    return {path: _import_class(path) for path in LIBRARY_CLASSES}
 
 
 def _is_persistable(obj):
@@ -203,60 +244,6 @@ def clone(estimator: Any) -> Any:
             f"clone expects a structlp estimator or model instance; got "
             f"{type(estimator).__name__}.")
     return type(estimator)(**copy.deepcopy(init_params(estimator)))
-
-
-# ---------------------------------------------------------------- fingerprints
-def fingerprint(obj: Any) -> Optional[str]:
-    """A digest of the content of ``obj`` (numbers, strings, arrays, sparse matrices,
-    lists/tuples/dicts of these, classes), or None when some part of it has no
-    well-defined content (then callers must not reuse anything computed from it)."""
-    h = hashlib.blake2b(digest_size=20)
-    try:
-        _feed(h, obj, 0)
-    except _NoFingerprint:
-        return None
-    return h.hexdigest()
-
-
-class _NoFingerprint(Exception):
-    pass
-
-
-def _feed(h, obj, depth):
-    if depth > 64:
-        raise _NoFingerprint
-    if obj is None or isinstance(obj, (bool, numbers.Number, str, bytes, np.generic)):
-        h.update(f"{type(obj).__name__}:{obj!r};".encode())
-    elif isinstance(obj, np.ndarray):
-        h.update(f"nd{obj.dtype.str}{obj.shape};".encode())
-        if obj.dtype.hasobject:
-            for v in obj.flat:
-                _feed(h, v, depth + 1)
-        else:
-            h.update(np.ascontiguousarray(obj).tobytes())
-    elif sp.issparse(obj):
-        A = obj.tocsr()
-        h.update(f"sp{obj.format}{A.shape};".encode())
-        for a in (A.data, A.indices, A.indptr):
-            _feed(h, a, depth + 1)
-    elif isinstance(obj, (list, tuple)):
-        h.update(f"{type(obj).__name__}{len(obj)}[".encode())
-        for v in obj:
-            _feed(h, v, depth + 1)
-        h.update(b"]")
-    elif isinstance(obj, dict):
-        h.update(f"dict{len(obj)}{{".encode())
-        for k, v in obj.items():
-            _feed(h, k, depth + 1)
-            _feed(h, v, depth + 1)
-        h.update(b"}")
-    elif isinstance(obj, type):
-        h.update(f"class:{_path(obj)};".encode())
-    elif _is_persistable(obj):
-        h.update(f"object:{_path(type(obj))}".encode())
-        _feed(h, vars(obj), depth + 1)
-    else:
-        raise _NoFingerprint
 
 
 # ---------------------------------------------------------------- save
@@ -449,7 +436,6 @@ class _Reader:
 
 
 def _resolver(classes, allowed):
-    library = library_classes()
     given = {}
     for c in classes or ():
         if not isinstance(c, type):
@@ -468,8 +454,9 @@ def _resolver(classes, allowed):
             raise PersistenceError(f"Refusing a malformed file: class {path!r}.")
         if path in given:
             return given[path]
-        if path in library:
-            return library[path]
+        known = library_class(path)
+        if known is not None:
+            return known
         qual = path.rsplit(".", 1)[-1]
         if len(by_name.get(qual, ())) == 1:  # the user's own class, saved from another module
             return by_name[qual][0]

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
-from ._validation import check_finite_array, check_real, check_scalar
+from .utils.validation import check_finite_array, check_real, check_scalar
 from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError
 
 #: Feasibility tolerance used when checking that a given output lies in a polytope.

@@ -9,7 +9,7 @@ Two kinds of program are solved: the *training QPs* (the joint QP of
 :func:`solver_kind` says which an installed solver suits: HiGHS accepts a QP
 through cvxpy, but its active-set QP method is far slower than the
 interior-point solvers on the training QPs (and failed on a 300-example
-assignment QP that CLARABEL solves in 0.4 s), so it is listed for LPs only, and
+assignment QP that CLARABEL solves quickly), so it is listed for LPs only, and
 naming it (or any LP-only solver) for a QP warns and names a suitable one.
 
 A wall-clock limit per solve: :func:`time_limit_options` maps seconds to the

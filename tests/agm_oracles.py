@@ -26,7 +26,7 @@ def random_tree_data(rng, m, n, k=3, d_v=3, d_e=2, chain=False):
 
 def brute_force_argmax(ex, b, B):
     """argmax_y score over all k^n labellings."""
-    from structlp.agm.trees import score
+    from structlp.graphical.trees import score
     n, k = b.shape
     best, arg = -np.inf, None
     for y in itertools.product(range(k), repeat=n):
@@ -51,7 +51,7 @@ def squared_chain_case(seed):
     """A random chain (n = 8..19) with node/edge potentials and normalized position weights:
     the squared-loss case of the emotion experiment, for the Eq. 7 step-rule checks."""
     from structlp.agm import check_tree_example
-    from structlp.agm.trees import node_weights_of
+    from structlp.graphical.trees import node_weights_of
     r = np.random.default_rng(seed)
     n = int(r.integers(8, 20))
     ex = check_tree_example({"node_features": r.normal(size=(n, 2)),

@@ -15,7 +15,7 @@ import pytest
 from structlp.agm import AdversarialGraphicalModel
 from structlp.agm.crf import tree_marginals
 from structlp.agm.data import DataNotFoundError, ck_path, emotion_examples, load_ck_emotion
-from structlp.agm.trees import check_tree_example, potentials, score
+from structlp.graphical.trees import check_tree_example, potentials, score
 from structlp.cli import load_problem, main
 from structlp.exceptions import InvalidInputError, InvalidParameterError, StructlpError
 
@@ -455,7 +455,7 @@ def test_skip_chain_option_runs_the_junction_tree_models(monkeypatch):
     assert isinstance(E._crf(1.0, loopy=True)(6, 6), JunctionTreeCRF)
     # the AGM's predictions are max-sum on the junction tree: equal to enumeration
     agm = E._make("AGM", key, 1.0, None, None, loopy=True)(6, 6).fit(X[:6], Y[:6])
-    from structlp.agm.junction import graph_score
+    from structlp.graphical.junction import graph_score
     for x, y_hat in zip(X[6:], agm.predict(X[6:])):
         ex = E.check_graph_example(x, 3)
         b, B = E.potentials(ex, agm.coef_, 3)

@@ -10,9 +10,9 @@ import structlp
 from structlp.agm import AdversarialGraphicalModel, JunctionTreeCRF, TreeCRF
 from structlp.agm.game import loss_matrix
 from structlp.agm.inner import inner_lp
-from structlp.agm.junction import (as_tree, check_graph_example, graph_score, jt_marginals,
+from structlp.graphical.junction import (as_tree, check_graph_example, graph_score, jt_marginals,
                                    jt_max_sum, skip_chain, tree_as_graph)
-from structlp.agm.trees import check_tree_example, max_sum, n_params, potentials
+from structlp.graphical.trees import check_tree_example, max_sum, n_params, potentials
 from structlp.exceptions import InvalidInputError, InvalidOutputError
 from structlp.structures import JunctionTreeLabeling, TreeLabeling
 
@@ -217,8 +217,8 @@ def test_tree_through_junction_tree_code_equals_tree_code(rng, monkeypatch):
 @pytest.mark.parametrize("name", ["cycle4", "grid2x3"])
 def test_crf_gradient_equals_finite_differences(rng, name):
     from structlp.agm.crf import crf_objective
-    from structlp.agm.junction import encode_pairwise
-    from structlp.agm.trees import part_features
+    from structlp.graphical.junction import encode_pairwise
+    from structlp.graphical.trees import part_features
     X, Y = _case(rng, name, 3, m=2)
     exs = [check_graph_example(x, 3) for x in X]
     Psi = sum(part_features(ex, 3).T @ encode_pairwise(ex, y, 3) for ex, y in zip(exs, Y))

@@ -8,7 +8,7 @@ from structlp.agm import AdversarialGraphicalModel, TreeCRF, check_tree_example,
 from structlp.agm.crf import tree_marginals
 from structlp.agm.game import loss_matrix
 from structlp.agm.inner import inner_dual_decomposition, inner_lp
-from structlp.agm.trees import n_params, potentials, score
+from structlp.graphical.trees import n_params, potentials, score
 from structlp.exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
 from structlp.structures import TreeLabeling
 
@@ -119,7 +119,7 @@ def test_crf_marginals_and_gradient(rng):
     # objective gradient by finite differences
     X, Y = random_tree_data(rng, 3, 4)
     from structlp.agm.crf import forest_objective, labels_statistic
-    from structlp.agm.trees import Forest
+    from structlp.graphical.trees import Forest
     from structlp.agm.model import check_tree_dataset
     exs, Ys, _, _ = check_tree_dataset(X, Y, 3, "test")
     F = Forest(exs)

@@ -9,7 +9,7 @@ from oracles import (enumerate_matchings, enumerate_perfect_matchings, enumerate
 from structlp import MaxMarginLearner
 from structlp.certificates import (check_graph, graph_copy, odd_cycle_counterexample,
                                    potentials_exist)
-from structlp.cutting_plane import CuttingPlaneLearner
+from structlp.learners.cutting_plane import CuttingPlaneLearner
 from structlp.structures import BipartiteMatching, Matching, PerfectMatching, SpanningTree
 from structlp.structures.perfect_matching import max_weight_matching
 

@@ -250,7 +250,7 @@ def test_kernels_with_every_slack(slack, case):
 # ------------------------------------------------------------ spanning trees: exact min-max
 @pytest.mark.parametrize("n, p", [(5, None), (5, 0.7), (4, None)])
 def test_tree_minmax_equals_enumeration_and_cutting_plane(n, p):
-    from structlp.cutting_plane import CuttingPlaneLearner
+    from structlp.learners.cutting_plane import CuttingPlaneLearner
     model = SpanningTree()
     rng = np.random.default_rng(n)
     X, Y = noisy(model, rng, 10, n, 4, flip=0.25)

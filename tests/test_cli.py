@@ -69,7 +69,7 @@ DESCRIPTION = "tiny test problem"
 
 
 def run(solver=None, C=None, seed=0, size=3, label="x", verbose=0):
-    from structlp._progress import Progress
+    from structlp.utils.progress import Progress
     from structlp.inference import solve_stacked_lp
     from structlp.structures import BipartiteMatching
     progress = Progress("tiny", verbose)
@@ -235,8 +235,8 @@ def test_an_lp_only_solver_for_the_qp_warns_naming_a_suitable_one():
 def test_progress_lines_callback_and_bar(caplog, monkeypatch):
     import io
 
-    from structlp import _progress
-    from structlp._progress import Progress
+    from structlp.utils import progress as _progress
+    from structlp.utils.progress import Progress
     with caplog.at_level(logging.INFO, logger="structlp"):
         p = Progress("job", verbose=1, callback=lambda info: info["iteration"] >= 2, total=5)
         assert p.update(iteration=1, objective=2.5, gap=0.125) is False

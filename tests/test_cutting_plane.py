@@ -5,7 +5,7 @@ import pytest
 
 from oracles import brute_force_hinge, enumerate_bmatchings, enumerate_spanning_trees
 from structlp import InvalidParameterError, MaxMarginLearner, NotFittedError
-from structlp.cutting_plane import ConvergenceWarning, CuttingPlaneLearner
+from structlp.learners.cutting_plane import ConvergenceWarning, CuttingPlaneLearner
 from structlp.structures import BipartiteMatching, SpanningTree
 
 
@@ -231,7 +231,7 @@ def assert_cvxpy_master_dual(R, b, group, cap, a, value, viol):
 @pytest.mark.parametrize("seed", range(6))
 def test_master_dual_matches_cvxpy(seed):
     """solve_master_dual = cvxpy on the same dual QP (several groups, singular G, warm start)."""
-    from structlp.cutting_plane import solve_master_dual
+    from structlp.learners.cutting_plane import solve_master_dual
     rng = np.random.default_rng(seed)
     T, n_groups, d = 25, 1 + seed % 3 * 2, 4                 # T > d: G is singular
     R = rng.normal(size=(T, d))
@@ -311,7 +311,7 @@ def test_fit_runs_blas_on_one_thread_and_restores_it(rng, monkeypatch):
     """The master's small dense solves run on one BLAS thread (threadpoolctl); the user's
     setting comes back after the fit, and without threadpoolctl the iterates are the same."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    import structlp.cutting_plane as cpm
+    import structlp.learners.master as cpm
 
     def blas_threads():
         return [i["num_threads"] for i in threadpoolctl.threadpool_info()
@@ -335,7 +335,7 @@ def test_fit_runs_blas_on_one_thread_and_restores_it(rng, monkeypatch):
 def test_master_dual_inverse_updates_match_cvxpy(n_groups, monkeypatch):
     """Many active-set changes on a regular G: the kept KKT inverse (bordering and Schur
     updates, refreshed every REFRESH changes) gives cvxpy's optimum, without LU fallbacks."""
-    import structlp.cutting_plane as cpm
+    import structlp.learners.master as cpm
     rng = np.random.default_rng(7 + n_groups)
     T, d = 90, 150                                          # G = R R^T regular
     R = rng.normal(size=(T, d)) / np.sqrt(d)

@@ -5,8 +5,8 @@ import importlib
 
 import pytest
 
-MODULES = ["structlp.model", "structlp.learner", "structlp.frank_wolfe", "structlp.cutting_plane",
-           "structlp.subgradient", "structlp.polytope", "structlp.structures.bipartite_matching",
+MODULES = ["structlp.model", "structlp.learners.joint_qp", "structlp.learners.frank_wolfe", "structlp.learners.cutting_plane",
+           "structlp.learners.subgradient", "structlp.polytope", "structlp.structures.bipartite_matching",
            "structlp.structures.tree_labeling", "structlp.structures.spanning_tree",
            "structlp.structures.perfect_matching", "structlp.structures.matching",
            "structlp.datasets.synthetic", "structlp.model_selection", "structlp.solvers"]

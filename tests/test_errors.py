@@ -222,13 +222,13 @@ def test_complex_and_string_outputs_are_refused(data, how):
 @pytest.mark.parametrize("bad", [np.array([1.0, "2"], dtype=object), [1, 2 + 0j], ["1", "2"],
                                  [np.datetime64("2020-01-01")], np.array([None, 1.0])])
 def test_check_finite_array_refuses_non_real(bad):
-    from structlp._validation import check_finite_array
+    from structlp.utils.validation import check_finite_array
     with pytest.raises(InvalidInputError, match="^w must be"):
         check_finite_array(bad, "w")
 
 
 def test_object_array_of_reals_is_accepted():
-    from structlp._validation import check_finite_array
+    from structlp.utils.validation import check_finite_array
     out = check_finite_array(np.array([1, 2.5, np.float32(3)], dtype=object), "w")
     assert out.dtype == float and out.tolist() == [1.0, 2.5, 3.0]
 

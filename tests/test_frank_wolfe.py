@@ -13,9 +13,9 @@ import scipy.sparse as sp
 from oracles import brute_force_hinge, enumerate_bmatchings, enumerate_spanning_trees
 from structlp import (DeclarationError, InvalidInputError, InvalidParameterError,
                       MaxMarginLearner, NotFittedError)
-from structlp.agm.trees import chain
-from structlp.cutting_plane import ConvergenceWarning, CuttingPlaneLearner
-from structlp.frank_wolfe import FrankWolfeLearner
+from structlp.graphical.trees import chain
+from structlp.learners.cutting_plane import ConvergenceWarning, CuttingPlaneLearner
+from structlp.learners.frank_wolfe import FrankWolfeLearner
 from structlp.model import StructuredModel
 from structlp.part_features import PartFeatures
 from structlp.structures import BipartiteMatching, SpanningTree, TreeLabeling
@@ -179,7 +179,8 @@ def test_duality_gap_bounds_suboptimality_early(rng, max_iter):
 def test_compact_loss_adds_exactly(rng, layout):
     """The loss vector held by its nonzeros (a slice over their span, or their indices)
     gives exactly the dense ``s + c``, and ``c . mu`` of a 0/1 vector."""
-    from structlp.frank_wolfe import _augment, _compact_loss
+    from structlp.learners._first_order import _augment
+    from structlp.learners._fw_blocks import _compact_loss
     L = 300
     c = np.zeros(L)
     if layout == "span":                        # e.g. node losses: zeros at the truth only
@@ -199,7 +200,7 @@ def test_compact_loss_adds_exactly(rng, layout):
 def block_store(psi_mode, ops, truths, c):
     """The learner's block store: the psi pool, or one Gram block per example."""
     from structlp.compiler import SparseVectors
-    from structlp.frank_wolfe import _GramBlocks, _PsiBlocks
+    from structlp.learners._fw_blocks import _GramBlocks, _PsiBlocks
     mt = SparseVectors(truths)
     return (_PsiBlocks(ops, mt, c) if psi_mode else _GramBlocks(mt, c)), mt
 
@@ -270,7 +271,7 @@ def test_block_step_bookkeeping(rng, pairwise, inner_steps, psi_mode):
 def test_pairwise_kernel_numba_equals_python_exactly(rng):
     """The compiled pairwise-step kernel gives bit-identical weights, values and loss
     changes to the plain Python function (the fallback without numba)."""
-    from structlp import frank_wolfe as fw
+    from structlp.learners import _fw_kernels as fw
     compiled = fw._kernel()
     assert compiled is not fw._pairwise_steps
     for trial in range(200):
@@ -302,7 +303,7 @@ def test_pairwise_kernel_numba_equals_python_exactly(rng):
 
 def python_kernels(monkeypatch):
     """Make the learner use the plain Python kernels (the path without numba)."""
-    from structlp import frank_wolfe as fw
+    from structlp.learners import _fw_kernels as fw
     monkeypatch.setattr(fw, "_compiled", lambda fn: fn)
 
 
@@ -348,7 +349,7 @@ def test_psi_step_kernel_equals_python_on_random_outputs(rng):
     """The compiled psi step on random 0/1 vectors (repeats among them, more nonzeros than
     the truth: rows widen; many outputs: slots and rows grow) leaves the pool arrays,
     gaps and loss changes bit-identical to the Python kernel."""
-    from structlp import frank_wolfe as fw
+    from structlp.learners import _fw_kernels as fw
     from structlp.part_features import MatrixFeatures
     L, d = 12, 4
     op = MatrixFeatures(rng.normal(size=(L, d)))
@@ -384,7 +385,7 @@ def test_psi_step_kernel_equals_python_on_random_outputs(rng):
 def test_without_numba_the_python_kernels_give_the_same_fit(rng, monkeypatch):
     """numba missing: no ImportError, the plain Python kernels run, with the same fit."""
     import sys
-    from structlp import frank_wolfe as fw
+    from structlp.learners import _fw_kernels as fw
     X, Y = assignments(rng, 10)
     ref = fit_quiet(FrankWolfeLearner(BipartiteMatching(), tol=1e-8, max_iter=10,
                                       random_state=0), X, Y)
@@ -626,7 +627,7 @@ def _same_fit(make, factored, explicit, X, Y, **kw):
 def test_factored_and_explicit_features_give_the_same_fit(rng, learner):
     """Chains, trees (dense and sparse node features) and bipartite models: the same
     coefficients and objective (1e-10) through the operator as through the matrix."""
-    from structlp.subgradient import SubgradientLearner
+    from structlp.learners.subgradient import SubgradientLearner
     make = {"fw": lambda mdl, **kw: FrankWolfeLearner(mdl, C=1.0, max_iter=4,
                                                       random_state=0, **kw),
             "fw_classical": lambda mdl, **kw: FrankWolfeLearner(
@@ -698,17 +699,17 @@ def test_inconsistent_feature_operator_is_a_declaration_error(rng):
 # ---------------------------------------------------------------- progress and warm start
 def test_verbose_logs_one_line_per_epoch(rng, caplog):
     X, Y = assignments(rng, 6)
-    with caplog.at_level(logging.INFO, logger="structlp.frank_wolfe"):
+    with caplog.at_level(logging.INFO, logger="structlp.learners.frank_wolfe"):
         fw = fit_quiet(FrankWolfeLearner(BipartiteMatching(), tol=1e-12, max_iter=4,
                                          check_every=2, verbose=1, random_state=0), X, Y)
-    lines = [r.getMessage() for r in caplog.records if r.name == "structlp.frank_wolfe"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "structlp.learners.frank_wolfe"]
     assert len(lines) == fw.n_iter_ == 4
     assert all(line.startswith("FrankWolfeLearner: iteration ") for line in lines)
     assert "duality_gap" in lines[1] and "objective" in lines[1] and "time" in lines[0]
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="structlp.frank_wolfe"):
+    with caplog.at_level(logging.INFO, logger="structlp.learners.frank_wolfe"):
         fit_quiet(FrankWolfeLearner(BipartiteMatching(), max_iter=2, random_state=0), X, Y)
-    assert not [r for r in caplog.records if r.name == "structlp.frank_wolfe"]
+    assert not [r for r in caplog.records if r.name == "structlp.learners.frank_wolfe"]
 
 
 def test_callback_stops_early_with_a_certified_gap(rng):

@@ -10,7 +10,7 @@ import test_declared_model
 import structlp.inference as inf
 from structlp import (FractionalSolutionError, FrankWolfeLearner, InvalidParameterError,
                       MaxMarginLearner, SubgradientLearner)
-from structlp.cutting_plane import CuttingPlaneLearner
+from structlp.learners.cutting_plane import CuttingPlaneLearner
 
 
 class DeclaredMatching(test_declared_model.DeclaredMatching):

@@ -1,4 +1,4 @@
-"""structlp.maxsum: numba and numpy max-sum agree exactly, with each other and with
+"""structlp.graphical.maxsum: numba and numpy max-sum agree exactly, with each other and with
 enumeration; numba missing means the numpy path, silently identical."""
 
 import itertools
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import structlp.maxsum as ms
+import structlp.graphical.maxsum as ms
 from structlp import FrankWolfeLearner, InvalidInputError
-from structlp.agm.trees import check_tree_example, score
+from structlp.graphical.trees import check_tree_example, score
 from structlp.structures import TreeLabeling
 
 HAVE_NUMBA = "numba" in ms.BACKENDS
@@ -147,7 +147,7 @@ def test_forced_fallback_in_process(monkeypatch):
 FIT = """
 import sys, numpy as np
 sys.modules['numba'] = None                      # numba absent: import numba raises
-import structlp.maxsum as ms
+import structlp.graphical.maxsum as ms
 assert ms.BACKENDS == ('numpy',)
 from structlp import FrankWolfeLearner
 from structlp.structures import TreeLabeling

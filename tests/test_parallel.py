@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from structlp import InvalidParameterError
-from structlp.frank_wolfe import FrankWolfeLearner
+from structlp.learners.frank_wolfe import FrankWolfeLearner
 from structlp.parallel import CHUNK, BackendError, OraclePool, check_backend, check_n_jobs
 from structlp.structures import BipartiteMatching, TreeLabeling
-from structlp.subgradient import SubgradientLearner
+from structlp.learners.subgradient import SubgradientLearner
 from test_frank_wolfe import assignments, chains, fit_quiet
 
 

@@ -275,13 +275,13 @@ def test_persistence_error_is_a_structlp_error_and_value_error():
 
 
 def test_refuses_a_file_edited_to_name_another_class(saved):
-    _rewrite(saved, _set_class("structlp.frank_wolfe.FrankWolfeLearner"), fix_checksum=False)
+    _rewrite(saved, _set_class("structlp.learners.frank_wolfe.FrankWolfeLearner"), fix_checksum=False)
     with pytest.raises(PersistenceError, match="checksum"):
         structlp.load(saved)
     _rewrite(saved, _set_class("os.system"))
     with pytest.raises(PersistenceError, match="'os.system'.*not one of structlp's classes"):
         structlp.load(saved)
-    _rewrite(saved, _set_class("structlp.frank_wolfe.FrankWolfeLearner"))
+    _rewrite(saved, _set_class("structlp.learners.frank_wolfe.FrankWolfeLearner"))
     with pytest.raises(PersistenceError, match="FrankWolfeLearner takes no parameters"):
         structlp.load(saved)
 
@@ -483,7 +483,7 @@ def test_refuses_metadata_nested_too_deeply_or_not_json(saved):
     n = 2 * sys.getrecursionlimit()
     deep = '{"type": "list", "items": [' * n + "1" + "]}" * n
     for text in (('{"format": "structlp", "format_version": 1, "arrays": {}, "root": {"type": '
-                  '"object", "class": "structlp.learner.MaxMarginLearner", "params": {}, '
+                  '"object", "class": "structlp.learners.joint_qp.MaxMarginLearner", "params": {}, '
                   '"attributes": {"deep_": ' + deep + "}}}"), "{not json"):
         with zipfile.ZipFile(saved, "w") as z:
             z.writestr("structlp.json", text)

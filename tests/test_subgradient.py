@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from structlp import InvalidParameterError, MaxMarginLearner, NotFittedError
-from structlp.cutting_plane import ConvergenceWarning
-from structlp.subgradient import SubgradientLearner
+from structlp.learners.cutting_plane import ConvergenceWarning
+from structlp.learners.subgradient import SubgradientLearner
 from structlp.structures import BipartiteMatching, TreeLabeling
 from test_frank_wolfe import assignments, chains, fit_quiet, SparseBipartite
 
@@ -90,12 +90,12 @@ def test_verbose_callback_and_warm_start(rng, caplog):
     import logging
     X, Y = assignments(rng, 8)
     seen = []
-    with caplog.at_level(logging.INFO, logger="structlp.subgradient"):
+    with caplog.at_level(logging.INFO, logger="structlp.learners.subgradient"):
         sg = fit_quiet(SubgradientLearner(BipartiteMatching(), tol=1e-12, max_iter=20,
                                           verbose=True, random_state=0,
                                           callback=lambda info: seen.append(info) or
                                           info["iteration"] == 4), X, Y)
-    lines = [r.getMessage() for r in caplog.records if r.name == "structlp.subgradient"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "structlp.learners.subgradient"]
     assert len(lines) == 4 and all("objective" in line for line in lines)
     assert sg.n_iter_ == 4 and not sg.converged_
     assert [s["iteration"] for s in seen] == [1, 2, 3, 4]

@@ -7,20 +7,14 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
-from .._lbfgs import minimize_lbfgs
-from .._progress import Progress, check_callback, check_verbose
-from .._validation import check_bool, check_scalar
+from ..utils.lbfgs import minimize_lbfgs
+from ..utils.progress import Progress, check_callback, check_verbose
+from ..utils.validation import check_bool, check_scalar
 from ..base import BaseEstimator
 from ..exceptions import InvalidInputError
-from .game import check_loss
-from .trees import Forest, forest_marginals, n_params, split_theta
-
-
-def logsumexp(x, axis=None):
-    """log(sum(exp(x))) along ``axis``, stable (a lean numpy version)."""
-    mx = np.max(x, axis=axis, keepdims=True)
-    out = np.log(np.sum(np.exp(x - mx), axis=axis, keepdims=True)) + mx
-    return np.squeeze(out, axis=axis) if axis is not None else float(out.ravel()[0])
+from ..utils.numeric import logsumexp  # noqa: F401  (public here in 0.1.0)
+from ..graphical.losses import check_loss
+from ..graphical.trees import Forest, forest_marginals, n_params, split_theta
 
 
 def tree_marginals(ex, b, B):
@@ -28,7 +22,7 @@ def tree_marginals(ex, b, B):
 
     Computes ``log Z = log sum_y exp(sum_i b[i, y_i] + sum_e B[e, y_pt(e), y_e])`` and
     the marginals of the Gibbs distribution (vectorized over the tree's levels;
-    :func:`structlp.agm.trees.forest_marginals` does many trees at once).
+    :func:`structlp.graphical.trees.forest_marginals` does many trees at once).
 
     Parameters
     ----------
@@ -63,7 +57,7 @@ def forest_objective(theta, F, Psi, k, reg):
     """Regularized mean negative log-likelihood of the trees of a Forest, and its gradient.
 
     ``0.5 reg |theta|^2 + (1/m) sum_i [log Z(x_i) - theta . Psi_i]`` by batched
-    sum-product (:func:`structlp.agm.trees.forest_marginals`).
+    sum-product (:func:`structlp.graphical.trees.forest_marginals`).
 
     Returns
     -------
@@ -88,7 +82,7 @@ class TreeCRF(BaseEstimator):
         \\min_\\theta\\; \\frac{\\lambda}{2}\\|\\theta\\|^2 + \\frac1m\\sum_i
         \\big[\\log Z_\\theta(x_i) - \\theta\\cdot\\Phi(x_i, y_i)\\big]
 
-    with the features of :mod:`structlp.agm.trees`; the log-partition function
+    with the features of :mod:`structlp.graphical.trees`; the log-partition function
     and the marginals come from sum-product on the tree.  Prediction is the
     Bayes-optimal decision for the (additive) loss: at each node
     ``argmin_a sum_b L[a, b] P(y_i = b | x)``.
@@ -143,7 +137,7 @@ class TreeCRF(BaseEstimator):
     def _lbfgs(self, objective, n, args):
         """L-BFGS from zero (or ``coef_`` with ``warm_start``), reporting each iteration.
 
-        See :mod:`structlp._lbfgs`.
+        See :mod:`structlp.utils.lbfgs`.
         """
         progress = Progress(self, check_verbose(self.verbose), self.callback,
                             total=int(self.max_iter))
@@ -205,7 +199,7 @@ class TreeCRF(BaseEstimator):
 
 def _graph_examples(X, Y, k, max_treewidth, owner):
     """Graph examples (tree dicts become graphs with edges (parent, child)), checked."""
-    from .junction import GraphExample, check_graph_example, tree_as_graph
+    from ..graphical.junction import GraphExample, check_graph_example, tree_as_graph
     from .model import check_tree_dataset
     exs, Ys, d_v, d_e = check_tree_dataset(X, Y, k, owner, graphs=True,
                                            max_treewidth=max_treewidth)
@@ -226,8 +220,8 @@ def crf_objective(theta, exs, Psi, k, reg):
     -------
     f : float; g : ndarray like theta
     """
-    from .junction import jt_marginals
-    from .trees import potentials
+    from ..graphical.junction import jt_marginals
+    from ..graphical.trees import potentials
     total, g = 0.0, np.zeros_like(theta)
     for ex in exs:
         b, B = potentials(ex, theta, k)
@@ -249,10 +243,10 @@ class JunctionTreeCRF(TreeCRF):
         \\min_\\theta\\; \\frac{\\lambda}{2}\\|\\theta\\|^2 + \\frac1m\\sum_i
         \\big[\\log Z_\\theta(x_i) - \\theta\\cdot\\Phi(x_i, y_i)\\big]
 
-    for graph examples (:mod:`structlp.agm.junction`: ``node_features`` (n, d_v),
+    for graph examples (:mod:`structlp.graphical.junction`: ``node_features`` (n, d_v),
     ``edges`` (E, 2), ``edge_features`` (E, d_e)) or tree examples (read as graphs
     with edges ``(parent, child)``), with the features of
-    :mod:`structlp.agm.trees`; ``log Z`` and the marginals come from sum-product on
+    :mod:`structlp.graphical.trees`; ``log Z`` and the marginals come from sum-product on
     each example's junction tree, in O(m_cliques k^(w+1)).  Prediction as
     :class:`TreeCRF`: per node ``argmin_a sum_b L[a, b] P(y_i = b | x)``.
 
@@ -263,7 +257,7 @@ class JunctionTreeCRF(TreeCRF):
     reg : float >= 0, default 1e-2
     max_iter : int, default 500
     max_treewidth : int, default 8
-        Refuse wider junction trees (see :func:`structlp.agm.junction.check_graph_example`).
+        Refuse wider junction trees (see :func:`structlp.graphical.junction.check_graph_example`).
     verbose, callback, warm_start :
         As :class:`TreeCRF` (one report per L-BFGS iteration; a warm re-fit starts
         L-BFGS from ``coef_``).
@@ -289,8 +283,8 @@ class JunctionTreeCRF(TreeCRF):
 
     def fit(self, X: Sequence[Any], Y: Sequence[ArrayLike]) -> "JunctionTreeCRF":
         """Fit by L-BFGS on the regularized mean negative log-likelihood; returns self."""
-        from .junction import encode_pairwise
-        from .trees import part_features
+        from ..graphical.junction import encode_pairwise
+        from ..graphical.trees import part_features
         k, L, reg = self._check_params()
         exs, Ys, d_v, d_e = self._examples(X, Y, k)
         Psi = sum(part_features(ex, k).T @ encode_pairwise(ex, y, k) for ex, y in zip(exs, Ys))
@@ -303,7 +297,7 @@ class JunctionTreeCRF(TreeCRF):
 
     def predict_proba(self, X: Sequence[Any]) -> List[np.ndarray]:
         """Node marginals ``P(y_i = a | x)`` of each example: list of (n_i, k) arrays."""
-        from .junction import jt_marginals
-        from .trees import potentials
+        from ..graphical.junction import jt_marginals
+        from ..graphical.trees import potentials
         exs, k = self._checked(X)
         return [jt_marginals(ex, *potentials(ex, self.coef_, k))[2] for ex in exs]

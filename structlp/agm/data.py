@@ -111,7 +111,7 @@ def emotion_examples(frames, emotion, n_classes=6, edges="chain"):
     Node feature of frame t: ``[x_t; 1]``; edge feature (t-1 -> t):
     ``[|x_t - x_{t-1}|; 1]``; both placed in block ``emotion`` of ``n_classes``
     blocks (size ``n_classes * (d + 1)``).  With ``edges="skip2"`` the examples are
-    graph examples (:func:`structlp.agm.junction.skip_chain`, treewidth 2) with
+    graph examples (:func:`structlp.graphical.junction.skip_chain`, treewidth 2) with
     the skip edges ``(t, t + 2)`` too, their features ``[|x_{t+2} - x_t|; 1]`` in
     the same block but in their own columns (edge features of size
     ``2 n_classes (d + 1)``: chain edges first half, skip edges second half).
@@ -126,8 +126,8 @@ def emotion_examples(frames, emotion, n_classes=6, edges="chain"):
     -------
     list of tree example dicts ("chain") or graph example dicts ("skip2")
     """
-    from .._validation import check_choice
-    from .junction import skip_chain
+    from ..utils.validation import check_choice
+    from ..graphical.junction import skip_chain
     check_choice(edges, "edges", ("chain", "skip2"), owner="emotion_examples")
     out = []
     for F, z in zip(frames, emotion):

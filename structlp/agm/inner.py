@@ -29,11 +29,11 @@ from scipy.optimize import linprog
 
 from ..exceptions import SolverError
 from ..formulations import block_diag
-from ..inference import _new_highs
+from ..inference import new_highs
 from .game import node_games
-from .junction import GraphExample, clique_game_polytope, clique_scores, pairwise_marginals
+from ..graphical.junction import GraphExample, clique_scores, pairwise_marginals
 from .recovery import emd_max
-from .trees import game_polytope
+from .polytopes import clique_game_polytope, game_polytope
 
 #: Lower bound of the level gap ``delta`` as a fraction of the certified gap
 #: ``best upper bound - best lower bound`` (0 = the plain halving rule).
@@ -102,7 +102,7 @@ class InnerLP:
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = \
             M.indptr, M.indices, M.data
         lp.sense_ = highspy.ObjSense.kMaximize
-        self.h = _new_highs()   # quiet, its banner kept off stdout
+        self.h = new_highs()   # quiet, its banner kept off stdout
         self.h.passModel(lp)
         self._idx = np.arange(self.n_cols, dtype=np.int32)
         self._ok = highspy.HighsModelStatus.kOptimal
@@ -312,7 +312,7 @@ def inner_junction_decomposition(gx, b, B, loss, weights, L, node_losses, u0=Non
     value, R (n, k), Q (E, k, k), u (n, k), converged, n_iter
         As :func:`inner_dual_decomposition`.
     """
-    from .junction import encode_pairwise, jt_max_sum
+    from ..graphical.junction import encode_pairwise, jt_max_sum
     from .recovery import recover_cliques
     n, k = b.shape
     u = np.zeros((n, k)) if u0 is None else u0.copy()

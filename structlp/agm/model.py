@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numbers
 import time
-import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import cvxpy as cp
@@ -12,29 +11,29 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from .._progress import Progress, check_callback, check_verbose
-from .._validation import (check_bool, check_choice, check_random_state, check_scalar,
+from ..utils.progress import Progress, check_callback, check_verbose
+from ..utils.validation import (check_bool, check_choice, check_random_state, check_scalar,
                            check_sequence_of_examples)
 from ..base import BaseEstimator
-from ..exceptions import ConvergenceWarning, InvalidInputError, InvalidParameterError
+from ..exceptions import InvalidInputError, InvalidParameterError
 from ..formulations import block_diag
 from ..solvers import check_solver, check_solver_opts, solve, verify_solution
-from .game import check_loss
-from .inner import (InnerLP, inner_dual_decomposition, inner_junction_decomposition, inner_lp,
-                    inner_lp_total, inner_polytope)
-from .junction import (MAX_TREEWIDTH, GraphExample, as_tree, check_example, clique_polytope_rows,
-                       clique_scores, encode_pairwise, graph_score, jt_max_sum)
-from .trees import (check_labels, check_tree_example, local_polytope_rows, max_sum, n_params,
-                    node_weights_of, part_features, potentials, split_theta)
+from ..graphical.losses import check_loss
+from ..graphical.junction import (MAX_TREEWIDTH, GraphExample, as_tree, check_example,
+                                  clique_polytope_rows, clique_scores, encode_pairwise,
+                                  graph_score, jt_max_sum)
+from ..graphical.trees import (check_labels, check_tree_example, local_polytope_rows, max_sum,
+                               node_weights_of, part_features, potentials, split_theta)
+from .inner import inner_lp, inner_lp_total, inner_polytope
 
 
 def check_tree_dataset(X, Y, n_labels, owner, graphs=False, max_treewidth=MAX_TREEWIDTH):
     """Validate a list of tree examples (and labellings); return them checked.
 
     With ``graphs=True`` graph examples (dicts with ``edges``; see
-    :mod:`structlp.agm.junction`) are accepted too: those whose edges form a tree
+    :mod:`structlp.graphical.junction`) are accepted too: those whose edges form a tree
     directed away from a root become tree examples (the tree fast path), the others
-    :class:`~structlp.agm.junction.GraphExample` with their junction tree.
+    :class:`~structlp.graphical.junction.GraphExample` with their junction tree.
     """
     X = check_sequence_of_examples(X, "X")
     if graphs:
@@ -66,7 +65,7 @@ def check_tree_dataset(X, Y, n_labels, owner, graphs=False, max_treewidth=MAX_TR
 
 def lp_encode(ex, y, k):
     """Part vector of ``y`` in the inner LP's layout (pairwise for trees, cliques for graphs)."""
-    from .junction import encode_cliques
+    from ..graphical.junction import encode_cliques
     return encode_cliques(ex, y, k) if isinstance(ex, GraphExample) else encode_pairwise(ex, y, k)
 
 
@@ -120,7 +119,7 @@ class AdversarialGraphicalModel(BaseEstimator):
     and ``Phi(x, Q)`` the expected features.  ``m`` is the number of examples and
     ``lambda`` is ``reg``.
 
-    A graph example (dict with ``edges``; :mod:`structlp.agm.junction`) that is
+    A graph example (dict with ``edges``; :mod:`structlp.graphical.junction`) that is
     not a tree directed away from a root is handled by its junction tree (§3.2.4):
     ``M(x_i)`` becomes the clique-marginal polytope (exact on a junction tree),
     ``r_j`` and ``Q`` its node and edge marginals; the QP dualizes that LP, the
@@ -153,15 +152,15 @@ class AdversarialGraphicalModel(BaseEstimator):
         a maximum of affine functions of ``theta``, one per vertex ``x`` of its
         inner polytope ``P_i`` (marginals and the game epigraph ``v``, ``c_i`` = 1
         on ``v``).  Rounds alternate the master QP over the vertices found so far
-        (solved in its dual by :func:`structlp.cutting_plane.solve_master_dual`)
+        (solved in its dual by :func:`structlp.learners.cutting_plane.solve_master_dual`)
         and every example's inner LP at the master's ``theta`` (hot-started HiGHS),
         whose optimal vertex joins the master when ``h_i`` exceeds the master's
         bound by more than ``tol``.  At the stop ``objective_`` (exact: it comes
         from that last pass of LPs) is within ``tol`` of the minimum, certified by
         ``lower_bound_`` (up to HiGHS's feasibility tolerance, 1e-7, on the
-        vertices).  Needs ``reg > 0``.  On the CK+ per-class problems it is
-        2-3.5x faster than "qp" (0.7-1.4 against 2.2-2.9 CPU-s on the largest
-        class): no KKT matrix coupling the shared parameters to every row.
+        vertices).  Needs ``reg > 0``.  It forms no KKT matrix coupling the shared
+        parameters to every row, which makes it faster than "qp" on the CK+ per-class
+        problems (``benchmarks/bench_agm_emotion.py``).
     inner : {"lp", "dual_decomposition"}, default "lp"
         Inner solver of the subgradient method: "lp" keeps each example's LP in a
         HiGHS instance and hot-starts it from the previous basis (an epoch costs
@@ -318,14 +317,15 @@ class AdversarialGraphicalModel(BaseEstimator):
 
         Parameters
         ----------
-        X : list of m tree or graph examples (dicts; see :mod:`structlp.agm.trees`
-            and :mod:`structlp.agm.junction`)
+        X : list of m tree or graph examples (dicts; see :mod:`structlp.graphical.trees`
+            and :mod:`structlp.graphical.junction`)
         Y : list of m int arrays (n_i,), labels in 0..n_labels-1
 
         Returns
         -------
         self
         """
+        from . import routes
         k, loss_name, L = self._check_params()
         t0 = time.perf_counter()
         exs, Ys, d_v, d_e = self._dataset(X, Y, k)
@@ -340,12 +340,12 @@ class AdversarialGraphicalModel(BaseEstimator):
         try:
             if qp:
                 polytopes: List[Any] = []
-                theta = self._fit_qp(exs, Ys, NL, k, d_v, d_e, progress, polytopes)
+                theta = routes.fit_qp(self, exs, Ys, NL, k, d_v, d_e, progress, polytopes)
                 self.n_iter_ = 1
             elif cutting:
-                theta = self._fit_cutting_plane(exs, Ys, NL, k, d_v, d_e, progress)
+                theta = routes.fit_cutting_plane(self, exs, Ys, NL, k, d_v, d_e, progress)
             else:
-                theta, lps = self._fit_subgradient(exs, Ys, W, NL, k, d_v, d_e, loss_name, L,
+                theta, lps = routes.fit_subgradient(self, exs, Ys, W, NL, k, d_v, d_e, loss_name, L,
                                                    progress)
         finally:
             progress.close()
@@ -393,235 +393,6 @@ class AdversarialGraphicalModel(BaseEstimator):
         NL = [self._weights(ex)[:, None, None] * L[None] for ex in exs]
         return self._objective(np.asarray(theta, dtype=float), exs, Ys, NL, k)
 
-    def _fit_subgradient(self, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
-        rng = np.random.default_rng(self.random_state)
-        D = n_params(d_v, d_e, k)
-        theta, warm = self._initial_theta(D)
-        prev_G = getattr(self, "adagrad_sum_", None)
-        # a warm start continues AdaGrad: with fresh squared-gradient sums its first steps
-        # would move every coordinate by learning_rate, away from the previous solution
-        G = (prev_G.copy() if warm and isinstance(prev_G, np.ndarray) and prev_G.shape == (D,)
-             else np.zeros(D))
-        avg, n_avg = np.zeros(D), 0
-        m = len(exs)
-        bs = min(int(self.batch_size), m)
-        lr, reg = float(self.learning_rate), float(self.reg)
-        Z = [(np.eye(k)[y], _edge_onehot(ex, y, k)) for ex, y in zip(exs, Ys)]
-        U = [None] * m
-        polys = {}
-        n_epochs = int(self.max_epochs)
-        it = 0
-        for epoch in range(n_epochs):
-            start_theta = theta
-            perm = rng.permutation(m)
-            for start in range(0, m, bs):
-                batch = perm[start:start + bs]
-                gv = np.zeros((k, d_v))
-                ge = np.zeros((k, k, d_e))
-                for i in batch:
-                    ex = exs[i]
-                    tv, te = split_theta(theta, d_v, d_e, k)
-                    b = ex.node_features @ tv.T
-                    B = (ex.edge_features @ te.reshape(k * k, d_e).T).reshape(-1, k, k)
-                    R, Q = self._inner(i, ex, b, B, loss_name, W[i], L, NL[i], U, polys)
-                    gv += (R - Z[i][0]).T @ ex.node_features
-                    ge += np.einsum("eab,ef->abf", Q - Z[i][1], ex.edge_features)
-                g = np.concatenate([gv.ravel(), ge.ravel()]) / len(batch) + reg * theta
-                G += g * g
-                theta = theta - lr / (np.sqrt(G) + 1e-8) * g
-                it += 1
-                if self.average and epoch >= n_epochs // 2:
-                    n_avg += 1
-                    avg += (theta - avg) / n_avg
-            if progress.update(iteration=epoch + 1, step_norm=float(np.linalg.norm(
-                    theta - start_theta)), updates=it):
-                break
-        self.n_iter_ = it
-        self.adagrad_sum_ = G
-        st = self.inner_stats_
-        if st["solves"]:
-            st["dd_iterations"] = st["dd_iterations"] / st["solves"]
-        return (avg if (self.average and n_avg) else theta), polys
-
-    def _initial_theta(self, D):
-        prev = getattr(self, "coef_", None)
-        if self.warm_start and isinstance(prev, np.ndarray) and prev.shape == (D,):
-            return prev.copy(), True            # warm start: the previous fit's theta
-        init = None
-        if isinstance(self.init, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(
-                self.init, bool):
-            try:
-                init = np.asarray(self.init, dtype=float)
-            except (TypeError, ValueError):     # e.g. a list of strings
-                init = None
-        if init is None or init.shape not in ((), (D,)) or not np.all(np.isfinite(init)):
-            raise InvalidParameterError(
-                f"The 'init' parameter of {type(self).__name__} must be a finite number or an "
-                f"array of shape ({D},) (the length of theta); got {self.init!r}.")
-        return (np.full(D, float(init)) if init.shape == () else init.copy()), False
-
-    def _inner(self, i, ex, b, B, loss_name, w, L, nl, U, polys):
-        st = self.inner_stats_
-        st["solves"] += 1
-        if self.inner == "dual_decomposition":
-            dd = (inner_junction_decomposition if isinstance(ex, GraphExample)
-                  else inner_dual_decomposition)
-            val, R, Q, u, ok, n_it = dd(ex, b, B, loss_name, w, L, nl, u0=U[i],
-                                        tol=float(self.inner_tol))
-            U[i] = u
-            st["dd_iterations"] += n_it
-            if ok:
-                return R, Q
-            st["lp_fallbacks"] += 1
-        if i not in polys:
-            polys[i] = InnerLP(ex, b.shape[1], nl)
-        _, R, Q = polys[i].solve(b, B)
-        return R, Q
-
-    def _fit_cutting_plane(self, exs, Ys, NL, k, d_v, d_e, progress):
-        # Example i's loss h_i(theta) = max_{x in P_i} (Phi_i theta + c_i) . x - psi_i . theta
-        # is a maximum of affine functions of theta, one per vertex x of its inner polytope
-        # (c_i = 1 on the v columns): the n-slack cutting plane of the max-margin learners
-        # applies, with the inner LP as the oracle and the vertex x as the "output".  In the
-        # scaling 1/2 |theta|^2 + C sum xi (C = 1 / (reg m)) a vertex x of example i is the
-        # master row  g . theta + xi_i >= b  with g = psi_i - Phi_i^T x, b = c_i . x.
-        from ..cutting_plane import _single_threaded_blas, solve_master_dual
-        m, reg, tol = len(exs), float(self.reg), float(self.tol)
-        C = 1.0 / (reg * m)
-        D = n_params(d_v, d_e, k)
-        Fs = [lp_features(ex, k) for ex in exs]
-        F_all = sp.vstack(Fs, format="csr")
-        FT_all = sp.csr_array(F_all.T)
-        cuts = np.concatenate([[0], np.cumsum([F.shape[0] for F in Fs])])
-        Psi = np.vstack([F.T @ lp_encode(ex, y, k) for F, ex, y in zip(Fs, exs, Ys)])
-        lps = [InnerLP(ex, k, nl, polytope=P)
-               for ex, nl, P in zip(exs, NL, shared_inner_polytopes(exs, NL, k))]
-        ones = [np.ones(ex.n_nodes) for ex in exs]
-        # the working set: row t of example group[t]; rows 0..m-1 are the truths (the
-        # adversary playing y_i: g = 0, b = 0), so every group starts with a row
-        size = max(4 * m, 64)
-        R, b, group = np.zeros((size, D)), np.zeros(size), np.zeros(size, dtype=np.int64)
-        group[:m] = np.arange(m)
-        Gram = np.zeros((size, size))
-        T = m
-        cap = np.full(m, C)
-        alpha = cap.copy()
-        theta, xi, lower = np.zeros(D), np.zeros(m), 0.0
-        converged = False
-        it = 0
-        with _single_threaded_blas():
-            for it in range(1, int(self.max_iter) + 1):
-                s = F_all @ theta
-                X = []
-                hinge = -(Psi @ theta)
-                for i in range(m):
-                    value, x = lps[i].solve_costs(np.concatenate([s[cuts[i]:cuts[i + 1]],
-                                                                  ones[i]]))
-                    hinge[i] += value
-                    X.append(x)
-                objective = 0.5 * reg * theta @ theta + hinge.mean()
-                viol = hinge - xi
-                stop = progress.update(iteration=it, objective=float(objective),
-                                       lower_bound=lower, max_violation=float(viol.max()),
-                                       n_constraints=T - m)
-                if viol.max() <= tol:
-                    converged = True
-                    break
-                if stop or it == int(self.max_iter):
-                    break
-                new = np.flatnonzero(viol > tol)
-                # the new rows in one product: the vertices' marginal parts times Phi
-                lens = cuts[new + 1] - cuts[new]
-                cols = np.concatenate([np.arange(cuts[i], cuts[i + 1]) for i in new])
-                vals = np.concatenate([X[i][:cuts[i + 1] - cuts[i]] for i in new])
-                S = sp.csr_array((vals, (np.repeat(np.arange(len(new)), lens), cols)),
-                                 shape=(len(new), F_all.shape[0]))
-                g = Psi[new] - (FT_all @ S.T).T
-                bv = np.array([X[i][cuts[i + 1] - cuts[i]:].sum() for i in new])
-                T1 = T + len(new)
-                if T1 > len(R):
-                    grow = max(T1, 2 * len(R))
-                    R = np.vstack([R, np.zeros((grow - len(R), D))])
-                    b, group = np.pad(b, (0, grow - len(b))), np.pad(group, (0, grow - len(group)))
-                    G2 = np.zeros((grow, grow))
-                    G2[:T, :T] = Gram[:T, :T]
-                    Gram = G2
-                R[T:T1], b[T:T1], group[T:T1] = g, bv, new
-                cross = R[:T1] @ g.T
-                Gram[:T1, T:T1] = cross
-                Gram[T:T1, :T1] = cross.T
-                T = T1
-                alpha = np.concatenate([alpha, np.zeros(len(new))])
-                alpha, grad, dual, _ = solve_master_dual(Gram[:T, :T], b[:T], group[:T], cap,
-                                                         alpha=alpha, tol=1e-3 * tol)
-                theta = R[:T].T @ alpha
-                xi = np.full(m, -np.inf)
-                np.maximum.at(xi, group[:T], grad)
-                lower = reg * dual
-        if not converged and it == int(self.max_iter):
-            warnings.warn(
-                f"{type(self).__name__} (method='cutting_plane') stopped after max_iter="
-                f"{int(self.max_iter)} rounds with an example's loss {float(viol.max()):.3g} "
-                f"above its cutting-plane bound (tol={tol:g}); raise max_iter or tol.",
-                ConvergenceWarning, stacklevel=3)
-        self.n_iter_ = it
-        self.converged_ = converged
-        self.objective_ = float(objective)
-        self.lower_bound_ = float(min(lower, objective))
-        self.n_constraints_ = T - m
-        self.inner_stats_["solves"] = it * m
-        return theta
-
-    def _fit_qp(self, exs, Ys, NL, k, d_v, d_e, progress, polytopes):
-        name = type(self).__name__
-        solver = check_solver(self.solver, owner=name)
-        opts = check_solver_opts(self.solver_opts, owner=name)
-        # Per example, the inner LP over parts mu = (node marginals, edge marginals, v) is
-        #   max (Phi theta + c) . mu  s.t.  A mu <= 0, E mu = e, mu >= 0     (c = 1 on v)
-        # (the box bounds of game_polytope are implied by these rows), with LP dual
-        #   min e . nu  s.t.  A^T lam + E^T nu >= Phi theta + c,  lam >= 0.
-        t0 = time.perf_counter()
-        Phis, As, Es, es, cs, psis = [], [], [], [], [], []
-        polytopes += shared_inner_polytopes(exs, NL, k)   # kept for the exact re-evaluation
-        for ex, y, P in zip(exs, Ys, polytopes):
-            F = lp_features(ex, k)
-            n = ex.n_nodes
-            Phis.append(sp.vstack([F, sp.csr_array((n, F.shape[1]))], format="csr"))
-            As.append(P.A); Es.append(P.E); es.append(P.e)
-            cs.append(np.concatenate([np.zeros(F.shape[0]), np.ones(n)]))
-            psis.append(F.T @ lp_encode(ex, y, k))
-        D = n_params(d_v, d_e, k)
-        m = len(exs)
-        Phi = sp.vstack(Phis, format="csr")
-        A = block_diag(As)
-        E = block_diag(Es)
-        Se = sp.csr_array((np.concatenate(es), np.concatenate([np.arange(len(x)) for x in es])
-                           + np.repeat(np.cumsum([0] + [len(x) for x in es[:-1]]),
-                                       [len(x) for x in es]),
-                           np.concatenate([[0], np.cumsum([len(x) for x in es])])),
-                          shape=(m, E.shape[0]))
-        Psi = np.vstack(psis)
-        theta = cp.Variable(D, name="theta")
-        xi = cp.Variable(m, name="xi")
-        lam = cp.Variable(A.shape[0], nonneg=True, name="lam")
-        nu = cp.Variable(E.shape[0], name="nu")
-        cons = [xi + Psi @ theta - Se @ nu >= 0,
-                sp.csr_array(A.T) @ lam + sp.csr_array(E.T) @ nu - Phi @ theta
-                >= np.concatenate(cs)]
-        obj = cp.Minimize(0.5 * float(self.reg) * cp.sum_squares(theta) + cp.sum(xi) / m)
-        prob = cp.Problem(obj, cons)
-        progress.message(f"compiled the QP of {m} examples, {Phi.shape[0]} parts, {D} "
-                         f"parameters in {time.perf_counter() - t0:.3g} s")
-        solve_s = solve(prob, solver, opts, what="the AGM training QP",
-                        hints={cp.UNBOUNDED: " With reg=0 the AGM objective can be unbounded; "
-                                             "use reg > 0."})
-        progress.message(f"solved the AGM training QP with {solver} in {solve_s:.3g} s")
-        self.problem_ = prob
-        self.solver_ = solver
-        self.qp_objective_ = float(prob.value)
-        return np.asarray(theta.value, dtype=float)
-
-    # ------------------------------------------------------------------ predict
     def _checked(self, X):
         self._check_fitted()
         k = self._check_params()[0]
@@ -706,10 +477,3 @@ class AdversarialGraphicalModel(BaseEstimator):
         P = np.clip(np.asarray(p.value, dtype=float).reshape(N, k), 0, None)
         P /= P.sum(axis=1, keepdims=True)
         return np.split(P, np.cumsum(sizes)[:-1])
-
-
-def _edge_onehot(ex, y, k):
-    m = len(ex.edge_child)
-    Z = np.zeros((m, k, k))
-    Z[np.arange(m), y[ex.edge_parent], y[ex.edge_child]] = 1.0
-    return Z

@@ -22,7 +22,7 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_choice, check_finite_array, check_scalar
+from ..utils.validation import check_choice, check_finite_array, check_scalar
 from ..exceptions import InvalidInputError, SolverError
 from ..solvers import check_solver, check_solver_opts, solve
 
@@ -154,7 +154,7 @@ def recover_cliques(gx, R, B):
         \\quad\\text{s.t.}\\quad r_i(\\mu) = R_i \\;\\; \\forall i
 
     over the clique-marginal polytope of the graph example ``gx``
-    (:mod:`structlp.agm.junction`), by HiGHS.  Always feasible (the product of
+    (:mod:`structlp.graphical.junction`), by HiGHS.  Always feasible (the product of
     the ``R_i`` is a joint distribution with these marginals); on a tree it is
     Eq. 9 for every edge at once.
 
@@ -168,7 +168,7 @@ def recover_cliques(gx, R, B):
     """
     from scipy.optimize import linprog
     import scipy.sparse as sp
-    from .junction import clique_polytope_rows, clique_scores, pairwise_marginals
+    from ..graphical.junction import clique_polytope_rows, clique_scores, pairwise_marginals
     n, k = R.shape
     T = gx.tables(k)
     E, e = clique_polytope_rows(gx, k)

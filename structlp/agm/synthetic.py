@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .._validation import check_choice, check_scalar
-from .junction import check_graph_example, graph, jt_max_sum
+from ..utils.validation import check_choice, check_scalar
+from ..graphical.junction import check_graph_example, graph, jt_max_sum
 
 #: Structures of :func:`make_loopy_data`.
 STRUCTURES = ("cycle", "skip_chain", "grid")

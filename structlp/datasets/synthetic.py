@@ -32,31 +32,31 @@ Dataset = Tuple[List[Any], List[np.ndarray], np.ndarray, Any]
 
 # ---------------------------------------------------------------- synthetic data
 def _rng(random_state: RandomState, owner: str) -> np.random.Generator:
-    from .._validation import check_random_state
+    from ..utils.validation import check_random_state
     return check_random_state(random_state, owner=owner)
 
 
 def _int(value: Any, name: str, owner: str, low: int) -> int:
-    from .._validation import check_scalar
+    from ..utils.validation import check_scalar
     return check_scalar(value, name, kind=numbers.Integral, low=low, owner=owner)
 
 
 def _noise(noise: Any, owner: str) -> float:
-    from .._validation import check_scalar
+    from ..utils.validation import check_scalar
     return check_scalar(noise, "noise", low=0, owner=owner)
 
 
 def _planted(model: Any, X: List[Any], noise: float, rng: np.random.Generator
              ) -> Tuple[List[Any], np.ndarray]:
     """Outputs of ``X`` under a planted unit-norm ``w`` and noisy part scores."""
-    from ..inference import maximize
+    from ..inference import maximize_checked
     checked = [model.check_x(x) for x in X]
     Phis = [model.checked_features(x) for x in checked]
     w = rng.standard_normal(Phis[0].shape[1])
     w /= np.linalg.norm(w)
     scores = [np.asarray(Phi @ w, dtype=float).ravel() + noise * rng.standard_normal(Phi.shape[0])
               for Phi in Phis]
-    Y, _ = maximize(model, checked, scores)
+    Y, _ = maximize_checked(model, checked, scores)
     return [np.asarray(y) for y in Y], w
 
 

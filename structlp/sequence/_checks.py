@@ -8,7 +8,7 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from .._validation import check_scalar
+from ..utils.validation import check_scalar
 from ..exceptions import InvalidInputError, InvalidParameterError
 
 #: Largest magnitude of an integer cost (the DP columns are int64 with 2**40 as infinity).

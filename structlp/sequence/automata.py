@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Tuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_bool, check_scalar
+from ..utils.validation import check_bool, check_scalar
 from ..exceptions import InvalidInputError, InvalidParameterError, StructlpError
+from ..utils.numeric import logsumexp
 from ._checks import check_alphabet_size, check_sequence
 
 if TYPE_CHECKING:  # pragma: no cover - losses imports this module
@@ -265,7 +266,7 @@ class Lattice:
         beta: List[Any] = [None] * (self.length + 1)
         beta[-1] = self.final
         for t in range(self.length - 1, -1, -1):
-            beta[t] = _logsumexp_rows(self._arc_scores(thetas, t) + beta[t + 1][self.dest[t]])
+            beta[t] = logsumexp(self._arc_scores(thetas, t) + beta[t + 1][self.dest[t]], axis=1)
         return float(self.initial + beta[0][0]), beta
 
     def expected_grams(self, thetas: Sequence[np.ndarray]) -> Tuple[float, List[np.ndarray]]:
@@ -347,12 +348,3 @@ def unique_rows(a: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     return a[first], first, inverse
 
 
-def _logsumexp_rows(a):
-    """Row-wise log-sum-exp (max-shifted), i.e. ``scipy.special.logsumexp(a, axis=1)``.
-
-    Written out because scipy's version costs ~1 ms per call in array-API
-    dispatch, which dominated small lattices; rows are never all ``-inf`` here
-    (every state of C has k outgoing arcs with finite weights).
-    """
-    m = a.max(axis=1)
-    return m + np.log(np.exp(a - m[:, None]).sum(axis=1))

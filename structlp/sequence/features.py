@@ -20,7 +20,7 @@ from typing import Any, Callable, List, Optional, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_scalar
+from ..utils.validation import check_scalar
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ._checks import check_alphabet_size, check_sequence
 

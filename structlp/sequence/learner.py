@@ -9,9 +9,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._lbfgs import minimize_lbfgs
-from .._progress import Progress, check_callback, check_verbose
-from .._validation import check_bool, check_choice, check_scalar, check_sequence_of_examples
+from ..utils.lbfgs import minimize_lbfgs
+from ..utils.progress import Progress, check_callback, check_verbose
+from ..utils.validation import check_bool, check_choice, check_scalar, check_sequence_of_examples
 from ..base import BaseEstimator
 from ..exceptions import ConvergenceWarning, InvalidInputError, NotFittedError
 from ._checks import check_lengths

@@ -43,7 +43,7 @@ from typing import Any, Dict, Optional, Protocol, Tuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_scalar
+from ..utils.validation import check_scalar
 from ..exceptions import DeclarationError, InvalidInputError, InvalidParameterError
 from ._checks import (check_alphabet_size, check_integer_cost, check_optional_positive,
                       check_sequence)

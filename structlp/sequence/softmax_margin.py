@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_bool, check_choice, check_finite_array
+from ..utils.validation import check_bool, check_choice, check_finite_array
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ._checks import check_sequence
 from .automata import Lattice, build_loss_automaton

@@ -24,8 +24,8 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._progress import Progress, check_callback, check_verbose
-from .._validation import check_bool, check_scalar, check_sequence_of_examples
+from ..utils.progress import Progress, check_callback, check_verbose
+from ..utils.validation import check_bool, check_scalar, check_sequence_of_examples
 from ..base import BaseEstimator
 from ..exceptions import ConvergenceWarning, InvalidInputError
 from ..solvers import check_solver, check_solver_opts, solve

@@ -15,7 +15,7 @@ from typing import Any, Optional, Tuple, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_scalar
+from ..utils.validation import check_scalar
 from .automata import Lattice, build_loss_automaton
 from .features import MarkovFeatures
 from .losses import SequenceLoss, ZeroLoss

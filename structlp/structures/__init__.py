@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from ..utils.lazy import attach
 
 __all__ = ["BipartiteMatching", "JunctionTreeLabeling", "Matching", "PerfectMatching",
            "SpanningTree", "TreeLabeling"]

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
-from .._validation import check_finite_array, check_scalar
+from ..utils.validation import check_finite_array, check_scalar
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ..model import StructuredModel
 from ..polytope import Polytope

@@ -8,12 +8,12 @@ from typing import Any, Callable, Hashable, Optional, Tuple, Union
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_bool, check_scalar
-from ..agm.game import check_loss
-from ..agm.junction import (MAX_TREEWIDTH, GraphExample, check_example, check_graph_example,
+from ..utils.validation import check_bool, check_scalar
+from ..graphical.losses import check_loss
+from ..graphical.junction import (MAX_TREEWIDTH, GraphExample, check_example, check_graph_example,
                             clique_polytope, encode_cliques, jt_max_sum_cliques,
                             pairwise_marginals, tree_as_graph)
-from ..agm.trees import check_labels, node_weights_of, part_features
+from ..graphical.trees import check_labels, node_weights_of, part_features
 from ..exceptions import InvalidParameterError
 from ..model import StructuredModel
 from ..polytope import Polytope
@@ -23,7 +23,7 @@ class JunctionTreeLabeling(StructuredModel):
     """Labellings ``y`` (n,) in ``0..k-1`` of a graph's nodes, scored by node and edge parts.
 
     An example is a graph dict (``node_features`` (n, d_v), ``edges`` (E, 2),
-    ``edge_features`` (E, d_e); see :mod:`structlp.agm.junction`) or a tree dict
+    ``edge_features`` (E, d_e); see :mod:`structlp.graphical.junction`) or a tree dict
     (read as a graph with edges ``(parent, child)``).  The score of ``y`` is
     ``sum_i theta_v[y_i] . v_i + sum_e theta_e[y_u, y_v] . f_e`` (the parameters of
     :class:`~structlp.structures.TreeLabeling`).  Parts are the clique tables

@@ -8,7 +8,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_choice, check_scalar
+from ..utils.validation import check_choice, check_scalar
 from ..certificates import (MAX_ODD_SETS, CertificateRows, GraphStructure,
                             alternating_cycle_rows, degrees, graph_copy, odd_set_rows)
 from ..exceptions import InvalidInputError, InvalidOutputError
@@ -119,13 +119,12 @@ class PerfectMatching(GraphStructure):
 
     With the default per-part slacks (``slack="two_sided"`` or ``"part"``)
     each example's slack bounds its structured hinge, so the objective is
-    >= the exact max-margin objective (:class:`~structlp.cutting_plane.CuttingPlaneLearner`)
+    >= the exact max-margin objective (:class:`~structlp.learners.cutting_plane.CuttingPlaneLearner`)
     on any data; a certificate's exactness makes the bound feasible with less
     slack but does not make it equal the hinge (only square bipartite
-    assignments are that).  On noisy random 6-node training sets (20 sets of 8
-    examples, C = 1) the exact objective at the two-sided certificate's ``w``
-    was at most 1.4% above the optimum with odd sets (QP objective 2.1%), 3.4%
-    with alternating cycles (QP 9.4%) (``benchmarks/bench_certificates.py``).
+    assignments are that).  How far above the optimum the exact objective at the
+    certificate's ``w`` lands is measured by ``benchmarks/bench_certificates.py``
+    (the documentation's benchmarks page).
 
     Parameters
     ----------

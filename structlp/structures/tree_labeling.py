@@ -10,12 +10,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
-from .._validation import check_bool, check_finite_array, check_scalar
-from ..agm.game import check_loss
-from ..agm.trees import (check_labels, check_tree_example, encode, local_polytope,
+from ..utils.validation import check_bool, check_finite_array, check_scalar
+from ..graphical.losses import check_loss
+from ..graphical.trees import (check_labels, check_tree_example, encode, local_polytope,
                          node_weights_of, part_features, score)
 from ..exceptions import InvalidInputError, InvalidParameterError
-from ..maxsum import max_sum
+from ..graphical.maxsum import max_sum
 from ..model import StructuredModel
 from ..polytope import Polytope
 from ..part_features import PartFeatures
@@ -25,7 +25,7 @@ class TreeLabeling(StructuredModel):
     """Labellings ``y`` (n,) in ``0..k-1`` of the nodes of a tree, scored by node and edge parts.
 
     An example is a tree dict (``node_features`` (n, d_v), dense or scipy.sparse,
-    ``edge_features`` (n-1, d_e), ``parents`` (n,); see :mod:`structlp.agm.trees`).  Parts are the
+    ``edge_features`` (n-1, d_e), ``parents`` (n,); see :mod:`structlp.graphical.trees`).  Parts are the
     node indicators ``mu[i, a]`` (n k) followed by the edge indicators
     ``mu[e, a, b]`` ((n-1) k^2, parent label ``a``, child label ``b``); the edge
     indicator of a labelling is the product of its node indicators.  The output
@@ -160,7 +160,7 @@ class TreeFeatures(PartFeatures):
     """The part features of a tree example in factored form (no ``L x d`` matrix).
 
     With ``w = (theta_v (k, d_v), theta_e (k, k, d_e))`` (the order of
-    :func:`~structlp.agm.trees.split_theta`), the part scores are the node
+    :func:`~structlp.graphical.trees.split_theta`), the part scores are the node
     scores ``V theta_v^T`` (n, k) and the edge scores ``E_f theta_e^T``
     (n-1, k, k); the joint feature of ``mu = (mu_v (n, k), mu_e (n-1, k, k))`` is
     ``(mu_v^T V, mu_e^T E_f)``, shapes (k, d_v) and (k, k, d_e).  ``V`` (the node

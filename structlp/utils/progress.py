@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any, Callable, List, Optional
 
-from .exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError
 
 _HANDLER: Optional[logging.Handler] = None
 

@@ -9,11 +9,11 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from ._progress import Progress
-from ._validation import check_bool, check_scalar
-from .exceptions import ConvergenceWarning
-from .frank_wolfe import _FirstOrderLearner
-from .model import StructuredModel
+from ..utils.progress import Progress
+from ..utils.validation import check_bool, check_scalar
+from ..exceptions import ConvergenceWarning
+from ._first_order import _FirstOrderLearner
+from ..model import StructuredModel
 
 
 class SubgradientLearner(_FirstOrderLearner):
@@ -51,7 +51,7 @@ class SubgradientLearner(_FirstOrderLearner):
     when the bound falls below ``tol * objective``; the best iterate seen is
     returned.  Subgradient
     methods converge slowly (``O(1/t)``); prefer
-    :class:`~structlp.frank_wolfe.FrankWolfeLearner`, which has a duality gap.
+    :class:`~structlp.learners.frank_wolfe.FrankWolfeLearner`, which has a duality gap.
 
     Parameters
     ----------
@@ -73,7 +73,7 @@ class SubgradientLearner(_FirstOrderLearner):
     solver, solver_opts : LP solver for models without a combinatorial oracle.
     scheduler_timeout : float > 0, default=10.0
     verbose : int >= 0 or bool, default=0
-        1: one log line per epoch (logger ``structlp.subgradient``, INFO) with the
+        1: one log line per epoch (logger ``structlp.learners.subgradient``, INFO) with the
         objective, the suboptimality bound and the time; 2: also a progress bar.
     callback : callable or None, default=None
         Called after every epoch as ``callback(info)`` (``iteration``, ``time``,

@@ -28,7 +28,7 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from .exceptions import InvalidInputError
+from ..exceptions import InvalidInputError
 
 try:  # optional: the compiled kernel
     import numba as _numba
@@ -160,7 +160,7 @@ def tree_max_sum(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, b:
 
 def max_sum(ex: Any, b: np.ndarray, B: np.ndarray,
             backend: str = "auto") -> Tuple[np.ndarray, float]:
-    """:func:`tree_max_sum` of a :class:`~structlp.agm.trees.TreeExample`.
+    """:func:`tree_max_sum` of a :class:`~structlp.graphical.trees.TreeExample`.
 
     Returns
     -------

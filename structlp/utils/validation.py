@@ -14,7 +14,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import InvalidInputError, InvalidParameterError
+from ..exceptions import InvalidInputError, InvalidParameterError
 
 
 def _owner(owner):

@@ -1,7 +1,7 @@
 """L-BFGS (``scipy.optimize.minimize``, method L-BFGS-B) with per-iteration progress.
 
 Every L-BFGS learner of the library (the softmax-margin learner, the tree and
-junction-tree CRFs) reports each iteration through :class:`~structlp._progress.Progress`
+junction-tree CRFs) reports each iteration through :class:`~structlp.utils.progress.Progress`
 (``iteration``, ``objective``, ``time``) and stops when the user's callback returns True.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import numpy as np
 from scipy.optimize import minimize
 
-from ._progress import Progress
+from .progress import Progress
 
 
 class _Stop(Exception):

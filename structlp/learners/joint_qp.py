@@ -13,18 +13,18 @@ from numpy.typing import ArrayLike
 
 import scipy.sparse as sp
 
-from ._progress import Progress, check_verbose
-from ._validation import check_bool, check_finite_array, check_scalar
-from .base import BaseEstimator, StructuredPredictorMixin
-from .compiler import compile_primal, prepare, stacked_scores
-from .dual import compile_dual
-from .kernels import Kernel, factor_kernel, factor_precomputed
-from .exceptions import InvalidInputError, InvalidParameterError, StructlpError
-from .formulations import get_formulation
-from .inference import loss_augmented
-from .model import StructuredModel
-from .persistence import fingerprint
-from .solvers import scaling_note, solve, verify_solution
+from ..utils.progress import Progress, check_verbose
+from ..utils.validation import check_bool, check_finite_array, check_scalar
+from ..base import BaseEstimator, StructuredPredictorMixin
+from ..compiler import compile_primal, prepare, stacked_scores
+from ..dual import compile_dual
+from ..kernels import Kernel, factor_kernel, factor_precomputed
+from ..exceptions import InvalidInputError, InvalidParameterError, StructlpError
+from ..formulations import get_formulation
+from ..inference import loss_augmented
+from ..model import StructuredModel
+from ..utils.fingerprint import fingerprint
+from ..solvers import scaling_note, solve, verify_solution
 
 #: The attributes a fit sets from the QP's solution (all dropped before a new one is read).
 _SOLUTION_ATTRS = ("coef_", "slack_", "objective_", "dual_coef_", "support_",
@@ -112,7 +112,7 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         slack per example, Taskar et al.'s relaxation) collapses to ``w = 0``
         under label noise.  Other formulations take no slack (an error).
     verbose : int >= 0 or bool, default=0
-        1: log (logger ``structlp.learner``) the compile and solve times and the
+        1: log (logger ``structlp.learners.joint_qp``) the compile and solve times and the
         objective; 2: also the solver's own output (cvxpy's ``verbose=True``).
 
     Attributes

@@ -1,0 +1,267 @@
+"""The three fit routes of :class:`~structlp.agm.AdversarialGraphicalModel`.
+
+* :func:`fit_subgradient`: the paper's stochastic subgradient method (Fathony et al. 2018,
+  Algorithm 1), each example's inner game solved by an LP (hot-started HiGHS) or by dual
+  decomposition;
+* :func:`fit_cutting_plane`: the n-slack cutting plane over the adversary's vertices, the
+  master solved in its dual (:func:`structlp.learners.master.solve_master_dual`);
+* :func:`fit_qp`: the whole training set as one QP (the inner LPs dualized).
+
+Each takes the estimator (its parameters) and the checked data, and returns ``theta``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import ConvergenceWarning, InvalidParameterError
+from ..formulations import block_diag
+from ..solvers import check_solver, check_solver_opts, solve
+from ..graphical.junction import GraphExample
+from ..graphical.trees import n_params, split_theta
+from .inner import InnerLP, inner_dual_decomposition, inner_junction_decomposition
+from .model import lp_encode, lp_features, shared_inner_polytopes
+
+
+def fit_subgradient(est, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
+    rng = np.random.default_rng(est.random_state)
+    D = n_params(d_v, d_e, k)
+    theta, warm = _initial_theta(est, D)
+    prev_G = getattr(est, "adagrad_sum_", None)
+    # a warm start continues AdaGrad: with fresh squared-gradient sums its first steps
+    # would move every coordinate by learning_rate, away from the previous solution
+    G = (prev_G.copy() if warm and isinstance(prev_G, np.ndarray) and prev_G.shape == (D,)
+         else np.zeros(D))
+    avg, n_avg = np.zeros(D), 0
+    m = len(exs)
+    bs = min(int(est.batch_size), m)
+    lr, reg = float(est.learning_rate), float(est.reg)
+    Z = [(np.eye(k)[y], _edge_onehot(ex, y, k)) for ex, y in zip(exs, Ys)]
+    U = [None] * m
+    polys = {}
+    n_epochs = int(est.max_epochs)
+    it = 0
+    for epoch in range(n_epochs):
+        start_theta = theta
+        perm = rng.permutation(m)
+        for start in range(0, m, bs):
+            batch = perm[start:start + bs]
+            gv = np.zeros((k, d_v))
+            ge = np.zeros((k, k, d_e))
+            for i in batch:
+                ex = exs[i]
+                tv, te = split_theta(theta, d_v, d_e, k)
+                b = ex.node_features @ tv.T
+                B = (ex.edge_features @ te.reshape(k * k, d_e).T).reshape(-1, k, k)
+                R, Q = _inner(est, i, ex, b, B, loss_name, W[i], L, NL[i], U, polys)
+                gv += (R - Z[i][0]).T @ ex.node_features
+                ge += np.einsum("eab,ef->abf", Q - Z[i][1], ex.edge_features)
+            g = np.concatenate([gv.ravel(), ge.ravel()]) / len(batch) + reg * theta
+            G += g * g
+            theta = theta - lr / (np.sqrt(G) + 1e-8) * g
+            it += 1
+            if est.average and epoch >= n_epochs // 2:
+                n_avg += 1
+                avg += (theta - avg) / n_avg
+        if progress.update(iteration=epoch + 1, step_norm=float(np.linalg.norm(
+                theta - start_theta)), updates=it):
+            break
+    est.n_iter_ = it
+    est.adagrad_sum_ = G
+    st = est.inner_stats_
+    if st["solves"]:
+        st["dd_iterations"] = st["dd_iterations"] / st["solves"]
+    return (avg if (est.average and n_avg) else theta), polys
+
+def _initial_theta(est, D):
+    prev = getattr(est, "coef_", None)
+    if est.warm_start and isinstance(prev, np.ndarray) and prev.shape == (D,):
+        return prev.copy(), True            # warm start: the previous fit's theta
+    init = None
+    if isinstance(est.init, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(
+            est.init, bool):
+        try:
+            init = np.asarray(est.init, dtype=float)
+        except (TypeError, ValueError):     # e.g. a list of strings
+            init = None
+    if init is None or init.shape not in ((), (D,)) or not np.all(np.isfinite(init)):
+        raise InvalidParameterError(
+            f"The 'init' parameter of {type(est).__name__} must be a finite number or an "
+            f"array of shape ({D},) (the length of theta); got {est.init!r}.")
+    return (np.full(D, float(init)) if init.shape == () else init.copy()), False
+
+def _inner(est, i, ex, b, B, loss_name, w, L, nl, U, polys):
+    st = est.inner_stats_
+    st["solves"] += 1
+    if est.inner == "dual_decomposition":
+        dd = (inner_junction_decomposition if isinstance(ex, GraphExample)
+              else inner_dual_decomposition)
+        val, R, Q, u, ok, n_it = dd(ex, b, B, loss_name, w, L, nl, u0=U[i],
+                                    tol=float(est.inner_tol))
+        U[i] = u
+        st["dd_iterations"] += n_it
+        if ok:
+            return R, Q
+        st["lp_fallbacks"] += 1
+    if i not in polys:
+        polys[i] = InnerLP(ex, b.shape[1], nl)
+    _, R, Q = polys[i].solve(b, B)
+    return R, Q
+
+def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
+    # Example i's loss h_i(theta) = max_{x in P_i} (Phi_i theta + c_i) . x - psi_i . theta
+    # is a maximum of affine functions of theta, one per vertex x of its inner polytope
+    # (c_i = 1 on the v columns): the n-slack cutting plane of the max-margin learners
+    # applies, with the inner LP as the oracle and the vertex x as the "output".  In the
+    # scaling 1/2 |theta|^2 + C sum xi (C = 1 / (reg m)) a vertex x of example i is the
+    # master row  g . theta + xi_i >= b  with g = psi_i - Phi_i^T x, b = c_i . x.
+    from ..learners.master import single_threaded_blas, solve_master_dual
+    m, reg, tol = len(exs), float(est.reg), float(est.tol)
+    C = 1.0 / (reg * m)
+    D = n_params(d_v, d_e, k)
+    Fs = [lp_features(ex, k) for ex in exs]
+    F_all = sp.vstack(Fs, format="csr")
+    FT_all = sp.csr_array(F_all.T)
+    cuts = np.concatenate([[0], np.cumsum([F.shape[0] for F in Fs])])
+    Psi = np.vstack([F.T @ lp_encode(ex, y, k) for F, ex, y in zip(Fs, exs, Ys)])
+    lps = [InnerLP(ex, k, nl, polytope=P)
+           for ex, nl, P in zip(exs, NL, shared_inner_polytopes(exs, NL, k))]
+    ones = [np.ones(ex.n_nodes) for ex in exs]
+    # the working set: row t of example group[t]; rows 0..m-1 are the truths (the
+    # adversary playing y_i: g = 0, b = 0), so every group starts with a row
+    size = max(4 * m, 64)
+    R, b, group = np.zeros((size, D)), np.zeros(size), np.zeros(size, dtype=np.int64)
+    group[:m] = np.arange(m)
+    Gram = np.zeros((size, size))
+    T = m
+    cap = np.full(m, C)
+    alpha = cap.copy()
+    theta, xi, lower = np.zeros(D), np.zeros(m), 0.0
+    converged = False
+    it = 0
+    with single_threaded_blas():
+        for it in range(1, int(est.max_iter) + 1):
+            s = F_all @ theta
+            X = []
+            hinge = -(Psi @ theta)
+            for i in range(m):
+                value, x = lps[i].solve_costs(np.concatenate([s[cuts[i]:cuts[i + 1]],
+                                                              ones[i]]))
+                hinge[i] += value
+                X.append(x)
+            objective = 0.5 * reg * theta @ theta + hinge.mean()
+            viol = hinge - xi
+            stop = progress.update(iteration=it, objective=float(objective),
+                                   lower_bound=lower, max_violation=float(viol.max()),
+                                   n_constraints=T - m)
+            if viol.max() <= tol:
+                converged = True
+                break
+            if stop or it == int(est.max_iter):
+                break
+            new = np.flatnonzero(viol > tol)
+            # the new rows in one product: the vertices' marginal parts times Phi
+            lens = cuts[new + 1] - cuts[new]
+            cols = np.concatenate([np.arange(cuts[i], cuts[i + 1]) for i in new])
+            vals = np.concatenate([X[i][:cuts[i + 1] - cuts[i]] for i in new])
+            S = sp.csr_array((vals, (np.repeat(np.arange(len(new)), lens), cols)),
+                             shape=(len(new), F_all.shape[0]))
+            g = Psi[new] - (FT_all @ S.T).T
+            bv = np.array([X[i][cuts[i + 1] - cuts[i]:].sum() for i in new])
+            T1 = T + len(new)
+            if T1 > len(R):
+                grow = max(T1, 2 * len(R))
+                R = np.vstack([R, np.zeros((grow - len(R), D))])
+                b, group = np.pad(b, (0, grow - len(b))), np.pad(group, (0, grow - len(group)))
+                G2 = np.zeros((grow, grow))
+                G2[:T, :T] = Gram[:T, :T]
+                Gram = G2
+            R[T:T1], b[T:T1], group[T:T1] = g, bv, new
+            cross = R[:T1] @ g.T
+            Gram[:T1, T:T1] = cross
+            Gram[T:T1, :T1] = cross.T
+            T = T1
+            alpha = np.concatenate([alpha, np.zeros(len(new))])
+            alpha, grad, dual, _ = solve_master_dual(Gram[:T, :T], b[:T], group[:T], cap,
+                                                     alpha=alpha, tol=1e-3 * tol)
+            theta = R[:T].T @ alpha
+            xi = np.full(m, -np.inf)
+            np.maximum.at(xi, group[:T], grad)
+            lower = reg * dual
+    if not converged and it == int(est.max_iter):
+        warnings.warn(
+            f"{type(est).__name__} (method='cutting_plane') stopped after max_iter="
+            f"{int(est.max_iter)} rounds with an example's loss {float(viol.max()):.3g} "
+            f"above its cutting-plane bound (tol={tol:g}); raise max_iter or tol.",
+            ConvergenceWarning, stacklevel=3)
+    est.n_iter_ = it
+    est.converged_ = converged
+    est.objective_ = float(objective)
+    est.lower_bound_ = float(min(lower, objective))
+    est.n_constraints_ = T - m
+    est.inner_stats_["solves"] = it * m
+    return theta
+
+def fit_qp(est, exs, Ys, NL, k, d_v, d_e, progress, polytopes):
+    name = type(est).__name__
+    solver = check_solver(est.solver, owner=name)
+    opts = check_solver_opts(est.solver_opts, owner=name)
+    # Per example, the inner LP over parts mu = (node marginals, edge marginals, v) is
+    #   max (Phi theta + c) . mu  s.t.  A mu <= 0, E mu = e, mu >= 0     (c = 1 on v)
+    # (the box bounds of game_polytope are implied by these rows), with LP dual
+    #   min e . nu  s.t.  A^T lam + E^T nu >= Phi theta + c,  lam >= 0.
+    t0 = time.perf_counter()
+    Phis, As, Es, es, cs, psis = [], [], [], [], [], []
+    polytopes += shared_inner_polytopes(exs, NL, k)   # kept for the exact re-evaluation
+    for ex, y, P in zip(exs, Ys, polytopes):
+        F = lp_features(ex, k)
+        n = ex.n_nodes
+        Phis.append(sp.vstack([F, sp.csr_array((n, F.shape[1]))], format="csr"))
+        As.append(P.A); Es.append(P.E); es.append(P.e)
+        cs.append(np.concatenate([np.zeros(F.shape[0]), np.ones(n)]))
+        psis.append(F.T @ lp_encode(ex, y, k))
+    D = n_params(d_v, d_e, k)
+    m = len(exs)
+    Phi = sp.vstack(Phis, format="csr")
+    A = block_diag(As)
+    E = block_diag(Es)
+    Se = sp.csr_array((np.concatenate(es), np.concatenate([np.arange(len(x)) for x in es])
+                       + np.repeat(np.cumsum([0] + [len(x) for x in es[:-1]]),
+                                   [len(x) for x in es]),
+                       np.concatenate([[0], np.cumsum([len(x) for x in es])])),
+                      shape=(m, E.shape[0]))
+    Psi = np.vstack(psis)
+    theta = cp.Variable(D, name="theta")
+    xi = cp.Variable(m, name="xi")
+    lam = cp.Variable(A.shape[0], nonneg=True, name="lam")
+    nu = cp.Variable(E.shape[0], name="nu")
+    cons = [xi + Psi @ theta - Se @ nu >= 0,
+            sp.csr_array(A.T) @ lam + sp.csr_array(E.T) @ nu - Phi @ theta
+            >= np.concatenate(cs)]
+    obj = cp.Minimize(0.5 * float(est.reg) * cp.sum_squares(theta) + cp.sum(xi) / m)
+    prob = cp.Problem(obj, cons)
+    progress.message(f"compiled the QP of {m} examples, {Phi.shape[0]} parts, {D} "
+                     f"parameters in {time.perf_counter() - t0:.3g} s")
+    solve_s = solve(prob, solver, opts, what="the AGM training QP",
+                    hints={cp.UNBOUNDED: " With reg=0 the AGM objective can be unbounded; "
+                                         "use reg > 0."})
+    progress.message(f"solved the AGM training QP with {solver} in {solve_s:.3g} s")
+    est.problem_ = prob
+    est.solver_ = solver
+    est.qp_objective_ = float(prob.value)
+    return np.asarray(theta.value, dtype=float)
+
+# ------------------------------------------------------------------ predict
+
+
+def _edge_onehot(ex, y, k):
+    m = len(ex.edge_child)
+    Z = np.zeros((m, k, k))
+    Z[np.arange(m), y[ex.edge_parent], y[ex.edge_child]] = 1.0
+    return Z

@@ -1,0 +1,63 @@
+"""Loss matrices over labels, shared by the labelling structures and the adversarial models.
+
+A per-node loss between a predicted and a true label is a ``(n_labels, n_labels)`` matrix
+``L[predicted, true]``; :func:`loss_matrix` builds the three named ones and
+:func:`check_loss` validates a name or a matrix.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..exceptions import InvalidParameterError
+from ..utils.validation import check_choice, check_finite_array, check_scalar
+
+#: Losses with a closed-form node game.
+NAMED_LOSSES = ("zero_one", "absolute", "squared")
+
+
+def loss_matrix(loss: str, n_labels: int) -> np.ndarray:
+    """The (k, k) matrix of a named loss (labels 0..k-1), or the given matrix checked.
+
+    Parameters
+    ----------
+    loss : {"zero_one", "absolute", "squared"} or array of shape (k, k)
+    n_labels : int
+
+    Returns
+    -------
+    ndarray, shape (n_labels, n_labels)
+        ``L[j, b]`` = loss of predicting ``j`` when the true label is ``b``.
+    """
+    k = check_scalar(n_labels, "n_labels", kind=numbers.Integral, low=1, owner="loss_matrix")
+    idx = np.arange(k)
+    if isinstance(loss, str):
+        check_choice(loss, "loss", NAMED_LOSSES)
+        if loss == "zero_one":
+            return 1.0 - np.eye(k)
+        diff = np.abs(idx[:, None] - idx[None, :]).astype(float)
+        return diff if loss == "absolute" else diff ** 2
+    L = check_finite_array(loss, "loss matrix", ndim=2)
+    if L.shape != (k, k):
+        raise InvalidParameterError(
+            f"The loss matrix must have shape (n_labels, n_labels) = ({k}, {k}); got {L.shape}.")
+    return L
+
+
+def check_loss(loss, n_labels, owner=None, allow_negative=False):
+    """Validate ``loss`` (a name or a matrix); return ``(name_or_None, L)``."""
+    if isinstance(loss, str):
+        if loss not in NAMED_LOSSES:
+            where = f" of {owner}" if owner else ""
+            raise InvalidParameterError(
+                f"The 'loss' parameter{where} must be one of {list(NAMED_LOSSES)} or a "
+                f"(n_labels, n_labels) matrix; got {loss!r}.")
+        return loss, loss_matrix(loss, n_labels)
+    L = loss_matrix(loss, n_labels)
+    if not allow_negative and np.any(L < 0):
+        where = f" of {owner}" if owner else ""
+        raise InvalidParameterError(
+            f"The loss matrix{where} must have non-negative entries; got minimum {L.min():g}.")
+    return None, L
