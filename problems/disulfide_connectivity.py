@@ -161,7 +161,7 @@ def _solver_opts(solver):
 
 def _estimator(learner, kernel, gamma, C, solver, max_rank):
     if learner == "exact":
-        from structlp.cutting_plane import CuttingPlaneLearner
+        from structlp.learners.cutting_plane import CuttingPlaneLearner
         return CuttingPlaneLearner(PerfectMatching(), C=C, tol=1e-3, solver=solver)
     model = IndependentPairs() if learner == "pairs" else PerfectMatching(
         certificate=_RUN.get("certificate", PerfectMatching().certificate))
@@ -375,7 +375,7 @@ def run(solver=None, C=None, sigma=None, seed=0, folds=4, max_train=None,
     ``verbose`` (1: one progress line per learner and fold, on the ``structlp``
     logger; the CLI shows them on a terminal).
     """
-    from structlp._progress import Progress, check_verbose
+    from structlp.utils import Progress, check_verbose
     verbose = check_verbose(verbose)
     if split not in ("family", "random"):
         raise structlp.InvalidParameterError(

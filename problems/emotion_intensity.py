@@ -122,13 +122,13 @@ from collections import namedtuple
 import numpy as np
 
 import structlp
-from structlp._progress import Progress, check_verbose
+from structlp.utils import Progress, check_verbose
 from structlp.agm import AdversarialGraphicalModel, JunctionTreeCRF, TreeCRF
 from structlp.agm.crf import tree_marginals
 from structlp.agm.data import emotion_examples, load_ck_emotion
 from structlp.agm.game import check_loss
-from structlp.agm.junction import GraphExample, check_graph_example, jt_marginals, jt_max_sum
-from structlp.agm.trees import check_tree_example, max_sum, potentials
+from structlp.graphical.junction import GraphExample, check_graph_example, jt_marginals, jt_max_sum
+from structlp.graphical.trees import check_tree_example, max_sum, potentials
 from structlp.structures import JunctionTreeLabeling, TreeLabeling
 
 DESCRIPTION = __doc__.split("\n\n")[0]
@@ -607,7 +607,7 @@ def run(solver=None, C=None, seed=0, splits=1, data_path=None, protocol="exact",
     being one model fitted on one split or fold; Clarabel then runs one
     thread per worker), ``seed`` (AdaGrad's order and the CRF's start in the
     paper protocol), ``verbose`` (0, or >= 1: one log line per finished task
-    and per grid extension, through :mod:`structlp._progress`), ``edges``
+    and per grid extension, through :class:`structlp.utils.Progress`), ``edges``
     ("chain", default, or "skip2": skip-chain examples with the edges (t, t + 2)
     too, their features ``[|x_{t+2} - x_t|; 1]`` with their own parameters; the
     AGM then runs on the junction tree (width 2), the SSVM on

@@ -58,7 +58,7 @@ import numpy as np
 from structlp import MaxMarginLearner
 from structlp import ConvergenceWarning, CuttingPlaneLearner
 from structlp.datasets import load_ocr_letters
-from structlp.frank_wolfe import FrankWolfeLearner
+from structlp.learners.frank_wolfe import FrankWolfeLearner
 from structlp.structures import TreeLabeling
 
 DESCRIPTION = __doc__.split("\n\n")[0]

@@ -54,8 +54,7 @@ def make_conference(rng, planted, n_reviewers, n_papers, n_words, n_topics,
 
 
 def _best(model, X, scores):
-    from structlp.inference import maximize
-    return maximize(model, X, scores)
+    return structlp.maximize(model, X, scores)
 
 
 def generate(seed=0, **overrides):
@@ -84,7 +83,7 @@ def _evaluate(model, X, Y, pred):
 
 def run(solver=None, C=None, seed=0, verbose=0, **overrides):
     """Train on past conferences, evaluate on held-out ones; return results."""
-    from structlp._progress import Progress, check_verbose
+    from structlp.utils import Progress, check_verbose
     progress = Progress("reviewer_assignment", check_verbose(verbose))
     C = 1.0 if C is None else C
     (Xtr, Ytr), (Xte, Yte), planted, cfg = generate(seed, **overrides)

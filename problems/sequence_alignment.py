@@ -89,7 +89,7 @@ def run(solver=None, C=None, seed=0, length=10, alphabet=4, n_train=60, n_val=10
     ``solver`` is ignored (L-BFGS); ``C`` fixes ``reg = 1 / C``; ``verbose`` logs one
     line per trained model.
     """
-    from structlp._progress import Progress, check_verbose
+    from structlp.utils import Progress, check_verbose
     progress = Progress("sequence_alignment", check_verbose(verbose), total=int(repeats))
     k = int(alphabet)
     feats = StackedFeatures([EmissionFeatures(k, k, window=2), BigramFeatures(k)])
