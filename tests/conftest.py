@@ -1,12 +1,25 @@
-"""Shared fixtures: every solver-dependent test runs once per installed solver."""
+"""Shared fixtures: every solver-dependent test runs once per installed solver.
+
+The tests mirror the package (tests/learners/, tests/certificates/, tests/agm/, ...); the
+shared oracles (oracles.py here, agm/*_oracles.py, sequence/seq_oracles.py) and the helpers
+some test modules share are importable from every folder.
+"""
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import structlp
+
+_HERE = Path(__file__).resolve().parent
+_FOLDERS = [p for p in _HERE.iterdir()
+            if p.is_dir() and not p.name.startswith(("_", ".")) and p.name != "fixtures"]
+for _folder in [_HERE, *sorted(_FOLDERS)]:
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 #: Per-solver options that make first-order solvers accurate enough to compare,
 #: and the relative tolerance each solver is held to.

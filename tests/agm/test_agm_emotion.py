@@ -19,7 +19,7 @@ from structlp.graphical.trees import check_tree_example, potentials, score
 from structlp.cli import load_problem, main
 from structlp.exceptions import InvalidInputError, InvalidParameterError, StructlpError
 
-PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "emotion_intensity.py"
+PROBLEM = Path(__file__).resolve().parents[2] / "problems" / "emotion_intensity.py"
 
 
 def _have_data():

@@ -14,7 +14,7 @@ needs_data = pytest.mark.skipif(
     not (DISULFIDE_DIR / "dataset").is_file(),
     reason="disulfinder-data is not installed (apt-get install disulfinder-data)")
 
-PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "disulfide_connectivity.py"
+PROBLEM = Path(__file__).resolve().parents[2] / "problems" / "disulfide_connectivity.py"
 
 
 def test_missing_data_names_the_package(tmp_path):

