@@ -196,8 +196,8 @@ def _configure_logging(level: int) -> None:
     if level <= 0:
         root.setLevel(logging.WARNING)
         return
-    from .utils.progress import _ensure_handler
-    _ensure_handler()
+    from .utils.progress import ensure_handler
+    ensure_handler()
     root.setLevel(logging.DEBUG if level >= 3 else logging.INFO)
 
 

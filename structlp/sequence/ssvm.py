@@ -28,6 +28,7 @@ from ..utils.progress import Progress, check_callback, check_verbose
 from ..utils.validation import check_bool, check_scalar, check_sequence_of_examples
 from ..base import BaseEstimator
 from ..exceptions import ConvergenceWarning, InvalidInputError
+from ..learners.master import single_threaded_blas, solve_master_dual
 from ..solvers import check_solver, check_solver_opts, solve
 from ._checks import check_lengths
 from .automata import Lattice
@@ -52,7 +53,10 @@ class SequenceSSVM(BaseEstimator):
     max_iter : int >= 1
         Passes over the training set.
     solver, solver_opts :
-        cvxpy solver for the master QP (default CLARABEL) and its options, untouched.
+        The master QP's solver: None (default) solves it in its dual by the cutting planes'
+        active-set master (:func:`structlp.learners.master.solve_master_dual`, the one
+        :class:`~structlp.CuttingPlaneLearner` uses); a cvxpy solver name (e.g.
+        ``"CLARABEL"``) solves it as a cvxpy problem, ``solver_opts`` passed untouched.
     verbose : int >= 0, default=0
         1: one log line per round (master objective, violated examples, working set).
     callback : callable or None, default=None
@@ -224,8 +228,27 @@ class SequenceSSVM(BaseEstimator):
 
 
 def _master(rows, owner, offsets, m, d, C, solver, opts):
-    """The master QP over the working sets: ``(w, xi, objective)``."""
+    """The master QP over the working sets: ``(w, xi, objective)``.
+
+    ``min_w 1/2 |w|^2 + C sum_i xi_i`` s.t. ``D_t . w + xi_{owner_t} >= offset_t`` and
+    ``xi >= 0``: by default in its dual, by the cutting planes' active-set master
+    (:func:`structlp.learners.master.solve_master_dual`, with one zero row per example
+    for ``xi_i >= 0``); with a named ``solver``, as a cvxpy problem."""
     D = np.vstack(rows)
+    if solver is None:
+        # the zero rows (g = 0, b = 0) of every example carry xi_i >= 0
+        G_rows = np.vstack([np.zeros((m, d)), D])
+        b = np.concatenate([np.zeros(m), np.asarray(offsets, dtype=float)])
+        group = np.concatenate([np.arange(m), np.asarray(owner, dtype=np.int64)])
+        with single_threaded_blas():
+            alpha, grad, _, _ = solve_master_dual(G_rows @ G_rows.T, b, group, np.full(m, C),
+                                                  tol=1e-12 * max(1.0, float(np.abs(b).max())))
+        w = G_rows.T @ alpha
+        # xi_i: the largest violation of example i's rows at w (>= 0 by its zero row)
+        viol = b - G_rows @ w
+        xi = np.zeros(m)
+        np.maximum.at(xi, group, viol)
+        return w, xi, float(0.5 * w @ w + C * xi.sum())
     wv, xv = cp.Variable(d), cp.Variable(m, nonneg=True)
     S = np.zeros((len(owner), m))
     S[np.arange(len(owner)), owner] = 1.0

@@ -78,7 +78,7 @@ class _Handler(logging.StreamHandler):
         super().emit(record)
 
 
-def _ensure_handler() -> None:
+def ensure_handler() -> None:
     """Make INFO lines of ``structlp.*`` visible when a user asks for ``verbose`` and has
     configured no logging of their own (one stderr handler on the ``structlp`` logger)."""
     global _HANDLER
@@ -124,7 +124,7 @@ class Progress:
         self.t0 = time.perf_counter()
         self.bar = None
         if self.verbose:
-            _ensure_handler()
+            ensure_handler()
         if self.verbose >= 2 and sys.stderr.isatty():
             try:
                 from tqdm.auto import tqdm
