@@ -100,13 +100,12 @@ def main(argv=None):
 
 def write_json(path, rows, started):
     """The table in the schema of benchmarks/report.py."""
-    cols = [("m", "examples m", None), ("parts", "parts", None), ("primal", "primal", "s"),
-            ("dual_linear", "dual, linear", "s"), ("ratio_linear", "dual linear / primal", None),
-            ("obj_diff", "relative objective difference", None),
-            ("rbf100", "dual, RBF rank ≤ 100", "s"), ("ratio_rbf100", "RBF 100 / primal", None),
-            ("factor", "factor, rank 100", "s"), ("rbf300", "dual, RBF rank ≤ 300", "s"),
-            ("ratio_rbf300", "RBF 300 / primal", None), ("rank300", "rank used", None),
-            ("peak_mb", "peak Python memory, RBF 300", "MB")]
+    cols = [("m", "m", None), ("parts", "parts", None), ("primal", "primal", "s"),
+            ("dual_linear", "dual linear", "s"), ("ratio_linear", "linear / primal", None),
+            ("obj_diff", "rel. objective diff.", None),
+            ("rbf100", "RBF, rank ≤ 100", "s"), ("ratio_rbf100", "/ primal", None),
+            ("factor", "its factor", "s"), ("rbf300", "RBF, rank ≤ 300", "s"),
+            ("ratio_rbf300", "/ primal", None), ("peak_mb", "peak, RBF 300", "MB")]
     columns = []
     for key, label, unit in cols:
         col = {"key": key, "label": label}
