@@ -1,5 +1,6 @@
-"""Sphinx configuration of structlp's documentation (``sphinx-build -W -b html docs docs/_build``)."""
+"""Sphinx configuration of structlp's documentation (``python -m sphinx -W -b html docs OUT``)."""
 
+import os
 import re
 import shutil
 import sys
@@ -8,6 +9,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE / "_ext"))
 
 import structlp  # noqa: E402
 
@@ -22,22 +24,43 @@ extensions = [
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_nb",
+    "gallery",          # docs/_ext/gallery.py: a thumbnail card per tutorial
+    "benchmark_tables", # docs/_ext/benchmark_tables.py: tables from benchmarks/results/*.json
 ]
 
-# the notebooks are rendered as committed (outputs cleared), never executed here;
-# they are copied in at build time because Sphinx reads only its source folder
+# The tutorials live in notebooks/ (committed with outputs cleared) and are executed here, at
+# build time, so the pages show their outputs and plots. Sphinx reads only its source folder,
+# so docs/notebooks is a link to them (a copy where links are not possible); the notebooks run
+# in their own folder, which is what their relative paths (../problems/...) expect.
 NOTEBOOKS = HERE / "notebooks"
-if NOTEBOOKS.exists():
+if NOTEBOOKS.is_symlink() or NOTEBOOKS.is_file():
+    NOTEBOOKS.unlink()
+elif NOTEBOOKS.exists():
     shutil.rmtree(NOTEBOOKS)
-NOTEBOOKS.mkdir()
-for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
-    shutil.copy(nb, NOTEBOOKS / nb.name)
-nb_execution_mode = "off"
+try:
+    NOTEBOOKS.symlink_to(Path("..") / "notebooks", target_is_directory=True)
+except OSError:
+    NOTEBOOKS.mkdir()
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        shutil.copy(nb, NOTEBOOKS / nb.name)
+    for folder in ("problems",):                # what the notebooks open by relative path
+        if not (HERE / folder).exists():
+            shutil.copytree(ROOT / folder, HERE / folder)
+
+# the notebook kernels import structlp from this checkout, as the build does
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+nb_execution_mode = "cache"          # executed when changed; a fresh build executes them all
+nb_execution_timeout = 300           # seconds per cell
+nb_execution_raise_on_error = True   # a failing tutorial fails the build
+nb_execution_show_tb = True
+nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_dmath_double_inline = True      # $$...$$ inside a paragraph is display math too
 myst_heading_anchors = 3
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "problems"]
 
 autodoc_default_options = {"members": True, "inherited-members": False,
                            "member-order": "bysource"}
@@ -51,6 +74,8 @@ numpydoc_xref_param_type = False
 
 html_theme = "furo"
 html_title = f"structlp {release}"
+html_static_path = ["_static"]
+html_css_files = ["gallery.css"]
 
 
 def _tidy_signature(app, what, name, obj, options, signature, return_annotation):
@@ -68,5 +93,37 @@ def _tidy_signature(app, what, name, obj, options, signature, return_annotation)
     return tidy(signature), tidy(return_annotation)
 
 
+_LITERALS = re.compile(r"(``.*?``|:\w+:`[^`]*`|`[^`]*`_?)")
+_TRAILING = re.compile(r"(?<![\w`*:|<.\\/-])([A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]_)(?![\w`*(])")
+_BARS = re.compile(r"(?<![\\`|])\|(\w+)\|(?![_`|])")
+
+
+def _plain_prose(app, what, name, obj, options, lines):
+    """Docstring prose that reStructuredText would misread, shown as the author meant it:
+    a bare attribute name such as ``coef_`` (a hyperlink reference to reST) becomes a
+    literal, and ``|T_i|`` (a substitution to reST) keeps its bars. Literals, roles, math
+    and literal blocks, and doctest lines are left alone. Runs after numpydoc."""
+    block = None                      # indentation of the math or literal block we are in
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped)
+        if block is not None:
+            if stripped and indent <= block:
+                block = None
+            else:
+                continue
+        if stripped.startswith((">>>", "...")):
+            continue
+        if stripped.startswith(".. math::") or line.rstrip().endswith("::"):
+            block = indent
+        if stripped.startswith(".. "):
+            continue
+        parts = _LITERALS.split(line)
+        for j in range(0, len(parts), 2):           # even parts are outside literals/roles
+            parts[j] = _BARS.sub(r"\\|\1\\|", _TRAILING.sub(r"``\1``", parts[j]))
+        lines[i] = "".join(parts)
+
+
 def setup(app):
     app.connect("autodoc-process-signature", _tidy_signature, priority=400)
+    app.connect("autodoc-process-docstring", _plain_prose, priority=600)

@@ -1,0 +1,251 @@
+"""Benchmark results as JSON, and the JSON as tables.
+
+Every benchmark's ``--json PATH`` writes one file in the schema below; the files committed
+under ``benchmarks/results/`` are what the documentation's benchmarks page shows (the Sphinx
+extension ``docs/_ext/benchmark_tables.py`` reads them at build time through :func:`load`
+and :func:`cells`). Nothing on that page is typed by hand.
+
+Schema (version 1), one JSON object per file::
+
+    {
+      "schema": 1,
+      "name": "joint_qp",                      # unique id, used as the section anchor
+      "title": "Joint QP: structlp against raw Clarabel",
+      "description": "what is measured, on which data",
+      "command": "python benchmarks/bench_joint_qp.py --sizes 10 100 --json ...",
+      "date": "2026-12-02T01:50:00+00:00",     # UTC, ISO 8601
+      "machine": {"cpu": "model name", "cores": 2, "platform": "...", "python": "3.11.7",
+                  "load": [1.0, 0.8, 0.5]},    # os.getloadavg() when the run started
+      "versions": {"structlp": "0.1.0", "numpy": "...", ...},
+      "floor": {"name": "raw Clarabel", "description": "what the ratios divide by"},
+      "tables": [
+        {"caption": "optional",
+         "columns": [{"key": "m", "label": "examples"},
+                     {"key": "fit", "label": "structlp fit", "unit": "s"},
+                     {"key": "ratio", "label": "fit / floor", "ratio": true}],
+         "rows": [{"m": 10, "fit": 0.12, "ratio": 1.7}, ...]}
+      ],
+      "notes": ["optional sentences printed under the tables"]
+    }
+
+Required: ``schema``, ``name``, ``title``, ``description``, ``date``, ``machine`` (with
+``cpu`` and ``cores``), ``floor`` (with ``name`` and ``description``) and ``tables`` (each
+with ``columns``, every column with ``key`` and ``label``, and ``rows``). A column may say
+``"unit"`` (shown in its header), ``"ratio": true`` (shown as ``1.23×``) and ``"format"`` (a
+Python format spec such as ``".2e"``). A cell missing from a row is shown as ``–``.
+
+Run ``python benchmarks/report.py [FOLDER]`` to print the tables as Markdown.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+SCHEMA = 1
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+class SchemaError(ValueError):
+    """A benchmark JSON file that does not follow the schema (the message names the file)."""
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def machine() -> dict:
+    """CPU model, logical cores, platform, Python version and the load average now."""
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        load = None
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "load": load}
+
+
+def versions(*modules: str) -> dict:
+    """Versions of structlp and of the named modules that are importable."""
+    out = {}
+    for name in ("structlp", "numpy", "scipy", "cvxpy") + tuple(modules):
+        try:
+            out[name] = __import__(name).__version__
+        except Exception:   # not installed, or no __version__: left out
+            pass
+    return out
+
+
+def write(path, *, name, title, description, floor, tables, command=None, notes=(),
+          modules=(), started=None):
+    """Write one benchmark's results in the schema (validated first) and return the dict.
+
+    ``floor`` is ``(name, description)`` or a dict with those keys; ``tables`` a list of
+    ``{"caption"?, "columns", "rows"}``; ``started`` the :func:`machine` dict taken when the
+    run began (its load average describes the run; default: now).
+    """
+    if isinstance(floor, (tuple, list)):
+        floor = {"name": floor[0], "description": floor[1]}
+    data = {
+        "schema": SCHEMA, "name": name, "title": title, "description": description,
+        "command": command or _command(),
+        "date": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
+        "machine": started or machine(), "versions": versions(*modules),
+        "floor": floor, "tables": tables, "notes": list(notes),
+    }
+    data = json.loads(json.dumps(data, default=_plain))
+    validate(data, path)
+    with open(path, "w") as fh:
+        json.dump(data, fh, indent=1)
+        fh.write("\n")
+    return data
+
+
+def _command() -> str:
+    """How this run was started, the script named from the repository root."""
+    script = Path(sys.argv[0]).resolve()
+    try:
+        script = script.relative_to(RESULTS.parents[1])
+    except ValueError:
+        script = Path(script.name)
+    return " ".join(["python", script.as_posix()] + sys.argv[1:])
+
+
+def _plain(obj):
+    try:                       # numpy scalars and arrays
+        return obj.tolist()
+    except AttributeError:
+        raise TypeError(f"cannot write {type(obj).__name__} to benchmark JSON") from None
+
+
+def validate(data, source="<data>") -> dict:
+    """Check ``data`` against the schema; raise :class:`SchemaError` naming ``source``."""
+    def need(obj, key, kind, where):
+        if not isinstance(obj, dict) or key not in obj:
+            raise SchemaError(f"{source}: {where} needs the key {key!r}")
+        if not isinstance(obj[key], kind):
+            raise SchemaError(f"{source}: {where}[{key!r}] must be {kind.__name__}, "
+                              f"got {type(obj[key]).__name__}")
+        return obj[key]
+
+    if not isinstance(data, dict):
+        raise SchemaError(f"{source}: expected a JSON object, got {type(data).__name__}")
+    if data.get("schema") != SCHEMA:
+        raise SchemaError(f"{source}: 'schema' must be {SCHEMA}, got {data.get('schema')!r}")
+    for key in ("name", "title", "description", "date"):
+        need(data, key, str, "the file")
+    mach = need(data, "machine", dict, "the file")
+    need(mach, "cpu", str, "machine")
+    need(mach, "cores", int, "machine")
+    floor = need(data, "floor", dict, "the file")
+    need(floor, "name", str, "floor")
+    need(floor, "description", str, "floor")
+    tables = need(data, "tables", list, "the file")
+    if not tables:
+        raise SchemaError(f"{source}: 'tables' is empty")
+    for t, table in enumerate(tables):
+        cols = need(table, "columns", list, f"tables[{t}]")
+        rows = need(table, "rows", list, f"tables[{t}]")
+        for c, col in enumerate(cols):
+            need(col, "key", str, f"tables[{t}].columns[{c}]")
+            need(col, "label", str, f"tables[{t}].columns[{c}]")
+        for r, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise SchemaError(f"{source}: tables[{t}].rows[{r}] must be an object")
+    notes = data.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise SchemaError(f"{source}: 'notes' must be a list of strings")
+    return data
+
+
+def load_one(path) -> dict:
+    """One benchmark JSON file, validated."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{path.name}: not JSON ({exc})") from None
+    return validate(data, path.name)
+
+
+def load(folder=RESULTS) -> list[dict]:
+    """Every ``*.json`` file of ``folder``, validated, sorted by file name."""
+    return [load_one(path) for path in sorted(Path(folder).glob("*.json"))]
+
+
+def fmt(value, col) -> str:
+    """One cell as text: ``–`` when missing, ``1.23×`` for a ratio, 3 significant digits."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool) or isinstance(value, str):
+        return str(value)
+    if "format" in col:
+        return format(value, col["format"])
+    if col.get("ratio"):
+        return f"{value:.3g}×" if value < 100 else f"{value:,.0f}×"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.3g}" if abs(value) >= 1e-3 else f"{value:.2e}"
+    return str(value)
+
+
+def header(col) -> str:
+    return f"{col['label']} ({col['unit']})" if col.get("unit") else col["label"]
+
+
+def cells(table) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows of one table as strings."""
+    cols = table["columns"]
+    return ([header(c) for c in cols],
+            [[fmt(row.get(c["key"]), c) for c in cols] for row in table["rows"]])
+
+
+def machine_line(data) -> str:
+    m = data["machine"]
+    text = f"{m['cpu']}, {m['cores']} logical cores"
+    if m.get("load"):
+        text += f", load average {m['load'][0]:g} at the start"
+    return f"{text}; {data['date'].replace('T', ' ')}"
+
+
+def markdown(data) -> str:
+    """One benchmark as Markdown (what ``python benchmarks/report.py`` prints)."""
+    lines = [f"## {data['title']}", "", data["description"], "",
+             f"Floor: {data['floor']['name']} ({data['floor']['description']}).", "",
+             f"Machine: {machine_line(data)}.", ""]
+    for table in data["tables"]:
+        if table.get("caption"):
+            lines += [table["caption"], ""]
+        head, rows = cells(table)
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines.append("")
+    lines += [n + "\n" for n in data.get("notes", [])]
+    if data.get("command"):
+        lines.append(f"Command: `{data['command']}`")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    folder = (argv if argv is not None else sys.argv[1:]) or [RESULTS]
+    print("\n\n".join(markdown(d) for d in load(folder[0])))
+
+
+if __name__ == "__main__":
+    main()
