@@ -24,6 +24,8 @@ marginals with ``Q_e 1 = r_parent``, ``Q_e^T 1 = r_child``).  Two solvers:
 
 from __future__ import annotations
 
+from typing import Any, Dict
+
 import numpy as np
 from scipy.optimize import linprog
 
@@ -353,3 +355,16 @@ def inner_junction_decomposition(gx, b, B, loss, weights, L, node_losses, u0=Non
         if it == restart:
             prev, win, w_win, restart = [*(win / w_win)], np.zeros((2, n, k)), 0.0, 2 * restart
     return lb, best[0], best[1], best_u, False, it
+
+
+def shared_inner_polytopes(exs, NL, k):
+    """Each example's :func:`~structlp.agm.inner.inner_polytope`, built once per distinct
+    (shape, node losses): the polytope depends on nothing else, so equal examples share it."""
+    built: Dict[Any, Any] = {}
+    out = []
+    for ex, nl in zip(exs, NL):
+        key = (ex.key(), nl.tobytes())
+        if key not in built:
+            built[key] = inner_polytope(ex, k, nl)
+        out.append(built[key])
+    return out

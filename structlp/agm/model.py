@@ -20,11 +20,12 @@ from ..formulations import block_diag
 from ..solvers import check_solver, check_solver_opts, solve, verify_solution
 from ..graphical.losses import check_loss
 from ..graphical.junction import (MAX_TREEWIDTH, GraphExample, as_tree, check_example,
-                                  clique_polytope_rows, clique_scores, encode_pairwise,
-                                  graph_score, jt_max_sum)
-from ..graphical.trees import (check_labels, check_tree_example, local_polytope_rows, max_sum,
-                               node_weights_of, part_features, potentials, split_theta)
-from .inner import inner_lp, inner_lp_total, inner_polytope
+                                  clique_scores, graph_score, jt_max_sum)
+from ..graphical.trees import (check_labels, check_tree_example, max_sum,
+                               node_weights_of, potentials, split_theta)
+from .inner import inner_lp, inner_lp_total, shared_inner_polytopes  # noqa: F401  (here in 0.1.0)
+from .polytopes import lp_encode, lp_features, marginal_rows  # noqa: F401  (here in 0.1.0)
+from . import routes
 
 
 def check_tree_dataset(X, Y, n_labels, owner, graphs=False, max_treewidth=MAX_TREEWIDTH):
@@ -61,46 +62,6 @@ def check_tree_dataset(X, Y, n_labels, owner, graphs=False, max_treewidth=MAX_TR
             f"X and Y must have the same number of examples; got {len(exs)} and {len(Y)}.")
     Ys = [check_labels(y, ex.n_nodes, n_labels, f"Y[{i}]") for i, (ex, y) in enumerate(zip(exs, Y))]
     return exs, Ys, d_v, d_e
-
-
-def lp_encode(ex, y, k):
-    """Part vector of ``y`` in the inner LP's layout (pairwise for trees, cliques for graphs)."""
-    from ..graphical.junction import encode_cliques
-    return encode_cliques(ex, y, k) if isinstance(ex, GraphExample) else encode_pairwise(ex, y, k)
-
-
-def lp_features(ex, k):
-    """Feature matrix of the inner LP's marginal parts (pairwise for trees, ``P^T Phi`` for graphs)."""
-    F = part_features(ex, k)
-    return ex.tables(k).PT @ F if isinstance(ex, GraphExample) else F
-
-
-def marginal_rows(ex, k):
-    """Equality rows of the marginal polytope of ``ex`` and the node-part selector.
-
-    Returns ``(E, e, N)`` with ``N`` (n_parts, n k) the sparse map from node
-    marginals' coefficients to the parts (identity on the node parts of a tree,
-    ``P^T`` restricted to node rows for a graph).
-    """
-    n = ex.n_nodes
-    if isinstance(ex, GraphExample):
-        E, e = clique_polytope_rows(ex, k)
-        return E, e, sp.csr_array(ex.tables(k).PT[:, :n * k])
-    E, e = local_polytope_rows(ex, k)
-    return E, e, sp.eye_array(E.shape[1], n * k, format="csr")
-
-
-def shared_inner_polytopes(exs, NL, k):
-    """Each example's :func:`~structlp.agm.inner.inner_polytope`, built once per distinct
-    (shape, node losses): the polytope depends on nothing else, so equal examples share it."""
-    built: Dict[Any, Any] = {}
-    out = []
-    for ex, nl in zip(exs, NL):
-        key = (ex.key(), nl.tobytes())
-        if key not in built:
-            built[key] = inner_polytope(ex, k, nl)
-        out.append(built[key])
-    return out
 
 
 class AdversarialGraphicalModel(BaseEstimator):
@@ -325,7 +286,6 @@ class AdversarialGraphicalModel(BaseEstimator):
         -------
         self
         """
-        from . import routes
         k, loss_name, L = self._check_params()
         t0 = time.perf_counter()
         exs, Ys, d_v, d_e = self._dataset(X, Y, k)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..graphical.junction import clique_polytope_rows
-from ..graphical.trees import local_polytope_rows
+from ..graphical.junction import (GraphExample, clique_polytope_rows, encode_cliques,
+                                  encode_pairwise)
+from ..graphical.trees import local_polytope_rows, part_features
 from ..polytope import Polytope
 
 
@@ -67,3 +68,29 @@ def clique_game_polytope(gx, k, node_losses):
     """
     E, e = clique_polytope_rows(gx, k)
     return game_epigraph(E, e, gx.tables(k).P[:gx.n_nodes * k], node_losses)
+
+
+def lp_encode(ex, y, k):
+    """Part vector of ``y`` in the inner LP's layout (pairwise for trees, cliques for graphs)."""
+    return encode_cliques(ex, y, k) if isinstance(ex, GraphExample) else encode_pairwise(ex, y, k)
+
+
+def lp_features(ex, k):
+    """Feature matrix of the inner LP's marginal parts (pairwise for trees, ``P^T Phi`` for graphs)."""
+    F = part_features(ex, k)
+    return ex.tables(k).PT @ F if isinstance(ex, GraphExample) else F
+
+
+def marginal_rows(ex, k):
+    """Equality rows of the marginal polytope of ``ex`` and the node-part selector.
+
+    Returns ``(E, e, N)`` with ``N`` (n_parts, n k) the sparse map from node
+    marginals' coefficients to the parts (identity on the node parts of a tree,
+    ``P^T`` restricted to node rows for a graph).
+    """
+    n = ex.n_nodes
+    if isinstance(ex, GraphExample):
+        E, e = clique_polytope_rows(ex, k)
+        return E, e, sp.csr_array(ex.tables(k).PT[:, :n * k])
+    E, e = local_polytope_rows(ex, k)
+    return E, e, sp.eye_array(E.shape[1], n * k, format="csr")

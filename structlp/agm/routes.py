@@ -25,8 +25,9 @@ from ..formulations import block_diag
 from ..solvers import check_solver, check_solver_opts, solve
 from ..graphical.junction import GraphExample
 from ..graphical.trees import n_params, split_theta
-from .inner import InnerLP, inner_dual_decomposition, inner_junction_decomposition
-from .model import lp_encode, lp_features, shared_inner_polytopes
+from .inner import (InnerLP, inner_dual_decomposition, inner_junction_decomposition,
+                    shared_inner_polytopes)
+from .polytopes import lp_encode, lp_features
 
 
 def fit_subgradient(est, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
