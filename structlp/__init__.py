@@ -18,7 +18,7 @@ from .exceptions import (ConvergenceWarning, DeclarationError, FractionalSolutio
                          InvalidInputError, InvalidOutputError, InvalidParameterError, NotFittedError,
                          PersistenceError, SolverError, StructlpError)
 
-__version__ = "0.1.0"
+from .utils.version import __version__
 
 #: public name -> submodule defining it (imported on first access)
 _LAZY = {

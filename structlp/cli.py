@@ -179,7 +179,7 @@ def _check_writable(path: str) -> None:
 def _versions() -> Dict[str, Optional[str]]:
     from importlib import metadata
 
-    from . import __version__
+    from .utils.version import __version__
     from .solvers import installed_solvers
     out: Dict[str, Optional[str]] = {"structlp": __version__, "python": sys.version.split()[0]}
     for dist in ["cvxpy", "numpy", "scipy"] + [_SOLVER_PACKAGES[s] for s in installed_solvers()
@@ -263,7 +263,7 @@ def _cmd_solvers(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .utils.version import __version__
     parser = argparse.ArgumentParser(prog="structlp", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"structlp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -322,7 +322,7 @@ def save(estimator: Any, path: Union[str, "os.PathLike[str]", IO[bytes]]) -> Non
         When some parameter or fitted attribute is not plain data (a callable kernel,
         a lambda, an open file...): the message names it.
     """
-    from . import __version__
+    from .utils.version import __version__
     if not _is_persistable(estimator) or isinstance(estimator, type):
         raise PersistenceError(
             f"save expects a structlp estimator or model object; got "
