@@ -544,6 +544,35 @@ def _installed_solvers(draw):
         isinstance(out, list) and "CLARABEL" in out) or pytest.fail(str(out)))
 
 
+def _maximize(draw):
+    """``structlp.maximize``: the best output under random scores equals the brute-force
+    argmax over every output; bad scores (wrong length, NaN, complex, not one per example)
+    are refused naming ``scores``."""
+    name = draw(st.sampled_from(sorted(PROBLEMS)))
+    p = PROBLEMS[name](draw)
+    rng = _seed(draw)
+    g = p.model.check_x(p.x)
+    s = rng.normal(size=p.model.n_parts(g))
+    mode = draw(st.sampled_from(["valid", "valid", "length", "mutated", "count", "X"]))
+    if mode == "length":
+        return Case(lambda: structlp.maximize(p.model, [p.x], [np.append(s, 0.0)]),
+                    names=("scores[0]",))
+    if mode == "mutated":
+        bad = _mutated_array(draw, s, allow=("ndim",) if s.size == 1 else ())
+        return Case(lambda: structlp.maximize(p.model, [p.x], [bad]), names=("scores[0]",))
+    if mode == "count":
+        return Case(lambda: structlp.maximize(p.model, [p.x], [s, s]), names=("scores",))
+    if mode == "X":
+        return Case(lambda: structlp.maximize(p.model, p.x if name != "TreeLabeling" else 3, [s]),
+                    names=("X", "x", "scores", "examples"))
+
+    def check(out):
+        outputs, mus = out
+        _assert_best(mus[0], p.outputs(g), s)
+        np.testing.assert_array_equal(p.model.encode(g, outputs[0]), mus[0])
+    return Case(lambda: structlp.maximize(p.model, [p.x], [s]), check)
+
+
 def _exception_entry(cls):
     def draw_case(draw):
         msg = draw(st.text(min_size=1, max_size=20))
@@ -1605,6 +1634,7 @@ REGISTRY = {
     "structlp.StructuredModel": Entry(_structured_model, examples=4),
     "structlp.Polytope": Entry(_polytope, examples=15),
     "structlp.installed_solvers": Entry(_installed_solvers, examples=3),
+    "structlp.maximize": Entry(_maximize, examples=20),
     "structlp.agm.game_value": _game_entry(agm.game_value, "zero_one"),
     "structlp.agm.zero_one_game": _game_entry(agm.zero_one_game, "zero_one"),
     "structlp.agm.absolute_game": _game_entry(agm.absolute_game, "absolute"),
