@@ -340,3 +340,55 @@ def make_sequences(n_samples: int = 20, length: int = 8, n_labels: int = 3, n_in
     X = [rng.integers(0, v, ell) for _ in range(m)]
     Y = [viterbi(w + sigma * rng.standard_normal(w.shape), x, features) for x in X]
     return X, Y, w, features
+
+
+def make_dependency_parsing(n_samples: int = 20, n_words: int = 6, n_features: int = 5,
+                            noise: float = 0.0, random_state: RandomState = None) -> Dataset:
+    """Dependency trees (arborescences rooted at word 0) with a planted model.
+
+    Arc ``(h, m)`` has ``n_features`` features: Gaussian ones, then (when
+    ``n_features >= 3``) the direction ``sign(m - h)`` and the log distance
+    ``log |m - h|``, so that short arcs can be preferred as in natural language.
+
+    Parameters
+    ----------
+    n_samples : int >= 1
+    n_words : int >= 2
+        Words per sentence, the root (word 0) included.
+    n_features : int >= 1
+    noise : float >= 0
+        Standard deviation of the Gaussian noise added to every planted arc score.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    X : list of arrays, shape (n_words, n_words, n_features), arc features x[head, modifier]
+    Y : list of int arrays, shape (n_words,): head vectors, ``Y[i][0] = -1``
+    w : ndarray, shape (n_features,)
+    model : Arborescence
+        ``Arborescence(root=0)``.
+
+    Examples
+    --------
+    >>> from structlp.datasets.synthetic import make_dependency_parsing
+    >>> X, Y, w, model = make_dependency_parsing(n_samples=2, n_words=5, random_state=0)
+    >>> X[0].shape, int(Y[0][0])
+    ((5, 5, 5), -1)
+    """
+    from ..structures.arborescence import Arborescence
+    owner = "make_dependency_parsing"
+    m = _int(n_samples, "n_samples", owner, 1)
+    n = _int(n_words, "n_words", owner, 2)
+    d = _int(n_features, "n_features", owner, 1)
+    rng = _rng(random_state, owner)
+    H, M = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    X = []
+    for _ in range(m):
+        f = rng.standard_normal((n, n, d))
+        if d >= 3:
+            f[..., -2] = np.sign(M - H)
+            f[..., -1] = np.log(np.maximum(np.abs(M - H), 1))
+        X.append(f)
+    model = Arborescence(root=0)
+    Y, w = _planted(model, X, _noise(noise, owner), rng)
+    return X, Y, w, model
