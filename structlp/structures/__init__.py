@@ -10,10 +10,17 @@ from typing import TYPE_CHECKING
 
 from ..utils.lazy import attach
 
-__all__ = ["BipartiteMatching", "JunctionTreeLabeling", "Matching", "PerfectMatching",
-           "SpanningTree", "TreeLabeling"]
+__all__ = ["Arborescence", "BipartiteMatching", "GraphLabeling", "JunctionTreeLabeling",
+           "Matching", "MultiLabel", "PerfectMatching", "SpanningTree", "TreeLabeling",
+           "arc_index", "check_heads", "chow_liu_tree", "flow_polytope", "grid_edges",
+           "grid_example"]
 
 __getattr__, __dir__ = attach(__name__, {
+    "Arborescence": "arborescence", "arc_index": "arborescence", "check_heads": "arborescence",
+    "flow_polytope": "arborescence",
+    "GraphLabeling": "graph_labeling", "grid_edges": "graph_labeling",
+    "grid_example": "graph_labeling",
+    "MultiLabel": "multilabel", "chow_liu_tree": "multilabel",
     "BipartiteMatching": "bipartite_matching",
     "JunctionTreeLabeling": "junction_tree_labeling",
     "Matching": "matching",
@@ -23,6 +30,9 @@ __getattr__, __dir__ = attach(__name__, {
 })
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .arborescence import Arborescence, arc_index, check_heads, flow_polytope
+    from .graph_labeling import GraphLabeling, grid_edges, grid_example
+    from .multilabel import MultiLabel, chow_liu_tree
     from .bipartite_matching import BipartiteMatching
     from .junction_tree_labeling import JunctionTreeLabeling
     from .matching import Matching

@@ -172,26 +172,27 @@ class TreeFeatures(PartFeatures):
     k : int, the number of labels
     """
 
-    __slots__ = ("V", "Ef", "n", "k", "nk", "kdv", "shape")
+    __slots__ = ("V", "Ef", "n", "m", "k", "nk", "kdv", "shape")
 
     def __init__(self, ex: Any, k: int) -> None:
         self.V, self.Ef = ex.node_features, ex.edge_features
         self.n, self.k = ex.n_nodes, int(k)
         self.nk = self.n * self.k
         self.kdv = self.k * self.V.shape[1]
-        self.shape = (self.nk + (self.n - 1) * self.k * self.k,
+        self.m = self.Ef.shape[0]          # edges: n - 1 on a tree, any number on a graph
+        self.shape = (self.nk + self.m * self.k * self.k,
                       self.kdv + self.k * self.k * self.Ef.shape[1])
 
     def scores(self, w: np.ndarray) -> np.ndarray:
         k, kdv = self.k, self.kdv
         node = self.V.dot(w[:kdv].reshape(k, -1).T)                       # (n, k)
-        edge = self.Ef.dot(w[kdv:].reshape(k * k, -1).T)                  # (n-1, k^2)
+        edge = self.Ef.dot(w[kdv:].reshape(k * k, -1).T)                  # (m, k^2)
         return np.concatenate((np.asarray(node).ravel(), edge.ravel()))
 
     def joint(self, mu: np.ndarray) -> np.ndarray:
         k, nk = self.k, self.nk
         mu = np.asarray(mu, dtype=float)
         mv = mu[:nk].reshape(self.n, k)
-        me = mu[nk:].reshape(self.n - 1, k * k)
+        me = mu[nk:].reshape(self.m, k * k)
         gv = self.V.T.dot(mv).T if sp.issparse(self.V) else mv.T.dot(self.V)  # (k, d_v)
         return np.concatenate((np.asarray(gv).ravel(), me.T.dot(self.Ef).ravel()))

@@ -1,0 +1,126 @@
+"""MultiLabel against enumeration; the label-Hamming loss; the loss() hook contract."""
+
+import itertools
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from oracles import enumerated_qp
+from structlp import FrankWolfeLearner, MaxMarginLearner, StructuredModel
+from structlp.exceptions import InvalidOutputError, InvalidParameterError
+from structlp.inference import solve_stacked_lp
+from structlp.structures.multilabel import MultiLabel, chow_liu_tree
+
+
+def _data(rng, m=8, L=4, d=3):
+    W = rng.normal(size=(L, d))
+    X = [rng.normal(size=d) for _ in range(m)]
+    Y = [((W @ x + 0.5 * rng.normal(size=L)) > 0).astype(int) for x in X]
+    return X, Y
+
+
+@pytest.mark.parametrize("edges", [None, "chain", "full", np.array([[0, 2], [1, 3], [0, 3]])])
+def test_inference_equals_enumeration(edges, rng):
+    model = MultiLabel(5, edges=edges)
+    x = rng.normal(size=2)
+    outs = [np.array(y) for y in itertools.product((0, 1), repeat=5)]
+    P = model.polytope(x)
+    for _ in range(5):
+        s = rng.normal(size=model.n_parts(x))
+        best = max(outs, key=lambda y: s @ model.encode(x, y))
+        np.testing.assert_array_equal(model.inference(x, s), best)
+        lp = solve_stacked_lp([P], [s])[0]                  # exact polytope: integral
+        assert s @ lp == pytest.approx(s @ model.encode(x, best), abs=1e-8)
+
+
+@pytest.mark.parametrize("edges", ["chain", "full"])
+def test_joint_qp_equals_enumerated_qp(edges, rng):
+    X, Y = _data(rng, L=4)
+    model = MultiLabel(4, edges=edges)
+    outs = [np.array([model.encode(x, np.array(y)) for y in itertools.product((0, 1), repeat=4)])
+            for x in X]
+    mts = [model.encode(x, y) for x, y in zip(X, Y)]
+    losses = [np.abs(o[:, :4] - mt[:4]).sum(axis=1) for o, mt in zip(outs, mts)]
+    enum = enumerated_qp([model.features(x).toarray() for x in X], mts, outs, losses, 1.0)
+    qp = MaxMarginLearner(model, C=1.0).fit(X, Y)
+    np.testing.assert_allclose(qp.objective_, enum, rtol=1e-6)
+    fw = FrankWolfeLearner(model, C=1.0, tol=1e-5, max_iter=3000, random_state=0).fit(X, Y)
+    assert enum * (1 - 1e-6) <= fw.objective_ <= enum + fw.duality_gap_ + 1e-7
+    # the LP relaxation of the full label graph is above the exact QP
+    relaxed = MaxMarginLearner(MultiLabel(4, edges=edges, max_exact_labels=0), C=1.0).fit(X, Y)
+    assert relaxed.objective_ >= enum * (1 - 1e-6)
+
+
+def test_label_hamming_loss_counts_false_positives(rng):
+    model = MultiLabel(4, edges="full")
+    x = rng.normal(size=2)
+    y = np.array([1, 0, 0, 1])
+    assert model.task_loss(x, y, np.array([1, 1, 1, 1])) == 2.0          # two false positives
+    assert model.task_loss(x, y, np.array([0, 0, 0, 1])) == 1.0          # one false negative
+    assert model.task_loss(x, y, y) == 0.0
+    for z in itertools.product((0, 1), repeat=4):
+        assert model.task_loss(x, y, np.array(z)) == np.sum(np.array(z) != y)
+
+
+def test_bad_label_vectors_and_edges(rng):
+    model = MultiLabel(3)
+    x = rng.normal(size=2)
+    with pytest.raises(InvalidOutputError, match="shape \\(3,\\)"):
+        model.encode(x, np.array([1, 0]))
+    with pytest.raises(InvalidOutputError, match="0/1"):
+        model.encode(x, np.array([1, 2, 0]))
+    with pytest.raises(InvalidParameterError, match="chow_liu_tree"):
+        MultiLabel(3, edges="tree").check_x(x)
+    with pytest.raises(InvalidParameterError, match="self-loop"):
+        MultiLabel(3, edges=[[1, 1]]).check_x(x)
+    with pytest.raises(InvalidParameterError, match="outside 0..2"):
+        MultiLabel(3, edges=[[0, 3]]).check_x(x)
+
+
+def test_chow_liu_tree_links_dependent_labels(rng):
+    a = rng.integers(0, 2, size=200)
+    c = rng.integers(0, 2, size=200)
+    Y = np.column_stack([a, c, a, 1 - c])             # 0 ~ 2 and 1 ~ 3 exactly
+    T = {tuple(sorted(e)) for e in chow_liu_tree(Y).tolist()}
+    assert len(T) == 3 and (0, 2) in T and (1, 3) in T
+
+
+class _Recorder(StructuredModel):
+    """Records what its loss() hook receives."""
+
+    seen: list = []
+
+    def n_parts(self, x):
+        return 3
+
+    def features(self, x):
+        return x
+
+    def constraints(self, x, mu):
+        return [cp.sum(mu) == 1, mu >= 0, mu <= 1]
+
+    def check_x(self, x):
+        return np.asarray(x, dtype=float) * 2.0          # a converted example
+
+    def encode(self, x, y):
+        return np.eye(3)[int(y)]                         # y is a class index, not a vector
+
+    def decode(self, x, mu):
+        return int(np.argmax(mu))
+
+    def loss(self, x, y_true, mu):
+        type(self).seen.append((x, y_true, mu))
+        return 1 - self.encode(x, y_true) @ mu
+
+
+def test_loss_hook_receives_the_checked_x_the_raw_y_and_the_mu_variable(rng):
+    X = [rng.normal(size=(3, 2)) for _ in range(4)]
+    Y = [0, 2, 1, 2]
+    _Recorder.seen = []
+    MaxMarginLearner(_Recorder(), C=1.0).fit(X, Y)
+    assert len(_Recorder.seen) == 4
+    for (x, y_true, mu), x0, y0 in zip(_Recorder.seen, X, Y):
+        np.testing.assert_array_equal(x, 2.0 * x0)      # check_x's conversion
+        assert y_true == y0 and isinstance(y_true, int)  # as given, not encoded
+        assert isinstance(mu, cp.Variable) and mu.shape == (3,)
