@@ -103,14 +103,25 @@ class GraphExample:
 
 
 # ---------------------------------------------------------------- validation
-def check_edges(edges, n, name="edges"):
+def check_edges(edges, n, name="edges", connected=True):
     """Validate an edge list of an ``n``-node graph; return it as int array (E, 2).
+
+    Parameters
+    ----------
+    edges : array-like (E, 2) of node indices
+    n : int
+    name : str
+        The argument's name in error messages.
+    connected : bool, default True
+        Also require a connected graph (the junction-tree examples; the local-polytope
+        structures take any graph).
 
     Raises
     ------
     InvalidInputError
         For a wrong shape, non-integers, node indices out of range, self-loops,
-        duplicate edges (either orientation) or a graph that is not connected.
+        duplicate edges (either orientation) or, with ``connected``, a graph that is not
+        connected, naming ``name`` and the first culprit.
     """
     raw = np.asarray(edges)
     if raw.size == 0:
@@ -132,23 +143,25 @@ def check_edges(edges, n, name="edges"):
             f"{name}[{loops[0]}] = {E[loops[0]].tolist()} is a self-loop; a graph example "
             "has no self-loops (put node terms in node_features).")
     und = np.sort(E, axis=1)
-    _, first, counts = np.unique(und, axis=0, return_index=True, return_counts=True)
+    key = und[:, 0] * n + und[:, 1]
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
     if np.any(counts > 1):
         dup = und[first[counts > 1][0]].tolist()
         where = np.flatnonzero((und == dup).all(axis=1)).tolist()
         raise InvalidInputError(
             f"{name} has duplicate edges: {dup} appears at rows {where} (in either "
             "orientation); merge their features into one edge.")
-    import networkx as nx
-    G = nx.Graph()
-    G.add_nodes_from(range(n))
-    G.add_edges_from(E.tolist())
-    if n and not nx.is_connected(G):
-        comps = [sorted(c) for c in nx.connected_components(G)]
-        raise InvalidInputError(
-            f"The graph of {name} is not connected: {len(comps)} components "
-            f"(e.g. {comps[0][:5]} and {comps[1][:5]}); give each component as its own "
-            "example.")
+    if connected and n:
+        import networkx as nx
+        G = nx.Graph()
+        G.add_nodes_from(range(n))
+        G.add_edges_from(E.tolist())
+        if not nx.is_connected(G):
+            comps = [sorted(c) for c in nx.connected_components(G)]
+            raise InvalidInputError(
+                f"The graph of {name} is not connected: {len(comps)} components "
+                f"(e.g. {comps[0][:5]} and {comps[1][:5]}); give each component as its own "
+                "example.")
     return E
 
 

@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import scipy.sparse as sp
 
+from ..graphical.junction import check_edges
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ..graphical.maxsum import tree_max_sum
 from ..polytope import Polytope
@@ -52,47 +53,10 @@ _LOCAL_POLYTOPES: dict = {}      # (n, edges, k) -> local polytope, shared by eq
 
 
 def check_edge_list(edges: Any, n: int, name: str = "edges") -> np.ndarray:
-    """Validate the edge list of an ``n``-node graph (need not be connected).
-
-    Returns
-    -------
-    int array (E, 2)
-
-    Raises
-    ------
-    InvalidInputError
-        Wrong shape, non-integer entries, node indices out of range, self-loops or
-        duplicate edges (in either orientation), naming ``name`` and the first culprit.
-    """
-    raw = np.asarray(edges)
-    if raw.size == 0:
-        raw = raw.reshape(0, 2)
-    if raw.ndim != 2 or raw.shape[1] != 2:
-        raise InvalidInputError(f"{name} must be an int array of shape (E, 2); got {raw.shape}.")
-    if not (np.issubdtype(raw.dtype, np.integer)
-            or (np.issubdtype(raw.dtype, np.floating) and np.all(np.isfinite(raw))
-                and np.all(raw == np.round(raw)))):
-        raise InvalidInputError(f"{name} must contain integer node indices; got {raw.dtype}.")
-    E = raw.astype(np.int64)
-    bad = np.flatnonzero((E < 0).any(axis=1) | (E >= n).any(axis=1))
-    if len(bad):
-        raise InvalidInputError(
-            f"{name}[{bad[0]}] = {E[bad[0]].tolist()} has a node index outside 0..{n - 1}.")
-    loops = np.flatnonzero(E[:, 0] == E[:, 1])
-    if len(loops):
-        raise InvalidInputError(
-            f"{name}[{loops[0]}] = {E[loops[0]].tolist()} is a self-loop; put node terms in "
-            "the node features.")
-    und = np.sort(E, axis=1)
-    key = und[:, 0] * n + und[:, 1]
-    _, first, counts = np.unique(key, return_index=True, return_counts=True)
-    if np.any(counts > 1):
-        dup = und[first[counts > 1][0]].tolist()
-        where = np.flatnonzero((und == dup).all(axis=1)).tolist()
-        raise InvalidInputError(
-            f"{name} has duplicate edges: {dup} appears at rows {where} (in either "
-            "orientation); merge their features into one edge.")
-    return E
+    """Validate the edge list of an ``n``-node graph (need not be connected): shape, integer
+    node indices in range, no self-loops, no duplicate edges (in either orientation), each
+    refused naming ``name`` and the first culprit (:func:`structlp.graphical.junction.check_edges`)."""
+    return check_edges(edges, n, name, connected=False)
 
 
 def grid_edges(rows: int, cols: int) -> np.ndarray:
