@@ -226,9 +226,12 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=30, splits=6, cv=2,
                             ("cv", cv, 1, 10), ("n_jobs", n_jobs, 1, None),
                             ("epochs", epochs, 1, None), ("loss_seed", loss_seed, 0, None)):
         _check(name, v, lo, hi)
-    models = MODELS if models is None else tuple(m for m in MODELS if m in models)
-    if not models or (not isinstance(models, str) and len(models) == 0):
-        raise structlp.InvalidParameterError(f"models must be a non-empty list of {MODELS}.")
+    names = [models] if isinstance(models, str) else models
+    if names is not None and (not isinstance(names, (list, tuple)) or not names
+                              or any(m not in MODELS for m in names)):
+        raise structlp.InvalidParameterError(
+            f"models must be a non-empty list of {MODELS}; got {models!r}.")
+    models = MODELS if names is None else tuple(m for m in MODELS if m in names)
     if isinstance(experiments, str) or not experiments or set(experiments) - set(EXPERIMENTS):
         raise structlp.InvalidParameterError(
             f"experiments must be a non-empty list of {EXPERIMENTS}; got {experiments!r}.")

@@ -316,6 +316,10 @@ def test_problem_options_are_checked():
         mod.run(experiments=["train"])
     with pytest.raises(InvalidParameterError, match="reg_grid"):
         mod.run(reg_grid=[0.0])
+    with pytest.raises(InvalidParameterError, match="models"):
+        mod.run(models=["AGM", "SVM"])
+    with pytest.raises(InvalidParameterError, match="models"):
+        mod.run(models=[])
 
 
 def test_problem_marks():
