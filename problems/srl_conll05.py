@@ -1,0 +1,342 @@
+"""Semantic role labelling on parse trees (Fathony et al. 2018, §4.2, Table 2): AGM vs CRF vs SSVM.
+
+Each proposition of the CoNLL-2005 test sets (test.wsj: 2,416 sentences, 5,267
+propositions; test.brown: 426 / 804) is the Charniak parse tree pruned after Xue &
+Palmer (2004), its nodes labelled with nine classes (A0, A1, A2, R-A0, R-A1, R-A2,
+the other roles merged into R, outside O, the verb V), with node and parent-child
+edge features after Cohn & Blunsom (2005) (:mod:`structlp.datasets.conll05` and
+:mod:`structlp.datasets.conll05_features`).  The loss is the paper's cost-sensitive
+matrix: ordinal over a random order of the nine labels (``loss_seed``), scaled to
+[0, 1]; a proposition's loss is the mean over its tree's nodes, a split's the mean
+over its test propositions.  ``reg`` is the ``lambda`` of
+``lambda/2 |theta|^2 + mean_i loss_i`` for every model.
+
+Models: AGM exact (``AdversarialGraphicalModel(method="cutting_plane")``, certified
+gap ``CP_TOL``), AGM stochastic (``"AGM-SG"``: the paper's AdaGrad subgradient method,
+exact inner LP, ``epochs`` passes, iterate averaging), the CRF (:class:`TreeCRF`,
+L-BFGS; Bayes decision for the loss matrix) and the SSVM (n-slack
+:class:`~structlp.CuttingPlaneLearner` on :class:`TreeLabeling`, the same loss).
+
+Protocol (the release has no training data here): two experiments, each of
+``splits`` train/test splits, every model trained on the same ``n_train``
+propositions of test.wsj per split, drawn at random (``seed``):
+
+- ``brown`` (out of domain): train on a sample of test.wsj, test on all of test.brown;
+- ``wsj`` (in domain): ``splits``-fold partition of test.wsj's sentences; train on a
+  sample of the other folds' propositions, test on every proposition of the fold.
+
+Time is what sets ``n_train``: the exact AGM solves one inner LP per training tree
+and round (a pruned tree has 18 nodes on average, so 9 x 18 node and 81 x 17 edge
+marginals), tens of rounds per fit.
+
+The feature vocabularies (frequent head words, paths, ...) come from the inputs of
+all of test.wsj (no labels).  The regularization of each model is chosen once, by
+``cv``-fold cross-validation (folds of sentences) on the first experiment's first
+training set, from ``reg_grid`` extended a decade at a time until every choice is
+interior, and used in both experiments (both train on samples of test.wsj of one
+size).  A model is marked ``*`` when it has the best mean or is not
+significantly worse than it (Wilcoxon signed-rank on the per-split losses,
+alpha = 0.05; with fewer than 6 splits no difference can be significant).
+
+The data (research use only) are read from ``data_path`` (option), else
+``$STRUCTLP_CONLL05_PATH``, else ``../shared/data/conll05_srl``; never copied here.
+Run: ``structlp run problems/srl_conll05.py [-o n_train=30] [-o splits=6] [-o cv=2]
+[-o n_jobs=2] [-o models='["AGM", "CRF"]'] [-o verbose=1]``.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections import namedtuple
+
+import numpy as np
+
+import structlp
+from structlp._progress import Progress, check_verbose
+from structlp.agm import AdversarialGraphicalModel, TreeCRF
+from structlp.datasets.conll05 import LABELS, load_conll05, pruning_recall
+from structlp.datasets.conll05_features import SRLFeatures, ordinal_loss_matrix
+from structlp.structures import TreeLabeling
+
+DESCRIPTION = __doc__.split("\n\n")[0]
+
+MODELS = ("AGM", "AGM-SG", "CRF", "SSVM")
+#: Table 2 of the paper: average cost-sensitive loss (AGM, CRF, SSVM).
+PAPER = {"AGM": 0.14, "CRF": 0.19, "SSVM": 0.14}
+EXPERIMENTS = ("brown", "wsj")
+GRID = (0.1, 1.0, 10.0)
+GRID_LIMITS = (1e-5, 1e3)
+CP_TOL = 1e-4
+CP_MAX_ITER = 1000
+
+_DATA = {}
+Job = namedtuple("Job", "model reg train test phase tag")
+
+
+def _make(model, reg, m, cfg):
+    L = cfg["L"]
+    if model == "AGM":
+        return AdversarialGraphicalModel(len(LABELS), loss=L, normalize_weights=True, reg=reg,
+                                         method="cutting_plane", tol=CP_TOL,
+                                         max_iter=CP_MAX_ITER)
+    if model == "AGM-SG":
+        return AdversarialGraphicalModel(len(LABELS), loss=L, normalize_weights=True, reg=reg,
+                                         method="subgradient", inner="lp",
+                                         max_epochs=cfg["epochs"], random_state=cfg["seed"])
+    if model == "CRF":
+        return TreeCRF(len(LABELS), loss=L, reg=reg, max_iter=300)
+    # 1/2 |w|^2 + C sum xi with C = 1 / (reg m): reg/2 |w|^2 + mean xi
+    return structlp.CuttingPlaneLearner(
+        TreeLabeling(len(LABELS), loss=L, normalize_weights=True), C=1.0 / (reg * m),
+        tol=CP_TOL, max_iter=CP_MAX_ITER)
+
+
+def mean_loss(pred, Y, L):
+    """Mean over propositions of the mean node loss ``L[pred, true]``."""
+    return float(np.mean([L[p, y].mean() for p, y in zip(pred, Y)]))
+
+
+def _task(job):
+    X, Y, cfg = _DATA["X"], _DATA["Y"], _DATA["cfg"]
+    tr = [X[i] for i in job.train]
+    t0, c0 = time.perf_counter(), time.process_time()
+    model = _make(job.model, job.reg, len(tr), cfg).fit(tr, [Y[i] for i in job.train])
+    t1, c1 = time.perf_counter(), time.process_time()
+    pred = model.predict([X[i] for i in job.test])
+    loss = mean_loss(pred, [Y[i] for i in job.test], cfg["L"])
+    t2 = time.perf_counter()
+    return job, loss, {"fit": t1 - t0, "fit_cpu": c1 - c0, "predict": t2 - t1}
+
+
+def _run_tasks(jobs, n_jobs, progress):
+    def report(r):
+        job, loss, tm = r
+        progress.message(f"[{job.phase} {job.tag}] {job.model} reg={job.reg:g}: loss "
+                         f"{loss:.4f} (fit {tm['fit']:.1f} s, cpu {tm['fit_cpu']:.1f} s)")
+        return r
+    if n_jobs == 1 or len(jobs) <= 1:
+        return [report(_task(j)) for j in jobs]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    # split by split (a run cut short has whole splits), the long fits first within one
+    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].tag,
+                                                    jobs[i].model not in ("AGM", "SSVM")))
+    out = [None] * len(jobs)
+    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("fork")) as pool:
+        futures = {pool.submit(_task, jobs[i]): i for i in order}
+        for f in as_completed(futures):
+            out[futures[f]] = report(f.result())
+    return out
+
+
+def _group_folds(ids, sid, n_folds, rng):
+    """Folds of the propositions ``ids`` that keep each sentence in one fold."""
+    sents = np.unique(sid[ids])
+    rng.shuffle(sents)
+    parts = np.array_split(sents, n_folds)
+    fold_of = {s: f for f, p in enumerate(parts) for s in p}
+    which = np.array([fold_of[s] for s in sid[ids]])
+    return [(ids[which != f], ids[which == f]) for f in range(n_folds)]
+
+
+def cross_validate(train, sid, grid, n_folds, models, n_jobs, progress, timings, tag, rng):
+    """Choose reg per model by ``n_folds``-fold CV (folds of sentences) on ``train``.
+
+    The grid is extended by a decade beyond an edge while a model's best value is on
+    it (within ``GRID_LIMITS``).  Returns ({model: reg}, {model: {reg: mean loss}}, notes).
+    """
+    folds = _group_folds(np.asarray(train), sid, n_folds, rng)
+    scores = {m: {} for m in models}
+    todo = {m: list(grid) for m in models}
+    notes = []
+    while any(todo.values()):
+        jobs = [Job(m, r, fit, val, f"cv-{tag}", f) for f, (fit, val) in enumerate(folds)
+                for m in models for r in todo[m]]
+        for job, loss, tm in _run_tasks(jobs, n_jobs, progress):
+            timings.append((f"cv-{tag}", job.model, tm))
+            scores[job.model].setdefault(job.reg, []).append(loss)
+        todo = {m: [] for m in models}
+        for m in models:
+            best, regs = _best(scores[m]), sorted(scores[m])
+            if best == regs[-1] and best * 10 <= GRID_LIMITS[1]:
+                todo[m] = [best * 10]
+            elif best == regs[0] and best / 10 >= GRID_LIMITS[0]:
+                todo[m] = [best / 10]
+            if todo[m]:
+                notes.append(f"{tag}/{m}: best {best:g} on the grid's edge, tried {todo[m][0]:g}")
+                progress.message("grid extended: " + notes[-1])
+    chosen = {m: _best(scores[m]) for m in models}
+    cv_loss = {m: {r: float(np.mean(v)) for r, v in s.items()} for m, s in scores.items()}
+    return chosen, cv_loss, notes
+
+
+def _best(by_reg):
+    """The reg of least mean CV loss; ties go to the larger reg."""
+    regs = sorted(by_reg, reverse=True)
+    return regs[int(np.argmin([np.mean(by_reg[r]) for r in regs]))]
+
+
+def make_splits(sid_wsj, n_wsj, n_brown, n_train, splits, seed):
+    """Train/test proposition indices (into wsj + brown) of both experiments."""
+    rng = np.random.default_rng(seed)
+    wsj = np.arange(n_wsj)
+    brown = [(np.sort(rng.choice(wsj, n_train, replace=False)), n_wsj + np.arange(n_brown))
+             for _ in range(splits)]
+    sents = np.unique(sid_wsj)
+    rng.shuffle(sents)
+    fold_of = np.empty(sents.max() + 1, dtype=int)
+    for f, part in enumerate(np.array_split(sents, splits)):
+        fold_of[part] = f
+    which = fold_of[sid_wsj]
+    folds = []
+    for f in range(splits):
+        pool = wsj[which != f]
+        folds.append((np.sort(rng.choice(pool, min(n_train, len(pool)), replace=False)),
+                      wsj[which == f]))
+    return {"brown": brown, "wsj": folds}
+
+
+def _check(name, v, lo, hi=None):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo \
+            or (hi is not None and v > hi):
+        rng = f"in {lo}..{hi}" if hi else f">= {lo}"
+        raise structlp.InvalidParameterError(f"{name} must be an integer {rng}; got {v!r}.")
+
+
+def run(solver=None, C=None, seed=0, data_path=None, n_train=30, splits=6, cv=2,
+        reg_grid=GRID, n_jobs=2, loss_seed=0, epochs=10, models=None, experiments=EXPERIMENTS,
+        verbose=0):
+    """Run both experiments (see the module docstring) and return the table.
+
+    Options: ``data_path`` (default ``$STRUCTLP_CONLL05_PATH`` or
+    ../shared/data/conll05_srl), ``n_train`` (training propositions per split),
+    ``splits`` (per experiment; the wsj experiment's number of folds, >= 2),
+    ``cv`` (folds of the reg selection; 1 = the first grid value), ``reg_grid``,
+    ``n_jobs`` (forked workers), ``seed`` (samples and folds), ``loss_seed`` (the
+    random order of the labels), ``epochs`` (AGM-SG), ``models``, ``experiments``.
+    ``C`` fixes reg = C for every model (no selection); ``solver`` is refused.
+    """
+    from scipy.stats import wilcoxon
+    if solver is not None:
+        raise structlp.InvalidParameterError(
+            f"srl_conll05 uses the built-in cutting planes and L-BFGS; solver={solver!r} "
+            "does not apply.")
+    for name, v, lo, hi in (("n_train", n_train, 6, None), ("splits", splits, 2, 50),
+                            ("cv", cv, 1, 10), ("n_jobs", n_jobs, 1, None),
+                            ("epochs", epochs, 1, None), ("loss_seed", loss_seed, 0, None)):
+        _check(name, v, lo, hi)
+    names = [models] if isinstance(models, str) else models
+    if names is not None and (not isinstance(names, (list, tuple)) or not names
+                              or any(m not in MODELS for m in names)):
+        raise structlp.InvalidParameterError(
+            f"models must be a non-empty list of {MODELS}; got {models!r}.")
+    models = MODELS if names is None else tuple(m for m in MODELS if m in names)
+    if isinstance(experiments, str) or not experiments or set(experiments) - set(EXPERIMENTS):
+        raise structlp.InvalidParameterError(
+            f"experiments must be a non-empty list of {EXPERIMENTS}; got {experiments!r}.")
+    try:
+        grid = [float(C)] if C is not None else sorted(float(r) for r in np.atleast_1d(reg_grid))
+    except (TypeError, ValueError):
+        grid = []
+    if not grid or any(not (np.isfinite(r) and r > 0) for r in grid):
+        raise structlp.InvalidParameterError(
+            f"reg_grid must hold positive regularization values; got {reg_grid!r}.")
+    progress = Progress("srl_conll05", verbose=check_verbose(verbose, owner="srl_conll05"))
+    t0 = time.perf_counter()
+    ru0 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    D = load_conll05(data_path)
+    feats = SRLFeatures().fit(D["test.wsj"])
+    Xw, Yw, sid = feats.transform(D["test.wsj"])
+    Xb, Yb, _ = feats.transform(D["test.brown"])
+    L, order = ordinal_loss_matrix(int(loss_seed))
+    _DATA.update(X=Xw + Xb, Y=Yw + Yb, cfg={"L": L, "epochs": int(epochs), "seed": int(seed)})
+    split_ids = make_splits(sid, len(Xw), len(Xb), int(n_train), int(splits), int(seed))
+    rng = np.random.default_rng(int(seed) + 1)
+    timings, out = [], {}
+    # one selection for both experiments: both train on samples of test.wsj of one size
+    if C is not None or cv == 1 or len(grid) == 1:
+        chosen, cv_loss, notes = {m: grid[0] for m in models}, {}, []
+    else:
+        chosen, cv_loss, notes = cross_validate(split_ids[experiments[0]][0][0], sid, grid,
+                                                int(cv), models, int(n_jobs), progress,
+                                                timings, experiments[0], rng)
+    progress.message("chosen: " + ", ".join(f"{m} {chosen[m]:g}" for m in models))
+    for exp in experiments:
+        t_exp = time.perf_counter()
+        jobs = [Job(m, chosen[m], tr, te, exp, s)
+                for s, (tr, te) in enumerate(split_ids[exp]) for m in models]
+        per = {m: [None] * int(splits) for m in models}
+        for job, loss, tm in _run_tasks(jobs, int(n_jobs), progress):
+            timings.append((exp, job.model, tm))
+            per[job.model][job.tag] = loss
+        out[exp] = {"per_split": per, "reg": chosen, "seconds": time.perf_counter() - t_exp,
+                    "n_test": [len(te) for _, te in split_ids[exp]]}
+    progress.close()
+    elapsed = time.perf_counter() - t0
+    ru1 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = sum(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime for a, b in zip(ru0, ru1))
+    recall = {s: pruning_recall(D[s]) for s in D}
+    return _report(out, models, order, feats, recall, timings, elapsed, cpu, int(n_train),
+                   int(splits), cv, grid, wilcoxon, chosen, cv_loss, notes, experiments[0])
+
+
+def marks(per, models, wilcoxon):
+    """Means and marks: best mean, or not significantly worse (Wilcoxon, alpha 0.05)."""
+    means = {m: float(np.mean(per[m])) for m in models}
+    best = min(means, key=means.get)
+    ok = {}
+    for m in models:
+        a, b = np.asarray(per[m]), np.asarray(per[best])
+        ok[m] = m == best or bool(np.allclose(a, b)) or wilcoxon(a, b).pvalue >= 0.05
+    return means, ok
+
+
+def _report(out, models, order, feats, recall, timings, elapsed, cpu, n_train, splits, cv,
+            grid, wilcoxon, chosen, cv_loss, notes, cv_exp):
+    lines = ["Semantic role labelling (CoNLL-2005 test sets), mean cost-sensitive loss over "
+             f"{splits} splits, {n_train} training propositions per split; * = best or not "
+             "significantly worse (Wilcoxon, alpha=0.05)",
+             f"{'experiment':<22} " + " ".join(f"{m:>8}" for m in models)
+             + "   | paper (Table 2): AGM 0.14, CRF 0.19, SSVM 0.14"]
+    table = {}
+    for exp, r in out.items():
+        means, ok = marks(r["per_split"], models, wilcoxon)
+        table[exp] = {m: {"mean": means[m], "best": ok[m], "per_split": r["per_split"][m],
+                          "reg": r["reg"][m]} for m in models}
+        name = ("train wsj, test brown" if exp == "brown" else "wsj folds (in domain)")
+        lines.append(f"{name:<22} " + " ".join(f"{means[m]:7.4f}{'*' if ok[m] else ' '}"
+                                               for m in models))
+        rank = sorted(models, key=means.get)
+        lines.append(f"  ranking: {' < '.join(rank)}; test propositions per split "
+                     f"{min(r['n_test'])}-{max(r['n_test'])}")
+    lines.append(f"label order of the ordinal loss: {[LABELS[a] for a in order]}")
+    lines.append(f"features: {feats.n_node_features_} per node, {feats.n_edge_features_} per "
+                 "edge; pruning keeps " + ", ".join(f"{s} {a}/{b} ({a / b:.1%})"
+                                                    for s, (a, b) in recall.items())
+                 + " of the gold arguments as labelled nodes")
+    if cv == 1 or len(grid) == 1:
+        lines.append(f"reg fixed at {grid[0]:g} (no cross-validation)")
+    else:
+        lines.append(f"reg chosen by {cv}-fold CV (folds of sentences) on the {cv_exp} "
+                     f"experiment's first training set from {grid} (extended as needed), "
+                     "used in both experiments: " + ", ".join(f"{m} {chosen[m]:g}" for m in models))
+        lines += [f"  grid extension: {n}" for n in notes]
+        for m in models:
+            lines.append(f"  CV loss {m}: " + ", ".join(f"{r:g}: {v:.4f}"
+                                                       for r, v in sorted(cv_loss[m].items())))
+    lines.append(f"wall {elapsed:.0f} s, CPU {cpu:.0f} s (all processes); per phase and model:")
+    agg = {}
+    for phase, m, tm in timings:
+        a = agg.setdefault((phase, m), [0, 0.0, 0.0])
+        a[0] += 1
+        a[1] += tm["fit"]
+        a[2] += tm["fit_cpu"]
+    for (phase, m), (n, w, c) in sorted(agg.items()):
+        lines.append(f"  {phase:<9} {m:<6}: {n:3d} fits, fit {w:7.1f} s (cpu {c:7.1f})")
+    return {"report": "\n".join(lines), "table": table, "paper": PAPER, "seconds": elapsed,
+            "cpu_seconds": cpu, "label_order": [LABELS[a] for a in order],
+            "pruning_recall": recall, "n_train": n_train, "splits": splits,
+            "reg": chosen, "grid_extensions": notes,
+            "cv_loss": {m: {str(k): v for k, v in d.items()} for m, d in cv_loss.items()},
+            "breakdown": {f"{p}/{m}": v for (p, m), v in agg.items()}}

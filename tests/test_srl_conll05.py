@@ -1,0 +1,351 @@
+"""CoNLL-2005 SRL: column reader, parse trees, Xue-Palmer pruning, labels, features, experiment.
+
+The trees here are small hand-made sentences (no text of the release).  The tests
+that read the release (research use only, never in the repository) skip when
+``../shared/data/conll05_srl`` (or ``$STRUCTLP_CONLL05_PATH``) is absent.
+"""
+
+import gzip
+import re
+
+import numpy as np
+import pytest
+
+from structlp.datasets.conll05 import (LABELS, DataNotFoundError, Sentence,
+                                       argument_counts, conll05_path, label_pruned,
+                                       load_conll05, parse_props, parse_start_end,
+                                       read_column_file, role_class, xue_palmer_prune)
+from structlp.datasets.conll05_features import (SRLFeatures, is_passive, ordinal_loss_matrix,
+                                                tree_path)
+from structlp.exceptions import InvalidInputError, InvalidParameterError
+
+try:
+    conll05_path()
+    HAVE_DATA = True
+except DataNotFoundError:
+    HAVE_DATA = False
+needs_data = pytest.mark.skipif(
+    not HAVE_DATA, reason="CoNLL-2005 test sets not found (../shared/data/conll05_srl or "
+                          "$STRUCTLP_CONLL05_PATH); research-use data, not shipped")
+
+L_ = {lab: i for i, lab in enumerate(LABELS)}
+
+# "The dog put the bone in the garden ."
+# (S1 (S (NP (DT The) (NN dog)) (VP (VBD put) (NP (DT the) (NN bone))
+#         (PP (IN in) (NP (DT the) (NN garden)))) (. .)))
+PUT_WORDS = "The dog put the bone in the garden .".split()
+PUT_POS = "DT NN VBD DT NN IN DT NN .".split()
+PUT_TREE = ["(S1(S(NP*", "*)", "(VP*", "(NP*", "*)", "(PP*", "(NP*", "*)))", "*))"]
+# "The man who left came ."
+# (S1 (S (NP (NP (DT The) (NN man)) (SBAR (WHNP (WP who)) (S (VP (VBD left)))))
+#        (VP (VBD came)) (. .)))
+REL_WORDS = "The man who left came .".split()
+REL_POS = "DT NN WP VBD VBD .".split()
+REL_TREE = ["(S1(S(NP(NP*", "*)", "(SBAR(WHNP*)", "(S(VP*))))", "(VP*)", "*))"]
+
+
+def put_tree():
+    return parse_start_end(PUT_POS, PUT_TREE)
+
+
+def rel_tree():
+    return parse_start_end(REL_POS, REL_TREE)
+
+
+# ------------------------------------------------------------------ trees
+def test_parse_hand_tree_spans_labels_heads():
+    t = put_tree()
+    assert t.labels == ["S1", "S", "NP", "DT", "NN", "VP", "VBD", "NP", "DT", "NN", "PP",
+                        "IN", "NP", "DT", "NN", "."]
+    assert t.spans[:3] == [(0, 9), (0, 9), (0, 2)]
+    assert t.spans[5] == (2, 8) and t.spans[7] == (3, 5)
+    assert t.spans[10] == (5, 8) and t.spans[12] == (6, 8)
+    assert t.parents == [-1, 0, 1, 2, 2, 1, 5, 5, 7, 7, 5, 10, 10, 12, 12, 1]
+    assert t.leaf_of == [3, 4, 6, 8, 9, 11, 13, 14, 15]
+    # Collins heads: S -> VP -> VBD; NP -> last noun; PP -> IN
+    assert [t.heads[j] for j in (0, 1, 2, 5, 7, 10, 12)] == [2, 2, 1, 2, 4, 5, 7]
+    r = rel_tree()
+    assert r.heads[2] == 1          # NP -> (NP The man) (SBAR ...): the inner NP's head
+    assert r.heads[6] == 2          # SBAR -> WHNP first
+
+
+def _random_bracketing(rng, start, n_words, depth=0):
+    """A random tree over words start..start+n_words-1: (label, start, end, children)."""
+    if n_words == 1 and (depth > 0 and rng.random() < 0.6):
+        return ("W", start, start + 1, [])
+    kids, w = [], start
+    while w < start + n_words:
+        size = int(rng.integers(1, start + n_words - w + 1))
+        if size == n_words and rng.random() < 0.7:
+            size = max(1, size - 1)
+        kids.append(_random_bracketing(rng, w, size, depth + 1))
+        w += size
+    return (str(rng.choice(["NP", "VP", "PP", "S", "SBAR"])), start, start + n_words, kids)
+
+
+def _tags(node, opens, closes):
+    lab, s, e, kids = node
+    if lab == "W":
+        return
+    opens[s] += f"({lab}"
+    closes[e - 1] += ")"
+    for k in kids:
+        _tags(k, opens, closes)
+
+
+def _spans(node, out):
+    lab, s, e, kids = node
+    if lab != "W":
+        out.append((lab, s, e))
+    for k in kids:
+        _spans(k, out)
+
+
+def test_parser_against_generated_bracketings():
+    """Random bracketings written in Start-End format come back with their spans."""
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        n = int(rng.integers(1, 9))
+        root = _random_bracketing(rng, 0, n)
+        opens, closes = [""] * n, [""] * n
+        _tags(root, opens, closes)
+        # the closing brackets of constituents ending at one word: innermost first
+        t = parse_start_end(["W"] * n, [o + "*" + c for o, c in zip(opens, closes)])
+        want = []
+        _spans(root, want)
+        got = [(lab, *sp) for lab, sp in zip(t.labels, t.spans) if lab != "W"]
+        assert sorted(got) == sorted(want)
+        assert all(t.spans[t.leaf_of[w]] == (w, w + 1) for w in range(n))
+        for j, p in enumerate(t.parents):     # parents contain their children
+            if p >= 0:
+                assert t.spans[p][0] <= t.spans[j][0] and t.spans[j][1] <= t.spans[p][1]
+
+
+def test_xue_palmer_hand_trees():
+    t = put_tree()
+    nodes, parents = xue_palmer_prune(t, 2)
+    # path VBD-VP-S-S1; siblings NP (object), PP and its children IN, NP; subject NP; "."
+    assert nodes == [0, 1, 2, 5, 6, 7, 10, 11, 12, 15]
+    assert parents == [-1, 0, 1, 1, 3, 3, 3, 6, 6, 1]
+    r = rel_tree()
+    nodes, parents = xue_palmer_prune(r, 3)           # "left", inside the relative clause
+    assert nodes == [0, 1, 2, 3, 6, 7, 9, 10, 11, 12, 14]
+    assert parents == [-1, 0, 1, 2, 2, 4, 4, 6, 7, 1, 1]
+    nodes, parents = xue_palmer_prune(r, 4)           # "came"
+    assert nodes == [0, 1, 2, 12, 13, 14] and parents == [-1, 0, 1, 1, 3, 1]
+    with pytest.raises(InvalidInputError, match="verb"):
+        xue_palmer_prune(r, 6)
+
+
+def test_xue_palmer_matches_its_definition_on_random_trees():
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        n = int(rng.integers(2, 10))
+        root = _random_bracketing(rng, 0, n)
+        opens, closes = [""] * n, [""] * n
+        _tags(root, opens, closes)
+        t = parse_start_end(["W"] * n, [o + "*" + c for o, c in zip(opens, closes)])
+        v = int(rng.integers(n))
+        nodes, parents = xue_palmer_prune(t, v)
+        anc = set()
+        j = t.leaf_of[v]
+        while j >= 0:
+            anc.add(j)
+            j = t.parents[j]
+        want = {j for j in range(t.n_nodes)
+                if j in anc or (t.parents[j] in anc)
+                or (t.parents[j] >= 0 and t.labels[t.parents[j]] == "PP"
+                    and t.parents[j] not in anc and t.parents[t.parents[j]] in anc)}
+        assert set(nodes) == want and len(nodes) == len(want)
+        for i, p in enumerate(parents):
+            assert (p == -1) == (i == 0)
+            if p >= 0:
+                assert nodes[p] == t.parents[nodes[i]] and p < i
+
+
+def test_labels_hand_trees():
+    t = put_tree()
+    nodes, parents = xue_palmer_prune(t, 2)
+    args = parse_props(["(A0*", "*)", "(V*)", "(A1*", "*)", "(A2*", "*", "*)", "*"])
+    assert args == [("A0", 0, 2), ("V", 2, 3), ("A1", 3, 5), ("A2", 5, 8)]
+    y = label_pruned(t, nodes, parents, 2, args)
+    # S1 S NP VP VBD NP PP IN NP .   (the PP's children: O, children of an argument)
+    assert [LABELS[a] for a in y] == ["O", "O", "A0", "O", "V", "A1", "A2", "O", "O", "O"]
+    # AM-LOC on the PP's object only: class R there, the preposition O
+    args = [("A0", 0, 2), ("V", 2, 3), ("A1", 3, 5), ("AM-LOC", 6, 8)]
+    y = label_pruned(t, nodes, parents, 2, args)
+    assert [LABELS[a] for a in y] == ["O", "O", "A0", "O", "V", "A1", "O", "O", "R", "O"]
+    r = rel_tree()
+    nodes, parents = xue_palmer_prune(r, 3)
+    y = label_pruned(r, nodes, parents, 3, [("A0", 0, 2), ("R-A0", 2, 3), ("V", 3, 4)])
+    assert [LABELS[a] for a in y] == ["O", "O", "O", "A0", "O", "R-A0", "O", "O", "V", "O", "O"]
+    nodes, parents = xue_palmer_prune(r, 4)
+    y = label_pruned(r, nodes, parents, 4, [("A0", 0, 4), ("V", 4, 5)])
+    assert [LABELS[a] for a in y] == ["O", "O", "A0", "O", "V", "O"]
+
+
+def test_role_classes():
+    assert [role_class(r) for r in ("A0", "A1", "A2", "R-A0", "R-A1", "R-A2")] == \
+        ["A0", "A1", "A2", "R-A0", "R-A1", "R-A2"]
+    assert {role_class(r) for r in ("A3", "AM-TMP", "C-A1", "R-AM-LOC", "AM-MOD")} == {"R"}
+    assert len(LABELS) == 9
+
+
+def test_malformed_columns_are_refused():
+    with pytest.raises(InvalidInputError, match="not STARTS"):
+        parse_start_end(["DT"], ["(NP"])
+    with pytest.raises(InvalidInputError, match="left open"):
+        parse_start_end(["DT", "NN"], ["(S(NP*", "*)"])
+    with pytest.raises(InvalidInputError, match="unmatched"):
+        parse_start_end(["DT"], ["(NP*))"])
+    with pytest.raises(InvalidInputError, match="second root"):
+        parse_start_end(["DT", "NN"], ["(NP*)", "(NP*)"])
+    with pytest.raises(InvalidInputError, match="POS tags"):
+        parse_start_end(["DT"], ["(NP*", "*)"])
+    with pytest.raises(InvalidInputError, match="left open"):
+        parse_props(["(A0*", "*"])
+    with pytest.raises(InvalidInputError, match="unmatched"):
+        parse_props(["*)"])
+
+
+def test_column_reader_and_missing_data(tmp_path):
+    f = tmp_path / "x.words.gz"
+    with gzip.open(f, "wt") as fh:
+        fh.write("a  (NP*\nb  *)\n\nc  *\n\n")
+    assert read_column_file(f) == [[["a", "(NP*"], ["b", "*)"]], [["c", "*"]]]
+    with pytest.raises(DataNotFoundError, match="STRUCTLP_CONLL05_PATH"):
+        load_conll05(tmp_path)
+    with pytest.raises(InvalidInputError, match="path must be a path"):
+        load_conll05(3)
+    with pytest.raises(InvalidInputError, match="sets must be"):
+        load_conll05(tmp_path, sets=["train"])
+
+
+# ------------------------------------------------------------------ features and loss
+def _hand_sentences():
+    t, r = put_tree(), rel_tree()
+    put = Sentence(PUT_WORDS, PUT_POS, t, [{"verb": 2, "lemma": "put", "args": [
+        ("A0", 0, 2), ("V", 2, 3), ("A1", 3, 5), ("A2", 5, 8)]}])
+    rel = Sentence(REL_WORDS, REL_POS, r, [
+        {"verb": 3, "lemma": "leave", "args": [("A0", 0, 2), ("R-A0", 2, 3), ("V", 3, 4)]},
+        {"verb": 4, "lemma": "come", "args": [("A0", 0, 4), ("V", 4, 5)]}])
+    return [put, rel]
+
+
+def test_features_on_hand_sentences():
+    from structlp.agm.trees import check_tree_example
+    sents = _hand_sentences()
+    F = SRLFeatures(min_count=1).fit(sents)
+    X, Y, sid = F.transform(sents)
+    assert list(sid) == [0, 1, 1] and [len(y) for y in Y] == [10, 11, 6]
+    assert [LABELS[a] for a in Y[2]] == ["O", "O", "A0", "O", "V", "O"]
+    for x, y in zip(X, Y):
+        ex = check_tree_example(x)
+        n = len(y)
+        assert x["node_features"].shape == (n, F.n_node_features_)
+        assert x["edge_features"].shape == (n - 1, F.n_edge_features_)
+        # every one-hot block has exactly one 1 per node; bias 1
+        assert np.all(x["node_features"][:, 0] == 1) and np.all(x["edge_features"][:, 0] == 1)
+        assert ex.n_nodes == n
+    # the head word "dog" (subject NP of "put") has its own column
+    col = 1 + len(F.vocab_["phrase"]) + 1 + F.vocab_["head_word"].index("dog")
+    assert X[0]["node_features"][2, col] == 1 and X[0]["node_features"][:, col].sum() == 1
+    assert tree_path(rel_tree(), 3, 11) == "NP^NPvSBARvSvVPvVBD"
+    assert tree_path(put_tree(), 2, 6) == "NP^SvVPvVBD"
+
+
+def test_passive_voice():
+    t = put_tree()
+    s = Sentence("The bone was quickly put there .".split(),
+                 "DT NN AUX RB VBN RB .".split(), t, [])
+    assert is_passive(s, 4)
+    s2 = Sentence(s.words, "DT NN AUX RB VBD RB .".split(), t, [])
+    assert not is_passive(s2, 4)
+
+
+def test_ordinal_loss_matrix():
+    L, order = ordinal_loss_matrix(0)
+    assert sorted(order) == list(range(9)) and L.shape == (9, 9)
+    assert np.allclose(L, L.T) and np.all(np.diag(L) == 0)
+    for i, a in enumerate(order):          # brute force from the order
+        for j, b in enumerate(order):
+            assert L[a, b] == pytest.approx(abs(i - j) / 8)
+    L2, order2 = ordinal_loss_matrix(0)
+    assert order2 == order and np.array_equal(L, L2)
+    assert ordinal_loss_matrix(1)[1] != order
+    with pytest.raises(InvalidParameterError, match="seed"):
+        ordinal_loss_matrix(-1)
+
+
+# ------------------------------------------------------------------ the release
+@needs_data
+@pytest.mark.data
+def test_release_counts():
+    """Sentences and propositions as the release documents them; the arguments per role
+    as counted independently by a regular expression over the raw props files."""
+    D = load_conll05()
+    root = conll05_path()
+    for name, n_sent, n_prop in (("test.wsj", 2416, 5267), ("test.brown", 426, 804)):
+        S = D[name]
+        assert len(S) == n_sent and sum(len(s.props) for s in S) == n_prop
+        with gzip.open(root / name / "props" / f"{name}.props.gz", "rt",
+                       encoding="latin-1") as fh:
+            raw = fh.read()
+        want = {}
+        for lab in re.findall(r"\(([^()*\s]+)\*", raw):
+            want[lab] = want.get(lab, 0) + 1
+        assert argument_counts(S) == dict(sorted(want.items()))
+        assert argument_counts(S)["V"] == n_prop
+        assert all(len(s.words) == len(s.tree.leaf_of) for s in S)
+    assert argument_counts(D["test.wsj"])["A0"] == 3563
+
+
+# ------------------------------------------------------------------ the experiment
+def _problem():
+    from structlp.cli import load_problem
+    return load_problem("problems/srl_conll05.py")
+
+
+def test_problem_options_are_checked():
+    mod = _problem()
+    with pytest.raises(InvalidParameterError, match="n_train"):
+        mod.run(n_train=2)
+    with pytest.raises(InvalidParameterError, match="solver"):
+        mod.run(solver="CLARABEL")
+    with pytest.raises(InvalidParameterError, match="experiments"):
+        mod.run(experiments=["train"])
+    with pytest.raises(InvalidParameterError, match="reg_grid"):
+        mod.run(reg_grid=[0.0])
+    with pytest.raises(InvalidParameterError, match="models"):
+        mod.run(models=["AGM", "SVM"])
+    with pytest.raises(InvalidParameterError, match="models"):
+        mod.run(models=[])
+
+
+def test_problem_marks():
+    from scipy.stats import wilcoxon
+    mod = _problem()
+    per = {"AGM": [0.1] * 8, "CRF": [0.2 + 0.01 * i for i in range(8)],
+           "SSVM": [0.1 + 0.001 * (-1) ** i for i in range(8)]}
+    means, ok = mod.marks(per, ("AGM", "CRF", "SSVM"), wilcoxon)
+    assert min(means, key=means.get) == "AGM"
+    assert ok == {"AGM": True, "CRF": False, "SSVM": True}
+
+
+@needs_data
+@pytest.mark.data
+@pytest.mark.slow
+def test_reduced_run():
+    """A few dozen propositions per split, fixed reg: every model trains and scores."""
+    mod = _problem()
+    res = mod.run(n_train=30, splits=2, C=0.1, n_jobs=1, epochs=2)
+    for exp in ("brown", "wsj"):
+        for m in mod.MODELS:
+            losses = res["table"][exp][m]["per_split"]
+            assert len(losses) == 2 and all(0 <= v <= 1 for v in losses)
+    # a trained model beats predicting O everywhere on the brown test set
+    L = np.array(mod.ordinal_loss_matrix(0)[0])
+    Y_brown = mod._DATA["Y"][-804:]
+    all_o = mod.mean_loss([np.zeros(len(y), dtype=int) for y in Y_brown], Y_brown, L)
+    assert all(res["table"]["brown"][m]["mean"] < all_o for m in mod.MODELS)
+    assert "paper (Table 2)" in res["report"]
