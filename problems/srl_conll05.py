@@ -53,7 +53,7 @@ from collections import namedtuple
 import numpy as np
 
 import structlp
-from structlp._progress import Progress, check_verbose
+from structlp.utils import Progress, check_verbose
 from structlp.agm import AdversarialGraphicalModel, TreeCRF
 from structlp.datasets.conll05 import LABELS, load_conll05, pruning_recall
 from structlp.datasets.conll05_features import SRLFeatures, ordinal_loss_matrix

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 from .utils.compat import install_aliases
 from .utils.lazy import attach
-from .exceptions import (ConvergenceWarning, DeclarationError, FractionalSolutionError,
-                         InvalidInputError, InvalidOutputError, InvalidParameterError, NotFittedError,
-                         PersistenceError, SolverError, StructlpError)
+from .exceptions import (ConvergenceWarning, DataNotFoundError, DeclarationError,
+                         FractionalSolutionError, InvalidInputError, InvalidOutputError,
+                         InvalidParameterError, NotFittedError, PersistenceError, SolverError,
+                         StructlpError)
 
 from .utils.version import __version__
 
@@ -48,8 +49,8 @@ __all__ = [
     "StructuredModel", "BackendError", "Polytope", "structures", "installed_solvers",
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
     "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
-    "ConvergenceWarning", "PersistenceError", "save", "load", "clone", "make_scorer",
-    "PartTransformer", "maximize",
+    "ConvergenceWarning", "PersistenceError", "DataNotFoundError", "save", "load", "clone",
+    "make_scorer", "PartTransformer", "maximize",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only

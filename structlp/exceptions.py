@@ -48,3 +48,9 @@ class PersistenceError(StructlpError, ValueError):
     """A model file cannot be saved or loaded safely: a value that is not plain data, a
     file that is not structlp's, of a newer format, tampered with (checksum mismatch, a
     pickle inside), or naming a class that is not allowed."""
+
+
+class DataNotFoundError(InvalidInputError, FileNotFoundError):
+    """A data set's folder (or one of its files) is missing: the research-use data sets
+    (CK+ emotion, CoNLL-2005) are read from a path and never shipped.  Both a structlp error
+    (so the command line reports it in one line) and a :class:`FileNotFoundError`."""

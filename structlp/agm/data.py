@@ -16,15 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import InvalidInputError
-
-class DataNotFoundError(InvalidInputError, FileNotFoundError):
-    """The CK+ emotion data directory (or one of its files) is missing.
-
-    A :class:`~structlp.exceptions.StructlpError` (so the CLI reports it
-    cleanly) and a :class:`FileNotFoundError`.
-    """
-
+from ..exceptions import DataNotFoundError, InvalidInputError  # noqa: F401
 
 #: Environment variable naming the data directory.
 ENV_VAR = "STRUCTLP_CK_PATH"

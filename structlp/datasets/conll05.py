@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..exceptions import InvalidInputError
+from ..exceptions import DataNotFoundError, InvalidInputError  # noqa: F401
 
 #: Environment variable naming the data directory.
 ENV_VAR = "STRUCTLP_CONLL05_PATH"
@@ -43,10 +43,6 @@ SETS = ("test.wsj", "test.brown")
 LABELS = ("O", "V", "A0", "A1", "A2", "R-A0", "R-A1", "R-A2", "R")
 #: Layers read by :func:`load_conll05`.
 LAYERS = ("words", "props", "synt.cha")
-
-
-class DataNotFoundError(InvalidInputError, FileNotFoundError):
-    """The CoNLL-2005 data directory (or one of its files) is missing."""
 
 
 # ------------------------------------------------------------------ trees

@@ -3,7 +3,7 @@
 For each proposition the parse tree pruned after Xue & Palmer
 (:func:`structlp.datasets.conll05.xue_palmer_prune`) becomes a tree example
 ``{"node_features": (n, d_v), "edge_features": (n - 1, d_e), "parents": (n,)}``
-(:mod:`structlp.agm.trees`) and its labelling (:func:`label_pruned`) over the nine
+(:mod:`structlp.graphical.trees`) and its labelling (:func:`label_pruned`) over the nine
 classes :data:`~structlp.datasets.conll05.LABELS`.
 
 Node features (dense; the categorical ones one-hot over the values seen at least

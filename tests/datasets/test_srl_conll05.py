@@ -233,7 +233,7 @@ def _hand_sentences():
 
 
 def test_features_on_hand_sentences():
-    from structlp.agm.trees import check_tree_example
+    from structlp.graphical.trees import check_tree_example
     sents = _hand_sentences()
     F = SRLFeatures(min_count=1).fit(sents)
     X, Y, sid = F.transform(sents)
