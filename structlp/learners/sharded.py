@@ -460,11 +460,11 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
         for r in range(1, p["max_iter"] + 1):
             seeds = [[seed0, k, r] if self.random_state is not None else None
                      for k in range(K)]
+            holders = self._holders(client, shards, timeout)
             futs = [client.submit(_local_pass, shards[k], w, C, K, seeds[k],
                                   p["local_epochs"], bool(self.pairwise), p["inner_steps"],
                                   p["cache_passes"], rounds[k], pure=False,
-                                  workers=self._holder(client, shards[k]),
-                                  allow_other_workers=True)
+                                  workers=holders[k], allow_other_workers=True)
                     for k in range(K)]
             outs = self._gather_each(client, timeout, futs)
             sent, received = K * w.nbytes, K * (w.nbytes + 8 * 4)
@@ -549,9 +549,10 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
         """The exact objective and duality gap at ``w`` (a pass on the workers); ``ok`` is
         False when a partition was lost meanwhile (its dual share changed: no
         certificate this round)."""
+        holders = self._holders(client, shards, timeout)
         outs = self._gather_each(client, timeout, [
-            client.submit(_exact_check, s, w, C, pure=False, workers=self._holder(client, s),
-                          allow_other_workers=True) for s in shards])
+            client.submit(_exact_check, s, w, C, pure=False, workers=h,
+                          allow_other_workers=True) for s, h in zip(shards, holders)])
         if any(isinstance(o, BaseException) or o["rounds"] != rounds[k]
                for k, o in enumerate(outs)):
             return np.inf, np.inf, np.nan, np.nan, False
@@ -560,13 +561,14 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
         return obj, max(obj - dual, 0.0), hinge, float(sum(o["block_gaps"] for o in outs)), True
 
     @staticmethod
-    def _holder(client, fut):
-        """The worker holding ``fut`` (tasks on a shard run there), or None."""
+    def _holders(client, futs, timeout):
+        """The worker holding each future (a task on a shard runs there), or None: one
+        question to the scheduler (its failures are caught by the gather that follows)."""
         try:
-            who = client.who_has([fut]).get(fut.key) or ()
-        except Exception:  # the scheduler is checked by _supervised
-            return None
-        return list(who)[:1] or None
+            who = _supervised(client, timeout, client.who_has, futs)
+        except Exception:
+            return [None] * len(futs)
+        return [list(who.get(f.key) or ())[:1] or None for f in futs]
 
     @staticmethod
     def _gather_each(client, timeout, futs):
