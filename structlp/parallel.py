@@ -92,7 +92,7 @@ def _chunks(idx):
     return [idx[k:k + CHUNK] for k in range(0, len(idx), CHUNK)]
 
 
-def _solve_chunk(state, idx, aug):
+def solve_chunk(state, idx, aug):
     """Each example's fast path (``inference_parts``) where it has one, one LP for the rest."""
     model, X, polys, solver, opts = state
     mus = [model.checked_inference_parts(X[i], a) for i, a in zip(idx, aug)]
@@ -114,11 +114,11 @@ def _loky_task(token, path, idx, aug):
             state = pickle.load(fh)
         _STATE.clear()            # keep only the current training set
         _STATE[token] = state
-    return _solve_chunk(state, idx, aug)
+    return solve_chunk(state, idx, aug)
 
 
 def _dask_task(state, idx, aug):
-    return _solve_chunk(state, idx, aug)
+    return solve_chunk(state, idx, aug)
 
 
 class OraclePool:
@@ -205,7 +205,7 @@ class OraclePool:
             raise BackendError(f"The dask Client is not running (status "
                                f"{self._client.status!r}).")
         try:
-            [self._state_future] = _supervised(
+            [self._state_future] = call_supervised(
                 self._client, self.timeout, lambda: self._client.scatter(
                     [self.state], broadcast=True, hash=False, timeout=self.timeout))
         except BackendError:
@@ -273,7 +273,7 @@ class OraclePool:
         idx = [int(i) for i in idx]
         pieces = list(zip(_chunks(idx), _chunks(list(aug))))
         if self.kind == "serial":
-            out = [_solve_chunk(self.state, i, a) for i, a in pieces]
+            out = [solve_chunk(self.state, i, a) for i, a in pieces]
         elif self.kind == "loky":
             try:
                 futs = [self._executor.submit(_loky_task, self._token, self._path, i, a)
@@ -303,11 +303,11 @@ class OraclePool:
             return client.gather(futs)
 
         try:
-            return _supervised(client, self.timeout, run)
+            return call_supervised(client, self.timeout, run)
         except BackendError:
             raise
         except Exception as exc:
-            if _is_cluster_failure(exc):
+            if is_cluster_failure(exc):
                 raise BackendError(
                     f"The dask cluster failed during the fit ({type(exc).__name__}: {exc}); "
                     "the training data held by its workers may have been lost with them. "
@@ -322,7 +322,7 @@ def _close_quietly(client: Any, timeout: float) -> None:
         pass
 
 
-def _is_cluster_failure(exc: BaseException) -> bool:
+def is_cluster_failure(exc: BaseException) -> bool:
     """A failure of the cluster (lost workers or data, closed connections, timeouts), as
     opposed to an error raised by the task's own code."""
     import asyncio
@@ -333,7 +333,7 @@ def _is_cluster_failure(exc: BaseException) -> bool:
             or type(exc).__module__.split(".")[0] in ("distributed", "tornado"))
 
 
-def _supervised(client: Any, timeout: float, fn: Any, *args: Any) -> Any:
+def call_supervised(client: Any, timeout: float, fn: Any, *args: Any) -> Any:
     """``fn(*args)`` (a blocking call on ``client``), run in a helper thread while this one
     watches the cluster: between short waits it asks the scheduler (within 0.8 ``timeout``)
     how many workers it has.  No answer, or no workers or a client that is not running for

@@ -56,7 +56,7 @@ from ..exceptions import ConvergenceWarning, InvalidInputError, InvalidParameter
 from ..frank_wolfe import (_CACHE_SHARE, _PSI_MAX_D, _GramBlocks, _PsiBlocks, _augment,
                            _compact_loss)
 from ..model import StructuredModel
-from ..parallel import BackendError, _is_cluster_failure, _solve_chunk, _supervised
+from ..parallel import BackendError, call_supervised, is_cluster_failure, solve_chunk
 from .._progress import Progress, check_callback, check_verbose
 from .._validation import check_bool, check_scalar
 from ..solvers import check_solver
@@ -80,14 +80,16 @@ class _Shard:
         self.part = part
         self.model = model
         self.data = data
-        self.state = (model, data.X, polys, solver, opts)   # what _solve_chunk takes
+        self.state = (model, data.X, polys, solver, opts)   # what solve_chunk takes
         m, d = data.n_examples, data.n_features
         self.c = [_compact_loss(*data.c.nonzeros(i)) for i in range(m)]
         width = max(data.mu_true.nonzeros(i)[0].size for i in range(m))
         self.blocks = (_PsiBlocks(data.Phi, data.mu_true, self.c)
                        if d <= max(_PSI_MAX_D, 4 * width) else _GramBlocks(data.mu_true, self.c))
         self.rounds = 0
-        self.nbytes = int(sum(np.asarray(x).nbytes for x in xs) + 64 * m * max(d, 1))
+        # the prepared examples (feature operators, losses, truths) and the blocks:
+        # about 5 kB per small example as measured, more for large ones
+        self.nbytes = int(sum(np.asarray(x).nbytes for x in xs) + m * (4096 + 32 * d))
 
     def contribution(self, C):
         """``(w_p, ell_p)``: this partition's exact share of ``w`` and of the dual's
@@ -97,7 +99,7 @@ class _Shard:
 
     def oracle(self, i, a):
         mu = self.model.checked_inference_parts(self.data.X[i], a)
-        return mu if mu is not None else _solve_chunk(self.state, [i], [a])[0]
+        return mu if mu is not None else solve_chunk(self.state, [i], [a])[0]
 
 
 def _split_pairs(items, part):
@@ -565,7 +567,7 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
         """The worker holding each future (a task on a shard runs there), or None: one
         question to the scheduler (its failures are caught by the gather that follows)."""
         try:
-            who = _supervised(client, timeout, client.who_has, futs)
+            who = call_supervised(client, timeout, client.who_has, futs)
         except Exception:
             return [None] * len(futs)
         return [list(who.get(f.key) or ())[:1] or None for f in futs]
@@ -580,9 +582,9 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
                 try:
                     out.append(f.result())
                 except Exception as exc:
-                    if not _is_cluster_failure(exc):
+                    if not is_cluster_failure(exc):
                         raise
                     out.append(exc)
             return out
 
-        return _supervised(client, timeout, each)
+        return call_supervised(client, timeout, each)
