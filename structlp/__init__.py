@@ -31,6 +31,7 @@ _LAZY = {
     "Polytope": "polytope",
     "installed_solvers": "solvers",
     "SubgradientLearner": "learners",
+    "ShardedFrankWolfeLearner": "learners",
     "make_scorer": "model_selection",
     "PartTransformer": "model_selection",
     "save": "persistence",
@@ -46,7 +47,8 @@ _SUBMODULES = ("structures", "agm", "sequence", "datasets", "certificates", "for
 
 __all__ = [
     "MaxMarginLearner", "CuttingPlaneLearner", "FrankWolfeLearner", "SubgradientLearner",
-    "StructuredModel", "BackendError", "Polytope", "structures", "installed_solvers",
+    "ShardedFrankWolfeLearner", "StructuredModel", "BackendError", "Polytope", "structures",
+    "installed_solvers",
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
     "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
     "ConvergenceWarning", "PersistenceError", "DataNotFoundError", "save", "load", "clone",
@@ -56,7 +58,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from . import structures
     from .learners import (CuttingPlaneLearner, FrankWolfeLearner, MaxMarginLearner,
-                           SubgradientLearner)
+                           ShardedFrankWolfeLearner, SubgradientLearner)
     from .model import StructuredModel
     from .model_selection import PartTransformer, make_scorer
     from .parallel import BackendError

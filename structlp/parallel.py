@@ -21,7 +21,12 @@ solved by the model's combinatorial fast path
   ``distributed.Client``, or a scheduler address such as
   ``"tcp://10.0.0.5:8786"``: on a dask cluster; the data are scattered to every
   worker once (``broadcast=True``) and each task receives only the indices and
-  the scores.
+  the scores.  The results are taken in submission order (never in the order
+  the tasks finish), and every blocking call on the cluster is watched: a
+  scheduler that does not answer, a cluster without workers, or workers lost
+  with the training data raise :class:`BackendError` within the timeout
+  (``scheduler_timeout`` of the learners), while an error raised by the
+  model's own code on a worker is raised as itself.
 
 The indices are always cut into the same chunks of :data:`CHUNK` consecutive
 examples, whatever the backend, and every chunk is solved by the same code, so
@@ -87,7 +92,7 @@ def _chunks(idx):
     return [idx[k:k + CHUNK] for k in range(0, len(idx), CHUNK)]
 
 
-def _solve_chunk(state, idx, aug):
+def solve_chunk(state, idx, aug):
     """Each example's fast path (``inference_parts``) where it has one, one LP for the rest."""
     model, X, polys, solver, opts = state
     mus = [model.checked_inference_parts(X[i], a) for i, a in zip(idx, aug)]
@@ -109,11 +114,11 @@ def _loky_task(token, path, idx, aug):
             state = pickle.load(fh)
         _STATE.clear()            # keep only the current training set
         _STATE[token] = state
-    return _solve_chunk(state, idx, aug)
+    return solve_chunk(state, idx, aug)
 
 
 def _dask_task(state, idx, aug):
-    return _solve_chunk(state, idx, aug)
+    return solve_chunk(state, idx, aug)
 
 
 class OraclePool:
@@ -192,14 +197,7 @@ class OraclePool:
                     "running: create one (distributed.Client(address)) or pass the Client "
                     "or the scheduler address as backend.") from None
         elif isinstance(self.backend, str):
-            try:
-                self._client = distributed.Client(self.backend, timeout=self.timeout,
-                                                  set_as_default=False)
-            except (OSError, TimeoutError) as exc:
-                raise BackendError(
-                    f"Could not reach the dask scheduler at {self.backend!r} within "
-                    f"{self.timeout:g} s ({type(exc).__name__}: {exc}). Check the address "
-                    "and that the scheduler is running, or raise scheduler_timeout.") from None
+            self._client = _connect(distributed, self.backend, self.timeout)
             self._own_client = True
         else:
             self._client = self.backend
@@ -207,15 +205,21 @@ class OraclePool:
             raise BackendError(f"The dask Client is not running (status "
                                f"{self._client.status!r}).")
         try:
-            [self._state_future] = self._client.scatter([self.state], broadcast=True,
-                                                        hash=False)
-        except Exception as exc:  # pragma: no cover - cluster failures
-            self.close()
-            raise BackendError(f"Could not send the training data to the dask workers: "
-                               f"{exc}") from None
+            [self._state_future] = call_supervised(
+                self._client, self.timeout, lambda: self._client.scatter(
+                    [self.state], broadcast=True, hash=False, timeout=self.timeout))
+        except BackendError:
+            self.close(wait=False)
+            raise
+        except Exception as exc:
+            self.close(wait=False)
+            raise BackendError(f"Could not send the training data to the dask workers "
+                               f"within {self.timeout:g} s ({type(exc).__name__}: {exc}). "
+                               "Check that the cluster has workers.") from None
 
-    def close(self) -> None:
-        """Stop local workers / release scattered data (and a client made from an address)."""
+    def close(self, wait: bool = True) -> None:
+        """Stop local workers / release scattered data (and a client made from an address;
+        ``wait=False``: closed in the background, after a cluster failure)."""
         if self._executor is not None:
             self._executor = None
             try:
@@ -229,14 +233,20 @@ class OraclePool:
                 pass
             self._state_future = None
         if self._client is not None and self._own_client:
-            self._client.close()
+            if wait:
+                _close_quietly(self._client, self.timeout)
+            else:
+                import threading
+                threading.Thread(target=_close_quietly, args=(self._client, self.timeout),
+                                 daemon=True).start()
         self._client = None
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        # after a cluster failure, closing the client must not delay the error
+        self.close(wait=not (exc_type is not None and issubclass(exc_type, BackendError)))
 
     # ------------------------------------------------------------ work
     def argmax_one(self, i: int, aug: np.ndarray) -> np.ndarray:
@@ -263,7 +273,7 @@ class OraclePool:
         idx = [int(i) for i in idx]
         pieces = list(zip(_chunks(idx), _chunks(list(aug))))
         if self.kind == "serial":
-            out = [_solve_chunk(self.state, i, a) for i, a in pieces]
+            out = [solve_chunk(self.state, i, a) for i, a in pieces]
         elif self.kind == "loky":
             try:
                 futs = [self._executor.submit(_loky_task, self._token, self._path, i, a)
@@ -276,7 +286,144 @@ class OraclePool:
                     raise BackendError(f"A local worker process failed: {exc}") from None
                 raise
         else:
-            futs = [self._client.submit(_dask_task, self._state_future, i, a, pure=False)
-                    for i, a in pieces]
-            out = self._client.gather(futs)
+            out = self._dask_map(pieces)
         return [mu for part in out for mu in part]
+
+    def _dask_map(self, pieces):
+        """The chunks' results in submission order; a cluster that fails (no workers, a
+        scheduler that stops answering, the scattered data lost) is a BackendError within
+        ``timeout`` seconds; an error raised by the model itself is raised as is."""
+        client = self._client
+
+        def run():
+            futs = [client.submit(_dask_task, self._state_future, i, a, pure=False)
+                    for i, a in pieces]
+            # gather keeps the order of ``futs`` (submission order), whatever the order
+            # in which the tasks finished
+            return client.gather(futs)
+
+        try:
+            return call_supervised(client, self.timeout, run)
+        except BackendError:
+            raise
+        except Exception as exc:
+            if is_cluster_failure(exc):
+                raise BackendError(
+                    f"The dask cluster failed during the fit ({type(exc).__name__}: {exc}); "
+                    "the training data held by its workers may have been lost with them. "
+                    "Check the cluster and fit again.") from None
+            raise
+
+
+def _close_quietly(client: Any, timeout: float) -> None:
+    try:
+        client.close(timeout=timeout)
+    except Exception:  # pragma: no cover - the scheduler is gone already
+        pass
+
+
+def is_cluster_failure(exc: BaseException) -> bool:
+    """A failure of the cluster (lost workers or data, closed connections, timeouts), as
+    opposed to an error raised by the task's own code."""
+    import asyncio
+
+    if isinstance(exc, StructlpError):
+        return False
+    return (isinstance(exc, (asyncio.CancelledError, TimeoutError, ConnectionError))
+            or type(exc).__module__.split(".")[0] in ("distributed", "tornado"))
+
+
+def call_supervised(client: Any, timeout: float, fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` (a blocking call on ``client``), run in a helper thread while this one
+    watches the cluster: between short waits it asks the scheduler (within 0.8 ``timeout``)
+    how many workers it has.  No answer, or no workers or a client that is not running for
+    0.8 ``timeout`` seconds, is a BackendError, so the error comes within
+    ``timeout`` seconds of the failure (the helper thread is then abandoned); what ``fn``
+    raises is raised here."""
+    import threading
+    import time
+
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # raised in the caller's thread below
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="structlp-dask-call", daemon=True)
+    thread.start()
+    poll = min(0.5, timeout / 10)
+    patience = 0.8 * timeout    # + one poll: within ``timeout`` of the failure
+    bad_since = None
+    while True:
+        thread.join(poll)
+        if not thread.is_alive():
+            if "error" in box:
+                raise box["error"]
+            return box["value"]
+        now = time.monotonic()
+        problem = None
+        if client.status != "running":
+            problem = f"the dask client lost its scheduler (status {client.status!r})"
+        else:
+            try:
+                info = client.sync(client.scheduler.identity, n_workers=0,
+                                   callback_timeout=patience)
+            except Exception as exc:
+                raise BackendError(
+                    f"The dask scheduler stopped answering ({type(exc).__name__}; waited "
+                    f"{patience:.3g} s of scheduler_timeout={timeout:g} s); the fit cannot go "
+                    "on. Check the scheduler, or raise scheduler_timeout.") from None
+            if not info.get("n_workers", 0):
+                problem = "the dask cluster has no workers"
+        if problem is None:
+            bad_since = None
+        elif bad_since is None:
+            bad_since = now
+        elif now - bad_since >= patience:
+            raise BackendError(f"{problem[0].upper()}{problem[1:]} for {now - bad_since:.1f} s "
+                               f"(scheduler_timeout={timeout:g} s); the fit cannot go on.")
+
+
+def _connect(distributed, address, timeout):
+    """``distributed.Client(address)``, or a BackendError within ``timeout`` seconds.
+
+    The client's own timeout covers the TCP connection, but not a peer that accepts it and
+    never answers the handshake: the client is made in a helper thread and abandoned
+    (closed when it ever connects) past the deadline."""
+    import threading
+
+    box: dict = {}
+    lock = threading.Lock()
+
+    def make():
+        try:
+            client = distributed.Client(address, timeout=timeout, set_as_default=False)
+        except BaseException as exc:  # reported to the caller below
+            with lock:
+                box["error"] = exc
+            return
+        with lock:
+            if box.get("abandoned"):
+                client.close()
+            else:
+                box["client"] = client
+
+    thread = threading.Thread(target=make, name="structlp-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    with lock:
+        if "client" not in box and "error" not in box:
+            box["abandoned"] = True
+            raise BackendError(
+                f"Could not reach the dask scheduler at {address!r} within {timeout:g} s "
+                "(it accepted the connection but did not answer). Check the address and "
+                "that the scheduler is running, or raise scheduler_timeout.")
+    if "error" in box:
+        exc = box["error"]
+        raise BackendError(
+            f"Could not reach the dask scheduler at {address!r} within {timeout:g} s "
+            f"({type(exc).__name__}: {exc}). Check the address and that the scheduler is "
+            "running, or raise scheduler_timeout.") from None
+    return box["client"]

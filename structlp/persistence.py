@@ -173,6 +173,7 @@ LIBRARY_CLASSES = (
     "structlp.learners.cutting_plane.CuttingPlaneLearner",
     "structlp.learners.frank_wolfe.FrankWolfeLearner",
     "structlp.learners.joint_qp.MaxMarginLearner",
+    "structlp.learners.sharded.ShardedFrankWolfeLearner",
     "structlp.learners.subgradient.SubgradientLearner",
     "structlp.model.StructuredModel",
     "structlp.model_selection.PartTransformer",

@@ -1,5 +1,7 @@
 """Serial, local processes (n_jobs) and dask give the same learners, bit for bit."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -20,6 +22,16 @@ def dask_client():
     yield client
     client.close()
     cluster.close()
+
+
+@pytest.fixture(scope="module")
+def dask_processes():
+    """Two worker processes (the results travel between processes, pickled)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield client
 
 
 def _learners(seed=4):
@@ -69,6 +81,30 @@ def test_dask_equals_serial(rng, dask_client):
     _same(fit_quiet(_learners()[1](), X, Y), fit_quiet(_learners()[1](backend="dask"), X, Y))
 
 
+def test_dask_repeated_fits_are_bit_identical(rng, dask_processes):
+    """Worker processes finish the chunks in any order; the results are taken in submission
+    order, so five fits equal the serial one (and each other) bit for bit."""
+    X, Y = assignments(rng, 50)
+    kw = dict(tol=1e-12, max_iter=3, batch_size=CHUNK, random_state=7)
+    ser = fit_quiet(FrankWolfeLearner(BipartiteMatching(), **kw), X, Y)
+    for _ in range(5):
+        _same(ser, fit_quiet(FrankWolfeLearner(BipartiteMatching(), backend=dask_processes,
+                                               **kw), X, Y))
+
+
+def test_dask_model_errors_are_not_backend_errors(rng, dask_processes):
+    """An error raised by the model's own code on a worker reaches the caller as itself."""
+    from structlp.exceptions import DeclarationError
+
+    class Fractional(BipartiteMatching):
+        def inference_parts(self, x, scores):
+            return np.full(len(scores), 0.5)
+
+    X, Y = assignments(rng, 4)
+    with pytest.raises(DeclarationError, match="inference_parts"):
+        FrankWolfeLearner(Fractional(), batch_size=4, backend=dask_processes).fit(X, Y)
+
+
 def test_dask_scheduler_address_and_lp_oracle(rng, dask_client):
     """A scheduler address, and a model without fast path (stacked LPs per chunk)."""
     X, Y = chains(rng, 20)
@@ -91,6 +127,113 @@ def test_unreachable_scheduler_times_out(rng):
                                            "'tcp://127.0.0.1:1' within 1 s"):
         FrankWolfeLearner(BipartiteMatching(), backend="tcp://127.0.0.1:1",
                           scheduler_timeout=1).fit(X, Y)
+
+
+def test_silent_scheduler_times_out(rng):
+    """A port that accepts TCP connections but never answers (not a dask scheduler, or a
+    hung one) is a BackendError, not a hang."""
+    import socket
+    import threading
+
+    pytest.importorskip("distributed")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    accepted = []
+
+    def accept():
+        while True:
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    X, Y = assignments(rng, 4)
+    try:
+        with pytest.raises(BackendError, match=f"Could not reach the dask scheduler at "
+                                               f"'{address}' within 1 s"):
+            FrankWolfeLearner(BipartiteMatching(), backend=address,
+                              scheduler_timeout=1).fit(X, Y)
+        assert accepted        # the connection was accepted: the handshake is what hung
+    finally:
+        server.close()
+        for conn in accepted:
+            conn.close()
+
+
+def test_cluster_without_workers(rng):
+    """No worker to send the training data to: a BackendError, not a wait for ever."""
+    distributed = pytest.importorskip("distributed")
+    X, Y = assignments(rng, 4)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cl, \
+            distributed.Client(cl, set_as_default=False) as client:
+        with pytest.raises(BackendError, match="has no workers"):
+            FrankWolfeLearner(BipartiteMatching(), backend=client, batch_size=4,
+                              scheduler_timeout=1).fit(X, Y)
+
+
+class _KillAfterFirstEpoch(FrankWolfeLearner):
+    """Runs ``kill()`` (stored on the class) after the first epoch."""
+
+    kill = None
+
+    def _after_epoch(self, epoch, w):
+        if epoch == 1:
+            type(self).kill()
+
+
+@pytest.mark.slow
+def test_all_workers_killed_mid_fit(rng):
+    """Both worker processes killed mid-fit: the scattered training data are lost with them,
+    and the fit ends in a BackendError saying so (not a raw FutureCancelledError)."""
+    import signal
+
+    distributed = pytest.importorskip("distributed")
+    X, Y = assignments(rng, 40)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cl, \
+            distributed.Client(cl, set_as_default=False) as client:
+        pids = list(client.run(os.getpid).values())
+        _KillAfterFirstEpoch.kill = staticmethod(
+            lambda: [os.kill(pid, signal.SIGKILL) for pid in pids])
+        with pytest.raises(BackendError, match="dask cluster failed during the fit"):
+            _KillAfterFirstEpoch(BipartiteMatching(), backend=client, batch_size=8,
+                                 max_iter=50, tol=1e-12, scheduler_timeout=5).fit(X, Y)
+
+
+_CLUSTER = """
+import distributed, time
+cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, host="127.0.0.1")
+print(cluster.scheduler_address, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGSTOP", "SIGKILL"])
+def test_scheduler_lost_mid_fit(rng, how):
+    """The scheduler stops answering (SIGSTOP) or dies (SIGKILL) mid-fit: BackendError."""
+    import signal
+    import subprocess
+    import sys
+
+    pytest.importorskip("distributed")
+    proc = subprocess.Popen([sys.executable, "-c", _CLUSTER], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        address = proc.stdout.readline().strip()
+        _KillAfterFirstEpoch.kill = staticmethod(
+            lambda: os.kill(proc.pid, getattr(signal, how)))
+        X, Y = assignments(rng, 40)
+        with pytest.raises(BackendError, match="dask"):
+            _KillAfterFirstEpoch(BipartiteMatching(), backend=address, batch_size=8,
+                                 max_iter=50, tol=1e-12, scheduler_timeout=8).fit(X, Y)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def test_pool_chunks_are_backend_independent(rng):
