@@ -109,6 +109,7 @@ from ..utils.compat import current_path
 from ..utils.fingerprint import fingerprint  # noqa: F401  (here in 0.1.0)
 from . import _archive
 from ._archive import MAX_BYTES, MAX_MEMBERS  # noqa: F401  (documented limits)
+from ._archive import atomic_write  # noqa: F401  (also used by the CLI for --json)
 
 #: Version of the file format written by :func:`save`; :func:`load` reads this and older.
 FORMAT_VERSION = 1

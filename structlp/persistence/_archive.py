@@ -55,15 +55,22 @@ def atomic_write(path: str, write: Callable[[Any], None]) -> None:
     target = os.path.abspath(path)
     folder = os.path.dirname(target)
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        st = os.stat(target)
+        mode = stat.S_IMODE(st.st_mode)
     except FileNotFoundError:
-        mode = 0o666 & ~_umask()
+        st, mode = None, 0o666 & ~_umask()
     except OSError as exc:
         raise PersistenceError(f"Cannot save to {path!r}: {exc}.") from None
-    if os.path.isdir(target):
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise PersistenceError(f"Cannot save to {path!r}: it is a directory.")
     tmp = None
     try:
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            # a device or a pipe (/dev/stdout, /dev/null): written in place, never replaced
+            with open(target, "wb") as f:
+                write(f)
+                f.flush()
+            return
         fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".",
                                    suffix=".tmp", dir=folder)
         with os.fdopen(fd, "wb") as f:
