@@ -245,6 +245,12 @@ def check_solver_opts(solver_opts: Optional[Dict[str, Any]],
         raise InvalidParameterError(
             f"The 'solver_opts' parameter{where} must be a dict of solver options or None; "
             f"got {type(solver_opts).__name__}.")
+    if "solver" in solver_opts:
+        where = f" of {owner}" if owner else ""
+        raise InvalidParameterError(
+            f"The 'solver_opts' parameter{where} holds options passed to the solver; the "
+            f"solver itself is chosen by the 'solver' parameter (solver="
+            f"{solver_opts['solver']!r}), not by solver_opts['solver'].")
     return dict(solver_opts)
 
 

@@ -17,6 +17,7 @@ from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import prepare
 from ..part_features import MatrixFeatures
 from ..exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
+from ..exceptions import SolverError
 from ..inference import argmax_parts
 from ..solvers import solve
 from ..utils.fingerprint import training_fingerprint
@@ -425,6 +426,11 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                     oracle=False):
                 stopped = use_oracle = True   # a last oracle pass: the exact objective of w
         progress.close()
+        if not (np.isfinite(obj) and np.all(np.isfinite(w))):
+            raise SolverError(
+                f"CuttingPlaneLearner cannot represent this problem in double precision: "
+                f"with C={C:g} the objective or the weights overflow (objective {float(obj):g})."
+                " Lower C or scale the features down.")
         if untrusted:
             norms = float(np.diag(ws._gram()).max(initial=0.0))
             warnings.warn(
