@@ -1423,6 +1423,33 @@ def _same_members(data, original):
         return False
 
 
+def _maximize(draw):
+    """Exact inference under given part scores: the enumeration argmax, or a refusal
+    naming ``scores`` (wrong length, NaN, a list of the wrong count)."""
+    p = _bipartite_problem(draw)
+    rng = _seed(draw)
+    x = p.model.check_x(p.x)
+    outputs = p.outputs(x)
+    L = len(outputs[0])
+    s = rng.normal(size=L)
+    how = draw(st.sampled_from(["valid", "valid", "list", "short", "nan", "count"]))
+    if how == "short":
+        return Case(lambda: structlp.maximize(p.model, [p.x], [s[:-1]]), names=("scores",))
+    if how == "nan":
+        bad = s.copy()
+        bad[draw(st.integers(0, L - 1))] = np.nan
+        return Case(lambda: structlp.maximize(p.model, [p.x], [bad]), names=("scores",))
+    if how == "count":
+        return Case(lambda: structlp.maximize(p.model, [p.x], [s, s]), names=("scores", "X"))
+    scores = s.tolist() if how == "list" else s
+
+    def check(out):
+        ys, mus = out
+        assert len(ys) == len(mus) == 1
+        _assert_best(mus[0], outputs, s)
+    return Case(lambda: structlp.maximize(p.model, [p.x], [scores]), check)
+
+
 def _save_load(draw):
     import io
     est, X = _fitted_estimator(draw)
@@ -1637,6 +1664,7 @@ REGISTRY.update({
     "structlp.agm.make_loopy_data": Entry(_make_loopy_data, examples=15),
     "structlp.agm.JunctionTreeCRF": Entry(_jt_crf, examples=16),
     "structlp.structures.JunctionTreeLabeling": Entry(_jt_labeling, examples=20),
+    "structlp.maximize": Entry(_maximize, examples=12),
     "structlp.save": Entry(_save_load, examples=12),
     "structlp.load": Entry(_save_load, examples=12),
     "structlp.clone": Entry(_clone, examples=10),
