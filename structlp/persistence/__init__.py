@@ -626,6 +626,12 @@ def load(path: Union[str, "os.PathLike[str]", IO[bytes]], classes: Optional[Sequ
         z = _archive.open_archive(f, path, max_bytes)
         with z:
             return _load_archive(z, path, classes, allowed, runtime_params, max_bytes)
+    except PersistenceError:
+        raise
+    except _UNREADABLE as exc:          # a damaged member header, a truncated stream
+        raise PersistenceError(
+            f"Refusing {path!r}: the structlp file is corrupted or truncated "
+            f"({type(exc).__name__}: {exc}).") from None
     finally:
         if owned:
             f.close()
