@@ -352,8 +352,7 @@ class NGramLoss(SequenceLoss):
         self.n = check_scalar(n, "n", kind=numbers.Integral, low=1, owner=owner)
         self.smoothing = check_scalar(smoothing, "smoothing", low=0, low_inclusive=False,
                                       owner=owner)
-        self.cap = None if cap is None else check_scalar(cap, "cap", low=0,
-                                                         low_inclusive=False, owner=owner)
+        self.cap = None if cap is None else check_scalar(cap, "cap", owner=owner)
         self._params = dict(n=n, smoothing=smoothing, cap=cap)
 
     def dynamic_program(self, y_ref: np.ndarray, length: int,
