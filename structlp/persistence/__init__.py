@@ -70,6 +70,13 @@ referenced more than once, and fitted attributes that cannot be what the class
 stores (a ``coef_`` that is not a finite real vector of ``n_features_in_`` entries).
 Each refusal is a :class:`~structlp.exceptions.PersistenceError` naming the cause.
 
+The checksums are not keyed.  A keyed checksum (an HMAC with a secret the user keeps)
+would tell a file one wrote from a forged one, but it is not offered: loading is safe for
+any file by the rules above (nothing executes, every size is bounded, every array is
+checked against what its attribute may hold), and a key would add a secret to manage
+without making an untrusted file any safer to read.  Sign or store files out of band
+where their origin matters.
+
 Runtime parameters
 ------------------
 The parameters in :data:`RUNTIME_PARAMS` (``backend``: where a fit sends the training
