@@ -6,9 +6,14 @@ import warnings
 import numpy as np
 import pytest
 
-import structlp
-from structlp import (CuttingPlaneLearner, InvalidInputError, InvalidParameterError,
-                      MaxMarginLearner, SolverError, SubgradientLearner)
+from structlp import (
+    CuttingPlaneLearner,
+    InvalidInputError,
+    InvalidParameterError,
+    MaxMarginLearner,
+    SolverError,
+    SubgradientLearner,
+)
 from structlp.agm import zero_one_game
 from structlp.datasets import make_bipartite_matching
 from structlp.sequence import NGramLoss

@@ -247,7 +247,7 @@ def _crafted(base, folder):
     out = {}
     content = _content(base)
     meta = json.loads(content["structlp.json"])
-    node, info = _coef(meta)
+    node, _ = _coef(meta)
 
     out["bomb_200MB"] = _bomb(folder / "bomb.structlp", base, 200 << 20)
 
@@ -422,7 +422,7 @@ def test_a_trusted_large_file_loads_with_max_bytes(two_models, tmp_path):
 
 # ---------------------------------------------------------------- runtime parameters
 def test_runtime_parameters_are_not_restored(tmp_path):
-    X, Y, _, model = make_bipartite_matching(n_samples=4, n_rows=3, n_features=3,
+    _, _, _, model = make_bipartite_matching(n_samples=4, n_rows=3, n_features=3,
                                              random_state=0)
     est = structlp.FrankWolfeLearner(model, n_jobs=2, callback=print, max_iter=2)
     path = tmp_path / "fw.structlp"

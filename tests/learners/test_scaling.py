@@ -12,12 +12,17 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import pytest
-
-from structlp import (ConvergenceWarning, CuttingPlaneLearner, FrankWolfeLearner,
-                      MaxMarginLearner, SolverError, SubgradientLearner)
-from structlp.datasets import make_bipartite_matching
-
 from oracles import enumerate_bmatchings
+
+from structlp import (
+    ConvergenceWarning,
+    CuttingPlaneLearner,
+    FrankWolfeLearner,
+    MaxMarginLearner,
+    SolverError,
+    SubgradientLearner,
+)
+from structlp.datasets import make_bipartite_matching
 
 
 def _data(scale):
