@@ -80,6 +80,7 @@ structlp.save(est, old)
 
 
 @posix
+@pytest.mark.slow
 def test_kill_9_during_save_never_loses_the_previous_file(two_models, tmp_path):
     a, b, X = two_models
     good, other = tmp_path / "model.structlp", tmp_path / "other.structlp"
