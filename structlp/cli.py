@@ -10,7 +10,9 @@ A problem file is a Python file that defines
 The options of a problem are the keyword parameters of its ``run`` (with
 their defaults; a ``**kwargs`` catch-all takes the keys of a module-level
 ``DEFAULTS`` dict when there is one); ``structlp run FILE --help`` lists them and
-``-o KEY=VALUE`` sets one (VALUE is read as JSON, else kept as a string).  A
+``-o KEY=VALUE`` sets one: VALUE is converted to the type of the option's default
+(an int, float, bool or str; a one-line error when it is not one), and read as
+JSON, else kept as a string, when the default is None, a list or a dict.  A
 ``run`` that takes ``verbose`` receives the CLI's level: 1 on a terminal, 0
 with ``--quiet``, more with ``-v``.  The problem file's folder is put first on
 ``sys.path``, so it can import modules beside it.
@@ -18,14 +20,18 @@ with ``--quiet``, more with ``-v``.  The problem file's folder is put first on
 Standard output carries only the result (the report, or the JSON results):
 progress lines, warnings and anything a solver prints (HiGHS's banner) go to
 standard error.  Bad usage (unknown option, a file that is not a problem file,
-an unwritable ``--json`` path) is one line on standard error and exit status 2,
-with no traceback unless ``--debug``.
+an unwritable ``--json`` path, a full disk) is one line on standard error and exit
+status 2, with no traceback unless ``--debug``; Ctrl-C is one line and exit status
+130; a closed output pipe (``| head``) exits quietly with status 141.  The
+``--json`` file is written before the report is printed, atomically (a temporary
+file beside it, then a rename): it is complete or absent, never truncated.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import errno
 import importlib.util
 import inspect
 import json
@@ -140,11 +146,45 @@ def parse_options(items: Sequence[str], module: Any) -> Dict[str, Any]:
         if options is not None and key not in options:
             raise StructlpError(f"unknown option {key!r} for this problem; valid options: "
                                 f"{valid}.")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
+        default = options.get(key, None) if options is not None else None
+        out[key] = _convert(key, value, default)
     return out
+
+
+def _convert(key: str, value: str, default: Any) -> Any:
+    """``value`` as the type of ``default`` (bool, int, float, str); JSON otherwise."""
+    kind = type(default)
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    if kind is bool:
+        text = value.strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        expected = "true or false"
+    elif kind is int:
+        if isinstance(parsed, int) and not isinstance(parsed, bool):
+            return parsed
+        if isinstance(parsed, float) and parsed.is_integer():
+            return int(parsed)
+        expected = "an integer"
+    elif kind is float:
+        if isinstance(parsed, (int, float)) and not isinstance(parsed, bool):
+            return float(parsed)
+        try:
+            return float(value)          # also inf, nan
+        except ValueError:
+            pass
+        expected = "a number"
+    elif kind is str:
+        return value
+    else:
+        return parsed
+    raise StructlpError(f"option {key!r} expects {expected} (its default is "
+                        f"{_default_text(default)}); got {value!r}.")
 
 
 # ------------------------------------------------------------ output
@@ -231,11 +271,7 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         results = _jsonable(module.run(**kwargs))
     logger.info("finished in %.1f s", time.perf_counter() - t0)
     report = results.get("report") if isinstance(results, dict) else None
-    if report:
-        print(report)
-    else:
-        print(json.dumps(results, indent=2))
-    if args.json:
+    if args.json:   # before the report: a closed pipe on stdout must not lose it
         meta = {"problem": Path(args.problem).stem, "problem_file": str(args.problem),
                 "options": _jsonable(options), "solver_requested": args.solver, "C_requested":
                 args.C, "seed": args.seed, "time_limit": args.time_limit,
@@ -243,8 +279,12 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(
                     timespec="seconds")}
         body = {**results, **meta} if isinstance(results, dict) else {"results": results, **meta}
-        Path(args.json).write_text(json.dumps(body, indent=2) + "\n")
+        text = (json.dumps(body, indent=2) + "\n").encode("utf-8")
+        from .persistence import atomic_write
+        atomic_write(args.json, lambda f: f.write(text))
         logger.info("results written to %s", args.json)
+    print(report if report else json.dumps(results, indent=2))
+    sys.stdout.flush()
     return 0
 
 
@@ -298,13 +338,47 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``structlp`` console script."""
     parser = _build_parser()
     args = parser.parse_args(argv)
+    debug = getattr(args, "debug", False)
     try:
         return args.func(args, args.subparser)
     except StructlpError as exc:
-        if getattr(args, "debug", False):
+        if debug:
             raise
-        print(f"structlp: error: {exc}", file=sys.stderr)
+        _error(f"structlp: error: {exc}")
         return 2
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        _error("structlp: interrupted")
+        return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
+    except OSError as exc:
+        if debug or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS):
+            raise
+        _silence_stdout()
+        _error(f"structlp: error: cannot write the output: {exc.strerror or exc}.")
+        return 2
+
+
+def _error(line: str) -> None:
+    try:
+        print(line, file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):   # stderr itself is closed or full
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what could not
+    be written raises nothing at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,6 +24,7 @@ import contextvars
 import logging
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -244,6 +245,12 @@ def check_solver_opts(solver_opts: Optional[Dict[str, Any]],
         raise InvalidParameterError(
             f"The 'solver_opts' parameter{where} must be a dict of solver options or None; "
             f"got {type(solver_opts).__name__}.")
+    if "solver" in solver_opts:
+        where = f" of {owner}" if owner else ""
+        raise InvalidParameterError(
+            f"The 'solver_opts' parameter{where} holds options passed to the solver; the "
+            f"solver itself is chosen by the 'solver' parameter (solver="
+            f"{solver_opts['solver']!r}), not by solver_opts['solver'].")
     return dict(solver_opts)
 
 
@@ -260,6 +267,33 @@ def _limit_value(solver: str, opts: Dict[str, Any]) -> Any:
 def _alternatives(solver: str) -> str:
     others = [s for s in QP_SOLVERS if s in installed_solvers() and s != solver]
     return ", ".join(others[:3]) if others else "another solver"
+
+
+#: Solvers that catch SIGINT themselves: a Ctrl-C during their solve would end in a
+#: SolverError ("try another solver") or be ignored.
+SIGINT_CATCHING_SOLVERS = frozenset({"SCS", "ECOS", "ECOS_BB"})
+
+
+@contextlib.contextmanager
+def interrupts_deferred(solver: str) -> Iterator[None]:
+    """Ctrl-C means stop, also in a solver that catches SIGINT itself.
+
+    While such a solver runs (:data:`SIGINT_CATCHING_SOLVERS`), SIGINT is blocked on the
+    main thread, so the solver never sees it; when the solver returns the signal is
+    unblocked, delivered, and Python raises KeyboardInterrupt there.  (A Ctrl-C that
+    the kernel hands to another thread of the process, e.g. a BLAS worker, can still
+    reach the solver's own handler.)  Other solvers do not catch SIGINT: Python raises
+    KeyboardInterrupt as soon as they return.
+    """
+    if solver.upper() not in SIGINT_CATCHING_SOLVERS or not hasattr(signal, "pthread_sigmask") \
+            or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def solve(problem: Any, solver: str, solver_opts: Optional[Dict[str, Any]] = None,
@@ -294,7 +328,8 @@ def solve(problem: Any, solver: str, solver_opts: Optional[Dict[str, Any]] = Non
         with warnings.catch_warnings():
             # cvxpy warns "Solution may be inaccurate"; the status check below raises instead
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            with stdout_to_stderr() if solver in _BANNER_SOLVERS else contextlib.nullcontext():
+            with stdout_to_stderr() if solver in _BANNER_SOLVERS else \
+                    contextlib.nullcontext(), interrupts_deferred(solver):
                 problem.solve(solver=solver, **opts)
     except cp.error.SolverError as exc:
         with_opts = f" with solver_opts ({shown})" if shown else ""

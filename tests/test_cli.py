@@ -273,3 +273,105 @@ def test_sequence_ssvm_verbose_logs_one_line_per_round(caplog):
     assert lines[0].startswith("SequenceSSVM: iteration 1, master_objective ")
     with pytest.raises(structlp.InvalidParameterError, match="'verbose'"):
         SequenceSSVM(HammingLoss(), feats, verbose=-1).fit(X, Y)
+
+
+# ------------------------------------------------------------ the user's side of failures
+CHATTY = '''
+"""A problem without a solver: many report lines, and an optional pause."""
+import time
+DESCRIPTION = "chatty test problem"
+
+
+def run(solver=None, C=None, seed=0, lines=10, pause=0.0, flag=False, name="n"):
+    open(MARKER, "w").write("started")
+    time.sleep(pause)
+    return {"report": "\\n".join(f"line {i} {name} {flag}" for i in range(lines)),
+            "lines": lines, "types": [type(lines).__name__, type(pause).__name__,
+                                      type(flag).__name__, type(name).__name__]}
+'''
+
+
+@pytest.fixture
+def chatty(tmp_path):
+    marker = tmp_path / "started.txt"
+    path = tmp_path / "chatty.py"
+    path.write_text(CHATTY.replace("MARKER", repr(str(marker))))
+    return path, marker
+
+
+def test_option_values_take_the_type_of_their_default(chatty, tmp_path, capsys):
+    path, _ = chatty
+    out = tmp_path / "r.json"
+    assert main(["run", str(path), "-q", "--json", str(out), "-o", "lines=3", "-o", "pause=0",
+                 "-o", "flag=true", "-o", "name=123"]) == 0
+    body = json.loads(out.read_text())
+    assert body["types"] == ["int", "float", "bool", "str"] and body["lines"] == 3
+    assert "line 2 123 True" in capsys.readouterr().out
+    for option, expect in [("lines=abc", "'lines' expects an integer"),
+                           ("lines=2.5", "'lines' expects an integer"),
+                           ("pause=soon", "'pause' expects a number"),
+                           ("flag=maybe", "'flag' expects true or false")]:
+        assert main(["run", str(path), "-q", "-o", option]) == 2
+        err = capsys.readouterr().err
+        assert expect in err and "got" in err and len(err.strip().splitlines()) == 1
+
+
+def _no_traceback(text):
+    return "Traceback" not in text and "Exception ignored" not in text
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_is_one_line_and_exit_130(chatty):
+    import signal
+    import time
+    path, marker = chatty
+    p = subprocess.Popen([sys.executable, "-m", "structlp.cli", "run", str(path), "-q", "-o",
+                          "pause=60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    for _ in range(600):
+        if marker.exists():
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert err.strip() == "structlp: interrupted" and out == ""
+
+
+@pytest.mark.skipif(not Path("/bin/bash").exists() or not Path("/dev/full").exists(),
+                    reason="needs bash and /dev/full")
+def test_closed_pipe_and_full_disk_are_one_line(chatty, tmp_path):
+    path, _ = chatty
+    out = tmp_path / "r.json"
+    # a reader that stops after one line: exit 141, no traceback, the --json file complete
+    sh = (f'"{sys.executable}" -m structlp.cli run "{path}" -q -o lines=200000 --json "{out}"'
+          ' | head -n 1; echo "status ${PIPESTATUS[0]}"')
+    r = subprocess.run(["bash", "-c", sh], capture_output=True, text=True)
+    assert r.stdout.splitlines() == ["line 0 n False", "status 141"], r.stdout[-500:]
+    assert _no_traceback(r.stderr) and r.stderr == "", r.stderr
+    assert json.loads(out.read_text())["lines"] == 200000
+    # --json on a full disk
+    r = cli("run", path, "-q", "--json", "/dev/full")
+    assert r.returncode == 2 and _no_traceback(r.stderr), r.stderr
+    assert "disk is full" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    # the report to a full disk
+    r = subprocess.run(["bash", "-c", f'"{sys.executable}" -m structlp.cli run "{path}" -q '
+                        '> /dev/full'], capture_output=True, text=True)
+    assert r.returncode == 2 and _no_traceback(r.stderr), r.stderr
+    assert "cannot write the output" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_json_is_written_atomically(chatty, tmp_path, monkeypatch):
+    from structlp.persistence import _archive
+    path, _ = chatty
+    out = tmp_path / "r.json"
+    out.write_text('{"previous": true}\n')
+    real = _archive.os.replace
+
+    def crash(a, b):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(_archive.os, "replace", crash)
+    assert main(["run", str(path), "-q", "--json", str(out)]) == 2
+    assert json.loads(out.read_text()) == {"previous": True}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chatty.py", "r.json", "started.txt"]
+    monkeypatch.setattr(_archive.os, "replace", real)

@@ -1732,6 +1732,55 @@ def _fuzz(key, factor):
     run()
 
 
+_READER = """
+import sys, numpy as np, structlp
+for path in sys.argv[1:]:
+    est = structlp.load(path + ".structlp")
+    X = np.load(path + ".X.npy", allow_pickle=True)   # the test's own examples, trusted
+    out = est.predict(list(X)) if any(k.endswith("_") for k in vars(est)) else []
+    np.savez(path + ".out.npz", *[np.asarray(o) for o in out])
+    print(path, type(est).__name__, repr(est))
+"""
+
+
+def test_save_load_round_trip_across_processes(tmp_path):
+    """A file saved here loads in a fresh interpreter (which imported nothing else) and
+    predicts exactly the same outputs there."""
+    import subprocess
+    import sys
+    rng = np.random.default_rng(7)
+    X = [_tree_example(rng, n) for n in (1, 3, 2)]
+    Y = [rng.integers(0, 2, len(x["parents"])) for x in X]
+    G = [_random_graph(rng, n) for n in (2, 3)]
+    YG = [rng.integers(0, 2, len(g["node_features"])) for g in G]
+    model = structures.TreeLabeling(2, loss="absolute")
+    cases = {"tree_crf": (agm.TreeCRF(2, reg=0.5, max_iter=20).fit(X, Y), X),
+             "junction_crf": (agm.JunctionTreeCRF(2, reg=0.5, max_iter=20).fit(G, YG), G),
+             "frank_wolfe": (structlp.FrankWolfeLearner(model, C=2.0, max_iter=20,
+                                                        random_state=0).fit(X, Y), X),
+             "unfitted": (structlp.CuttingPlaneLearner(model, C=0.5), X)}
+    paths = []
+    for name, (est, ex) in cases.items():
+        path = str(tmp_path / name)
+        structlp.save(est, path + ".structlp")
+        arr = np.empty(len(ex), dtype=object)
+        arr[:] = ex
+        np.save(path + ".X.npy", arr, allow_pickle=True)
+        paths.append(path)
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-c", _READER, *paths], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(root)))
+    assert r.returncode == 0, r.stderr[-3000:]
+    for (name, (est, ex)), path in zip(cases.items(), paths):
+        assert f"{path} {type(est).__name__} {est!r}" in r.stdout
+        got = np.load(path + ".out.npz")
+        if name == "unfitted":
+            assert len(got.files) == 0
+            continue
+        for k, expect in enumerate(est.predict(ex)):
+            np.testing.assert_array_equal(got[f"arr_{k}"], np.asarray(expect))
+
+
 @pytest.mark.parametrize("key", sorted(REGISTRY))
 def test_fuzz(key):
     _fuzz(key, 1)

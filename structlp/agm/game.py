@@ -43,7 +43,7 @@ def _as_batch(a, weight):
     a = check_finite_array(a, "a")
     single = a.ndim == 1
     A = np.atleast_2d(a)
-    if A.ndim != 2 or A.shape[1] == 0:
+    if a.ndim == 0 or A.ndim != 2 or A.shape[1] == 0:
         raise InvalidInputError(f"a must have shape (k,) or (n, k) with k >= 1; got {a.shape}.")
     w = np.full(A.shape[0], check_scalar(weight, "weight", low=0)) if np.ndim(weight) == 0 \
         else check_finite_array(weight, "weight", shape=(A.shape[0],))

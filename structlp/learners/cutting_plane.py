@@ -17,6 +17,7 @@ from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import prepare
 from ..part_features import MatrixFeatures
 from ..exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
+from ..exceptions import SolverError
 from ..inference import argmax_parts
 from ..solvers import solve
 from ..utils.fingerprint import training_fingerprint
@@ -363,6 +364,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         w = ws.w.copy()
         use_oracle = True
         last_gap = np.inf
+        tighten = 1.0            # shrinks when the master QP was solved too loosely
+        untrusted = False
         obj = hinge = viol = cast(Any, None)     # set by the first oracle pass
         it = 0
         for it in range(1, max_iter + 2):
@@ -383,9 +386,12 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                         master_objective=history[-1]["master_objective"],
                         n_constraints=history[-1]["n_constraints"], oracle=True):
                     stopped = True
-                # one-slack: the certified gap (upper bound - the master's dual value); the
-                # master is solved only as tightly as the outer gap needs (MASTER_TOL)
-                if viol.max() <= tol and (not one or obj - ws.master_value <= C * m * tol):
+                # the certified gap: the exact objective of w minus the master's dual value
+                # (a lower bound on the optimum), in units of C * m * tol, so that the test
+                # does not depend on the scale of the features or of C.  One-slack masters
+                # are solved only as tightly as the outer gap needs (MASTER_TOL).
+                gap_ok = obj - ws.master_value <= (1.0 if one else 2.0) * C * m * tol
+                if viol.max() <= tol and gap_ok:
                     converged = True
                     break
                 if it == max_iter + 1 or stopped:
@@ -393,12 +399,18 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                 ti = time.perf_counter()
                 added = ws.add_oracle_cuts(mus, viol, tol, it)
                 t_cache += time.perf_counter() - ti
-                if not added:       # violations only from master-QP inaccuracy
-                    converged = True
-                    break
+                if not added:
+                    # every violating output is already a row of the master QP: its
+                    # solution is not accurate enough (badly scaled features or C).  Solve
+                    # it again more tightly; when that cannot help, say so, never claim
+                    # convergence on a point the oracle does not certify.
+                    tighten *= 1e-3
+                    if solver is not None or tighten < 1e-9:
+                        untrusted = True
+                        break
             ti = time.perf_counter()
-            problem = ws.solve_master(solver, opts, max(
-                1e-3 * tol, MASTER_TOL * last_gap) if one else 1e-3 * tol)
+            problem = ws.solve_master(solver, opts, tighten * (max(
+                1e-3 * tol, MASTER_TOL * last_gap) if one else 1e-3 * tol))
             t_solve += time.perf_counter() - ti
             w = ws.w
             history.append(dict(iteration=it, master_objective=ws.master_value,
@@ -414,11 +426,26 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                     oracle=False):
                 stopped = use_oracle = True   # a last oracle pass: the exact objective of w
         progress.close()
-        if not converged and not stopped:
+        if not (np.isfinite(obj) and np.all(np.isfinite(w))):
+            raise SolverError(
+                f"CuttingPlaneLearner cannot represent this problem in double precision: "
+                f"with C={C:g} the objective or the weights overflow (objective {float(obj):g})."
+                " Lower C or scale the features down.")
+        if untrusted:
+            norms = float(np.diag(ws._gram()).max(initial=0.0))
+            warnings.warn(
+                f"CuttingPlaneLearner stopped without converging: its master QP, solved as "
+                f"tightly as double precision allows, leaves a violation of "
+                f"{float(viol.max()):.3g} > tol={tol:g} on constraints it already holds. The "
+                f"problem is badly scaled (C={C:g} times squared feature norms up to "
+                f"{norms:.3g}); scale the features (e.g. to unit norm) or lower C.",
+                ConvergenceWarning, stacklevel=2)
+        elif not converged and not stopped:
             warnings.warn(
                 f"CuttingPlaneLearner stopped after max_iter={max_iter} rounds with a "
-                f"violation of {float(viol.max()):.3g} > tol={tol:g}; raise "
-                "max_iter or tol.", ConvergenceWarning, stacklevel=2)
+                f"violation of {float(viol.max()):.3g} and a certified gap of "
+                f"{float(obj - ws.master_value) / (C * m):.3g} per example (both must be <= "
+                f"tol={tol:g}); raise max_iter or tol.", ConvergenceWarning, stacklevel=2)
         ws.detach()
         self._warm = ws if self.warm_start else None   # plain arrays: rows, weights, cache
         self.coef_ = np.array(w)

@@ -45,11 +45,13 @@ class SubgradientLearner(_FirstOrderLearner):
 
     After every epoch a pass of exact loss-augmented inference gives
     ``F(w_bar)`` and a full subgradient ``g``, hence the certified bound
-    ``F(w_bar) - F(w*) <= |g|^2 / 2`` (strong convexity).  Training stops when
-    the best objective has not decreased by more than ``tol`` (relative) for
-    ``n_iter_no_change`` epochs (counted once an iterate beats ``w = 0``), or
-    when the bound falls below ``tol * objective``; the best iterate seen is
-    returned.  Subgradient
+    ``F(w_bar) - F(w*) <= |g|^2 / 2`` (strong convexity).  Training converges
+    when that bound falls below ``tol * objective`` (relative, so the test does
+    not depend on the scale of the features or of C).  It also stops, without
+    claiming convergence (``converged_ = False`` and a ConvergenceWarning that
+    states the bound), when the best objective has not decreased by more than
+    ``tol`` (relative) for ``n_iter_no_change`` epochs (counted once an iterate
+    beats ``w = 0``).  The best iterate seen is returned.  Subgradient
     methods converge slowly (``O(1/t)``); prefer
     :class:`~structlp.learners.frank_wolfe.FrankWolfeLearner`, which has a duality gap.
 
@@ -184,6 +186,7 @@ class SubgradientLearner(_FirstOrderLearner):
         history = [dict(epoch=0, time=time.perf_counter() - t0, objective=obj0,
                         suboptimality_bound=bound0)]
         n_calls, stall, converged, stopped, epoch = m, 0, False, False, 0
+        plateau = False
         progress = Progress(self, self.verbose, self.callback, total=max_iter)
         for epoch in range(1, max_iter + 1):
             perm = rng.permutation(m)
@@ -217,15 +220,23 @@ class SubgradientLearner(_FirstOrderLearner):
                 stall += 1
             if obj < best[0]:
                 best = (obj, point.copy(), hinge, bound)
-            if best[3] <= tol * best[0] or stall >= patience:
-                converged = True
+            converged = bool(best[3] <= tol * best[0])   # certified, relative
+            plateau = stall >= patience and not converged
             stopped = progress.update(iteration=epoch, objective=obj, suboptimality_bound=bound,
                                       time=history[-1]["time"]) and not converged
-            if converged or stopped:
+            if converged or stopped or plateau:
                 break
         progress.close()
         self._state = (m, d, w, w_avg, wsum, t)
-        if not converged and not stopped:
+        if plateau and not stopped:
+            warnings.warn(
+                f"{type(self).__name__} stopped on a plateau (the objective did not decrease "
+                f"by more than tol={tol:g} for n_iter_no_change={patience} epochs) without "
+                f"certifying convergence: its objective {best[0]:.6g} may exceed the optimum "
+                f"by up to {best[3]:.3g}. Subgradient steps converge slowly; use "
+                "FrankWolfeLearner or CuttingPlaneLearner for a certified optimum.",
+                ConvergenceWarning, stacklevel=3)
+        elif not converged and not stopped:
             warnings.warn(
                 f"{type(self).__name__} stopped after max_iter={max_iter} epochs while the "
                 f"objective was still decreasing by more than tol={tol:g}; raise max_iter.",

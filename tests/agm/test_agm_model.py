@@ -395,7 +395,12 @@ def test_cutting_plane_callback_and_max_iter(rng):
     AdversarialGraphicalModel(3, reg=0.2, method="cutting_plane",
                               callback=lambda info: seen.append(info)).fit(X, Y)
     assert [s["iteration"] for s in seen] == list(range(1, len(seen) + 1))
-    assert all(s["lower_bound"] <= s["objective"] + 1e-12 for s in seen)
+    # the bound is certified up to HiGHS's feasibility tolerance (1e-7) on the vertices
+    # that make its cuts (the docstring says so); at the last round bound and objective
+    # agree to rounding, and either may be the larger one by ~1e-12
+    assert all(s["lower_bound"] <= s["objective"] + 1e-7 * max(1.0, abs(s["objective"]))
+               for s in seen)
+    assert abs(seen[-1]["lower_bound"] - seen[-1]["objective"]) <= 1e-6
     assert seen[-1]["max_violation"] <= 1e-8 < seen[0]["max_violation"]
     stopped = AdversarialGraphicalModel(3, reg=0.2, method="cutting_plane",
                                         callback=lambda info: info["iteration"] == 2).fit(X, Y)

@@ -46,10 +46,43 @@ A zip archive with exactly these members:
 
 ``SHA256``
     The hexadecimal SHA-256 of ``structlp.json``; every array's SHA-256 is in the
-    metadata.  A file whose checksums do not match, that has other members (a
+    metadata.  (These checksums detect corruption, not forgery: anyone can recompute
+    them.  Safety against a crafted file comes from the rules below, not from them.)  A file whose checksums do not match, that has other members (a
     pickle), an object array, an unknown node type, a class that is not allowed,
     parameters the class does not take, or a newer ``format_version`` is refused
     with :class:`~structlp.exceptions.PersistenceError`.
+
+Writing
+-------
+:func:`save` writes to a temporary file beside the target, flushes and fsyncs it and
+renames it over the target: a kill, a crash or a full disk during a save leaves the
+previous file intact (and a failed save raises PersistenceError).
+
+Reading, bounded
+----------------
+:func:`load` knows every size before it allocates it.  It reads regular files only
+(never a device, a FIFO or a directory, also not through a symlink); refuses more than
+``MAX_MEMBERS`` members, duplicate member names, members expanding to more than
+``max_bytes`` in total (default 1 GiB, and at most 100 times the file size above
+64 MiB: a zip bomb), a ``.npy`` header whose dtype or shape differ from the metadata or
+whose size differs from its member, complex, record or object dtypes, an array
+referenced more than once, and fitted attributes that cannot be what the class
+stores (a ``coef_`` that is not a finite real vector of ``n_features_in_`` entries).
+Each refusal is a :class:`~structlp.exceptions.PersistenceError` naming the cause.
+
+The checksums are not keyed.  A keyed checksum (an HMAC with a secret the user keeps)
+would tell a file one wrote from a forged one, but it is not offered: loading is safe for
+any file by the rules above (nothing executes, every size is bounded, every array is
+checked against what its attribute may hold), and a key would add a secret to manage
+without making an untrusted file any safer to read.  Sign or store files out of band
+where their origin matters.
+
+Runtime parameters
+------------------
+The parameters in :data:`RUNTIME_PARAMS` (``backend``: where a fit sends the training
+data, ``n_jobs``, ``callback``) describe the machine and the session, not the model:
+:func:`save` does not write them and :func:`load` ignores them in a file (the loaded
+estimator gets the constructor defaults) unless ``load(path, runtime_params=True)``.
 
 Classes
 -------
@@ -78,15 +111,23 @@ from typing import IO, Any, Dict, Optional, Sequence, Union
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import PersistenceError
-from .utils.compat import current_path
-from .utils.fingerprint import fingerprint  # noqa: F401  (here in 0.1.0)
+from ..exceptions import PersistenceError
+from ..utils.compat import current_path
+from ..utils.fingerprint import fingerprint  # noqa: F401  (here in 0.1.0)
+from . import _archive
+from ._checks import check_attributes as _check_attributes
+from ._checks import check_references as _check_references
+from ._archive import MAX_BYTES, MAX_MEMBERS  # noqa: F401  (documented limits)
+from ._archive import atomic_write  # noqa: F401  (also used by the CLI for --json)
 
 #: Version of the file format written by :func:`save`; :func:`load` reads this and older.
 FORMAT_VERSION = 1
 _META, _SUM = "structlp.json", "SHA256"
 _ATTR = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_$")
 _SPARSE_FORMATS = ("csr", "csc", "coo", "bsr", "dia", "dok", "lil")
+#: Constructor parameters that describe the session, not the model: not written by
+#: :func:`save`, not restored by :func:`load` unless ``runtime_params=True``.
+RUNTIME_PARAMS = ("backend", "n_jobs", "callback")
 
 
 # ---------------------------------------------------------------- introspection
@@ -141,12 +182,12 @@ def fitted_attributes(obj: Any) -> Dict[str, Any]:
 
 
 def _persistable_bases():
-    from .base import BaseEstimator
-    from .model import StructuredModel
-    from .polytope import Polytope
-    from .sequence.features import MarkovFeatures
-    from .sequence.learner import SoftmaxMarginLearner
-    from .sequence.losses import SequenceLoss
+    from ..base import BaseEstimator
+    from ..model import StructuredModel
+    from ..polytope import Polytope
+    from ..sequence.features import MarkovFeatures
+    from ..sequence.learner import SoftmaxMarginLearner
+    from ..sequence.losses import SequenceLoss
     return (BaseEstimator, StructuredModel, Polytope, SequenceLoss, MarkovFeatures,
             SoftmaxMarginLearner)
 
@@ -299,7 +340,7 @@ class _Writer:
             raise PersistenceError(
                 f"Cannot save {where}: its class {cls.__qualname__} is defined inside a "
                 "function; define it at module level so that it has an import path.")
-        params = init_params(o)
+        params = {k: v for k, v in init_params(o).items() if k not in RUNTIME_PARAMS}
         return {"type": "object", "class": _path(cls),
                 "params": {k: self.node(v, f"{cls.__name__}.{k}") for k, v in params.items()},
                 "attributes": {k: self.node(v, f"{cls.__name__}.{k}")
@@ -319,14 +360,17 @@ def save(estimator: Any, path: Union[str, "os.PathLike[str]", IO[bytes]]) -> Non
         Any object that follows the estimator convention (a user-declared model
         class too).
     path : str, os.PathLike or writable binary file object
+        A path is written atomically (temporary file, fsync, rename): if the save fails
+        or is killed, a previous file at ``path`` is left intact.
 
     Raises
     ------
     PersistenceError
-        When some parameter or fitted attribute is not plain data (a callable kernel,
+        When the file cannot be written (full disk, no permission: the previous file
+        is unchanged), or when some parameter or fitted attribute is not plain data (a callable kernel,
         a lambda, an open file...): the message names it.
     """
-    from .utils.version import __version__
+    from ..utils.version import __version__
     if not _is_persistable(estimator) or isinstance(estimator, type):
         raise PersistenceError(
             f"save expects a structlp estimator or model object; got "
@@ -346,18 +390,25 @@ def save(estimator: Any, path: Union[str, "os.PathLike[str]", IO[bytes]]) -> Non
                        for n, b in blobs.items()},
             "root": root}
     text = json.dumps(meta, indent=1, allow_nan=False).encode("utf-8")
-    target = path if hasattr(path, "write") else os.fspath(path)
-    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        z.writestr(_META, text)
-        z.writestr(_SUM, hashlib.sha256(text).hexdigest())
-        for name, b in blobs.items():
-            z.writestr(name, b)
+
+    def write(f):
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            z.writestr(_META, text)
+            z.writestr(_SUM, hashlib.sha256(text).hexdigest())
+            for name, b in blobs.items():
+                z.writestr(name, b)
+
+    if hasattr(path, "write"):
+        write(path)
+    else:
+        _archive.atomic_write(os.fspath(path), write)
 
 
 # ---------------------------------------------------------------- load
 class _Reader:
-    def __init__(self, arrays, resolve):
+    def __init__(self, arrays, resolve, runtime_params=False):
         self.arrays, self.resolve = arrays, resolve
+        self.runtime_params, self.used = runtime_params, set()
 
     def node(self, n):
         if n is None or isinstance(n, (bool, int, float, str)):
@@ -386,7 +437,12 @@ class _Reader:
             name = n.get("file")
             if not isinstance(name, str) or name not in self.arrays:
                 raise PersistenceError(f"Refusing a malformed file: no array {name!r}.")
-            a = self.arrays[name].copy()
+            if name in self.used:
+                raise PersistenceError(
+                    f"Refusing the file: the array {name!r} is referenced more than once "
+                    "(structlp.save writes each array once).")
+            self.used.add(name)
+            a = self.arrays[name]
             return a[()] if kind == "scalar" else a
         if kind == "sparse":
             fmt, container = n.get("format"), n.get("container")
@@ -426,6 +482,8 @@ class _Reader:
         if bad:
             raise PersistenceError(
                 f"Refusing the file: {bad} are not fitted-attribute names (they must end in '_').")
+        if not self.runtime_params:
+            params = {k: v for k, v in params.items() if k not in RUNTIME_PARAMS}
         try:
             obj = cls(**{k: self.node(v) for k, v in params.items()})
         except PersistenceError:
@@ -436,6 +494,7 @@ class _Reader:
                 from None
         for k, v in attrs.items():
             obj.__dict__[k] = self.node(v)
+        _check_attributes(obj)
         return obj
 
 
@@ -488,17 +547,9 @@ _UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, Va
                OSError)
 
 
-def _read_member(z, name, path):
-    try:
-        return z.read(name)
-    except _UNREADABLE as exc:
-        raise PersistenceError(
-            f"Refusing {path!r}: its member {name!r} cannot be read; the structlp file is "
-            f"corrupted or truncated ({type(exc).__name__}: {exc}).") from None
-
-
 def load(path: Union[str, "os.PathLike[str]", IO[bytes]], classes: Optional[Sequence[type]] = None,
-         allowed: Optional[Sequence[str]] = None) -> Any:
+         allowed: Optional[Sequence[str]] = None, *, max_bytes: Optional[int] = None,
+         runtime_params: bool = False) -> Any:
     """Load an estimator or model saved by :func:`save`; executes nothing from the file.
 
     Parameters
@@ -508,6 +559,14 @@ def load(path: Union[str, "os.PathLike[str]", IO[bytes]], classes: Optional[Sequ
         User-declared classes the file may contain (matched by import path, or by name).
     allowed : list of str, optional
         Import paths of further classes that may be imported and instantiated.
+    max_bytes : int, optional
+        Bound on the total uncompressed size of the file's members; by default 1 GiB
+        and at most 100 times the file size above 64 MiB (zip bombs are refused).
+        Pass a larger bound to load a trusted file that exceeds it.
+    runtime_params : bool, default=False
+        Also restore :data:`RUNTIME_PARAMS` (``backend``, ``n_jobs``, ``callback``)
+        from the file; by default they get their constructor defaults, so that a file
+        cannot choose where the next fit sends its training data.
 
     Returns
     -------
@@ -516,69 +575,93 @@ def load(path: Union[str, "os.PathLike[str]", IO[bytes]], classes: Optional[Sequ
     Raises
     ------
     PersistenceError
-        When the file is not a structlp file, is of a newer format, was tampered with
-        (checksum mismatch, extra members such as a pickle, object arrays), or names a
-        class that is neither structlp's nor passed/allowed.
+        When the file is not a regular file, not a structlp file, is of a newer
+        format, exceeds the size bounds, was tampered with (checksum mismatch, extra or
+        duplicate members such as a pickle, object arrays, arrays that differ from
+        their declaration) or names a class that is neither structlp's nor
+        passed/allowed.
     """
-    source = path if hasattr(path, "read") else os.fspath(path)
+    if max_bytes is not None and (not isinstance(max_bytes, (int, np.integer))
+                                  or isinstance(max_bytes, bool) or max_bytes < 1):
+        raise PersistenceError(f"max_bytes must be a positive integer; got {max_bytes!r}.")
+    if hasattr(path, "read"):
+        f, owned = path, False
+    else:
+        f, owned = _archive.open_regular(os.fspath(path)), True
     try:
-        z = zipfile.ZipFile(source)
+        z = _archive.open_archive(f, path, max_bytes)
+        with z:
+            return _load_archive(z, path, classes, allowed, runtime_params, max_bytes)
+    except PersistenceError:
+        raise
+    except _UNREADABLE as exc:          # a damaged member header, a truncated stream
+        raise PersistenceError(
+            f"Refusing {path!r}: the structlp file is corrupted or truncated "
+            f"({type(exc).__name__}: {exc}).") from None
+    finally:
+        if owned:
+            f.close()
+
+
+def _load_archive(z, path, classes, allowed, runtime_params, max_bytes):
+    names = set(z.namelist())
+    if _META not in names or _SUM not in names:
+        raise PersistenceError(
+            f"{path!r} is not a structlp file: it lacks {_META!r} or {_SUM!r}.")
+    bound = min(_archive.MAX_META_BYTES, _archive.limit(0, max_bytes))
+    try:
+        text = _archive.read_member(z, _META, path, bound)
     except _UNREADABLE as exc:
-        raise PersistenceError(f"Cannot read {path!r} as a structlp file (a zip archive "
-                               f"written by structlp.save): {exc}.") from None
-    with z:
-        names = set(z.namelist())
-        if _META not in names or _SUM not in names:
-            raise PersistenceError(
-                f"{path!r} is not a structlp file: it lacks {_META!r} or {_SUM!r}.")
-        text = _read_member(z, _META, path)
-        if _read_member(z, _SUM, path).decode("ascii", "replace").strip() != hashlib.sha256(text).hexdigest():
-            raise PersistenceError(
-                f"Refusing {path!r}: the checksum of its metadata does not match (the file "
-                "was modified or corrupted).")
+        raise PersistenceError(
+            f"Refusing {path!r}: its member {_META!r} cannot be read; the structlp "
+            f"file is corrupted or truncated ({type(exc).__name__}: {exc}).") from None
+    stated = _archive.read_member(z, _SUM, path, 1024).decode("ascii", "replace").strip()
+    if stated != hashlib.sha256(text).hexdigest():
+        raise PersistenceError(
+            f"Refusing {path!r}: the checksum of its metadata does not match (the file "
+            "was modified or corrupted).")
+    try:
+        meta = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise PersistenceError(f"Refusing {path!r}: its metadata is not JSON that structlp "
+                               f"reads ({type(exc).__name__}).") from None
+    if not isinstance(meta, dict) or meta.get("format") != "structlp":
+        raise PersistenceError(f"{path!r} is not a structlp file.")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise PersistenceError(f"Refusing {path!r}: bad format_version {version!r}.")
+    if version > FORMAT_VERSION:
+        raise PersistenceError(
+            f"{path!r} has format version {version} (written by structlp "
+            f"{meta.get('structlp_version')}); this structlp reads versions up to "
+            f"{FORMAT_VERSION}. Upgrade structlp to load it.")
+    listed = meta.get("arrays")
+    if not isinstance(listed, dict):
+        raise PersistenceError(f"Refusing {path!r}: malformed array list.")
+    extra = sorted(names - {_META, _SUM} - set(listed))
+    if extra:
+        raise PersistenceError(
+            f"Refusing {path!r}: it has members that structlp does not write {extra} "
+            "(e.g. a pickle).")
+    _check_references(meta.get("root"), path)
+    arrays = {}
+    for name, info in listed.items():
+        if name not in names or not isinstance(info, dict):
+            raise PersistenceError(f"Refusing {path!r}: array {name!r} is missing.")
         try:
-            meta = json.loads(text.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise PersistenceError(f"Refusing {path!r}: its metadata is not JSON that structlp "
-                                   f"reads ({type(exc).__name__}).") from None
-        if not isinstance(meta, dict) or meta.get("format") != "structlp":
-            raise PersistenceError(f"{path!r} is not a structlp file.")
-        version = meta.get("format_version")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise PersistenceError(f"Refusing {path!r}: bad format_version {version!r}.")
-        if version > FORMAT_VERSION:
+            arrays[name] = _archive.read_npy(z, name, info, path)
+        except PersistenceError:
+            raise
+        except _UNREADABLE as exc:
             raise PersistenceError(
-                f"{path!r} has format version {version} (written by structlp "
-                f"{meta.get('structlp_version')}); this structlp reads versions up to "
-                f"{FORMAT_VERSION}. Upgrade structlp to load it.")
-        listed = meta.get("arrays")
-        if not isinstance(listed, dict):
-            raise PersistenceError(f"Refusing {path!r}: malformed array list.")
-        extra = sorted(names - {_META, _SUM} - set(listed))
-        if extra:
-            raise PersistenceError(
-                f"Refusing {path!r}: it has members that structlp does not write {extra} "
-                "(e.g. a pickle).")
-        arrays = {}
-        for name, info in listed.items():
-            if name not in names or not isinstance(info, dict):
-                raise PersistenceError(f"Refusing {path!r}: array {name!r} is missing.")
-            blob = _read_member(z, name, path)
-            if hashlib.sha256(blob).hexdigest() != info.get("sha256"):
-                raise PersistenceError(
-                    f"Refusing {path!r}: the checksum of {name!r} does not match (the file "
-                    "was modified or corrupted).")
-            try:
-                arrays[name] = np.load(io.BytesIO(blob), allow_pickle=False)
-            except ValueError as exc:
-                raise PersistenceError(
-                    f"Refusing {path!r}: {name!r} is not a plain numpy array (it would need "
-                    f"a pickle: {exc}).") from None
+                f"Refusing {path!r}: its member {name!r} cannot be read; the structlp "
+                f"file is corrupted or truncated ({type(exc).__name__}: {exc}).") \
+                from None
     root = meta.get("root")
     if not isinstance(root, dict) or root.get("type") != "object":
         raise PersistenceError(f"Refusing {path!r}: its root is not an object.")
     try:
-        return _Reader(arrays, _resolver(classes, allowed)).node(root)
+        return _Reader(arrays, _resolver(classes, allowed), runtime_params).node(root)
     except RecursionError:
         raise PersistenceError(f"Refusing {path!r}: its metadata is nested too deeply.") \
             from None

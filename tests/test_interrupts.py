@@ -1,0 +1,54 @@
+"""Ctrl-C means stop: an interrupt during a solver call ends the fit with KeyboardInterrupt
+(also in SCS and ECOS, which catch SIGINT themselves and would end in a SolverError), the
+learner left as before."""
+
+import signal
+import sys
+import threading
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from structlp import MaxMarginLearner
+from structlp.datasets import make_bipartite_matching
+from structlp.solvers import installed_solvers
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32" or not hasattr(signal, "pthread_kill"),
+                                reason="POSIX signals")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", ["SCS", "ECOS", "CLARABEL"])
+def test_ctrl_c_inside_a_solver_stops_the_fit(solver, monkeypatch):
+    if solver not in installed_solvers():
+        pytest.skip(f"{solver} is not installed")
+    X, Y, _, model = make_bipartite_matching(n_samples=60, n_rows=8, n_features=20,
+                                             noise=0.5, random_state=0)
+    opts = {"SCS": {"max_iters": 3000, "eps_abs": 1e-14, "eps_rel": 1e-14},
+            "ECOS": {"max_iters": 200, "abstol": 1e-14, "reltol": 1e-14, "feastol": 1e-14},
+            "CLARABEL": {}}[solver]
+    est = MaxMarginLearner(model, C=1.0).fit(X[:5], Y[:5])
+    before = {k: v.copy() for k, v in vars(est).items()
+              if k.endswith("_") and isinstance(v, np.ndarray)}
+    est.set_params(solver=solver, solver_opts=opts)
+    real, sent = cp.Problem.solve, []
+
+    def solve_then_interrupt(self, *args, **kwargs):
+        # Ctrl-C while the solver runs (its own SIGINT handler installed)
+        timer = threading.Timer(0.3, signal.pthread_kill,
+                                (threading.main_thread().ident, signal.SIGINT))
+        timer.start()
+        sent.append(timer)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cp.Problem, "solve", solve_then_interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            est.fit(X, Y)
+    finally:
+        for t in sent:
+            t.cancel()
+    assert sent
+    for k, v in before.items():
+        np.testing.assert_array_equal(getattr(est, k), v)
