@@ -573,6 +573,62 @@ def _maximize(draw):
     return Case(lambda: structlp.maximize(p.model, [p.x], [s]), check)
 
 
+_DASK_CLIENT = []
+
+
+def _dask_client():
+    """One in-process dask cluster (threads, no worker processes) for the whole suite."""
+    if not _DASK_CLIENT:
+        distributed = pytest.importorskip("distributed")
+        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                           dashboard_address=None)
+        _DASK_CLIENT.append(distributed.Client(cluster, set_as_default=False))
+    return _DASK_CLIENT[0]
+
+
+def _sharded(draw):
+    """``ShardedFrankWolfeLearner`` on a dask bag: ``objective_`` is the exact objective of
+    ``coef_`` (brute-force hinges over every output), its dual value is below it, and its
+    predictions are the brute-force argmax; bad parameters, items that are not ``(x, y)``
+    pairs and a missing client are refused by name."""
+    db = pytest.importorskip("dask.bag")
+    struct = draw(st.sampled_from(["BipartiteMatching", "TreeLabeling"]))
+    p = PROBLEMS[struct](draw)
+    model, X, Y = p.model, [p.x, _like(p.x, _seed(draw))], [p.y, p.y]
+    C = draw(st.sampled_from([0.1, 1.0]))
+    mode = draw(st.sampled_from(["valid", "valid", "param", "items", "y", "client"]))
+    cls = structlp.ShardedFrankWolfeLearner
+    bag = db.from_sequence(list(zip(X, Y)), npartitions=2)
+    if mode == "client":
+        return Case(lambda: cls(model, C=C, client="tcp://127.0.0.1:1").fit(bag),
+                    names=("client",))
+    client = _dask_client()
+    if mode == "param":
+        param = draw(st.sampled_from(["C", "tol", "max_iter", "local_epochs"]))
+        bad = _bad_scalar(draw, "int" if param in ("max_iter", "local_epochs") else "positive")
+        return Case(lambda: cls(model, client=client, **{"C": C, param: bad}).fit(bag),
+                    names=(param,))
+    if mode == "items":
+        return Case(lambda: cls(model, client=client, C=C).fit(
+            db.from_sequence(X, npartitions=2)), names=("X", "pair"))
+    if mode == "y":
+        return Case(lambda: cls(model, client=client, C=C).fit(bag, Y), names=("y",))
+
+    def call():
+        est = cls(model, client=client, C=C, tol=1e-6, max_iter=200, random_state=0).fit(bag)
+        return est, est.predict(X), est.decision_scores(X)
+
+    def check(out):
+        est, pred, scores = out
+        for x, yp, s in zip(X, pred, scores):
+            g = model.check_x(x)
+            _assert_best(model.encode(g, yp), p.outputs(g), s)
+        primal = _primal(model, X, Y, est.coef_, C, p.outputs)
+        _close(est.objective_, primal, rtol=1e-6, atol=1e-8)
+        assert est.dual_objective_ <= est.objective_ + 1e-9
+    return Case(call, check)
+
+
 def _exception_entry(cls):
     def draw_case(draw):
         msg = draw(st.text(min_size=1, max_size=20))
@@ -1631,6 +1687,7 @@ REGISTRY = {
                                                    tuple(PROBLEMS), exact=True),
     "structlp.FrankWolfeLearner": _learner_entry("FrankWolfeLearner", exact=False),
     "structlp.SubgradientLearner": _learner_entry("SubgradientLearner", exact=False),
+    "structlp.ShardedFrankWolfeLearner": Entry(_sharded, examples=6),
     "structlp.StructuredModel": Entry(_structured_model, examples=4),
     "structlp.Polytope": Entry(_polytope, examples=15),
     "structlp.installed_solvers": Entry(_installed_solvers, examples=3),
