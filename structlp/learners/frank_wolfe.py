@@ -17,6 +17,7 @@ from ..utils.fingerprint import output_fingerprint
 
 from ._first_order import _FirstOrderLearner, _augment
 from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss
+from ._fw_trees import _TreeBlocks
 
 
 _UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling
@@ -254,16 +255,28 @@ class FrankWolfeLearner(_FirstOrderLearner):
              pairwise, inner_steps, gap_sampling, max_cache_passes):
         m, d = data.n_examples, data.n_features
         ops, dd, mt = data.Phi, data.d, data.mu_true
-        c = [_compact_loss(*data.c.nonzeros(i)) for i in range(m)]   # no dense (L_i,) c
-        # an active output is kept as its nonzeros, and also as its joint feature psi (d,)
-        # when d is small beside its support (then inner steps need no part scores)
-        width = max(mt.nonzeros(i)[0].size for i in range(m))
-        psi_mode = d <= max(_PSI_MAX_D, 4 * width)
+        # tree labellings: whole epochs in one compiled kernel (_fw_trees)
+        tree = (pairwise and batch_size == 1 and pool.kind == "serial"
+                and _TreeBlocks.applicable(self.model, data))
         blocks = self._warm_blocks(data)
-        if blocks is None:     # m_i = the truth
-            blocks = _PsiBlocks(ops, mt, c) if psi_mode else _GramBlocks(mt, c)
-        else:                  # the features may differ: what depends on them made afresh
-            blocks.restart(ops, mt)
+        if tree:
+            c = None
+            if isinstance(blocks, _TreeBlocks):
+                blocks.restart(data)
+            else:
+                blocks = _TreeBlocks(self.model, data)
+        else:
+            c = [_compact_loss(*data.c.nonzeros(i)) for i in range(m)]   # no dense (L_i,) c
+            # an active output is kept as its nonzeros, and also as its joint feature psi
+            # (d,) when d is small beside its support (then inner steps need no part scores)
+            width = max(mt.nonzeros(i)[0].size for i in range(m))
+            psi_mode = d <= max(_PSI_MAX_D, 4 * width)
+            if isinstance(blocks, _TreeBlocks):
+                blocks = None
+            if blocks is None:     # m_i = the truth
+                blocks = _PsiBlocks(ops, mt, c) if psi_mode else _GramBlocks(mt, c)
+            else:                  # the features may differ: what depends on them made afresh
+                blocks.restart(ops, mt)
         w, ell = blocks.primal(ops, mt, dd, C, d)
         dual_before = ell - 0.5 * float(w.dot(w))
         g_est = np.full(m, np.inf)
@@ -280,10 +293,15 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 # blocks drawn in proportion to their last known gaps (Osokin et al. 2016)
                 # mixed with uniform draws, so that no block starves on a stale estimate
                 p = (1.0 - _UNIFORM_SHARE) * g_est / g_est.sum() + _UNIFORM_SHARE / m
-                perm = rng.choice(m, size=m, p=p / p.sum()).tolist()
+                perm = rng.choice(m, size=m, p=p / p.sum())
             else:
-                perm = rng.permutation(m).tolist()
-            if batch_size == 1:               # classical BCFW: one oracle call, one step
+                perm = rng.permutation(m)
+            if tree:                          # the epoch in one kernel call
+                ti = clock()
+                ell = blocks.epoch(perm.astype(np.int64), w, C, inner_steps, ell, g_est)
+                t_inf += clock() - ti
+            elif batch_size == 1:             # classical BCFW: one oracle call, one step
+                perm = perm.tolist()
                 for i in perm:
                     ti = clock()
                     op, ci = ops[i], c[i]
@@ -294,6 +312,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                     g_est[i] = g if g > 0.0 else 0.0
                     ell += C * dl
             else:                             # the batch's oracles at the same w
+                perm = perm.tolist()
                 for k in range(0, m, batch_size):
                     batch = perm[k:k + batch_size]
                     ti = clock()
@@ -378,6 +397,13 @@ class FrankWolfeLearner(_FirstOrderLearner):
         tc = time.perf_counter()
         w, ell = blocks.primal(data.Phi, data.mu_true, data.d, C, data.n_features)
         ti = time.perf_counter()
+        if isinstance(blocks, _TreeBlocks):       # one compiled pass
+            hinge, g_est = blocks.check(w, C, np.asarray(data.d, dtype=float))
+            t_inf = time.perf_counter() - ti
+            obj = 0.5 * float(w @ w) + C * float(hinge.sum())
+            dual = ell - 0.5 * float(w @ w)
+            return (w, ell, hinge, g_est, obj, dual, max(obj - dual, 0.0), t_inf,
+                    time.perf_counter() - tc)
         g_est = np.empty(data.n_examples)
 
         def block_gap(i, a, mu):      # the exact block gaps
