@@ -400,6 +400,7 @@ _HELPERS = (_edge_score, _viterbi, _label_value, _label_loss, _label_gram, _add_
 _KERNELS = ("_tree_epoch", "_tree_cache_pass", "_tree_check", "_tree_primal")
 _CACHE: Dict[str, Any] = {}
 USE_NUMBA = True          # tests switch it off to run the same kernels as Python
+ENABLED = True            # tests switch it off to compare the per-block path's iterates
 
 
 def _kernels():
@@ -469,7 +470,7 @@ class _TreeBlocks:
         """Whether ``data`` (of :func:`structlp.compiler.prepare`) suits these blocks:
         a TreeLabeling with dense node features and losses on the node parts only."""
         from ..structures.tree_labeling import TreeFeatures, TreeLabeling
-        if type(model) is not TreeLabeling or data.n_examples == 0:
+        if not ENABLED or type(model) is not TreeLabeling or data.n_examples == 0:
             return False
         if data.X[0].node_features.shape[1] == 0 or data.X[0].edge_features.shape[1] == 0:
             return False

@@ -624,9 +624,13 @@ def _same_fit(make, factored, explicit, X, Y, **kw):
 
 
 @pytest.mark.parametrize("learner", ["fw", "fw_classical", "subgradient", "cutting_plane"])
-def test_factored_and_explicit_features_give_the_same_fit(rng, learner):
+def test_factored_and_explicit_features_give_the_same_fit(rng, learner, monkeypatch):
     """Chains, trees (dense and sparse node features) and bipartite models: the same
-    coefficients and objective (1e-10) through the operator as through the matrix."""
+    coefficients and objective (1e-10) through the operator as through the matrix (the
+    per-block path; the compiled tree path is compared by its certified optimum in
+    :func:`test_tree_path_reaches_the_qp_optimum`)."""
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "ENABLED", False)
     from structlp.learners.subgradient import SubgradientLearner
     make = {"fw": lambda mdl, **kw: FrankWolfeLearner(mdl, C=1.0, max_iter=4,
                                                       random_state=0, **kw),
@@ -652,10 +656,21 @@ def test_factored_and_explicit_features_give_the_same_fit(rng, learner):
         _same_fit(make, factored, explicit, X, Y)
 
 
-def test_sparse_and_dense_node_features_same_fit(rng):
+def test_sparse_and_dense_node_features_same_fit(rng, monkeypatch):
+    """The per-block path: the same iterates with sparse and dense node features; the
+    compiled tree path (dense only) certifies the same optimum."""
+    from structlp.learners import _fw_trees
     exs = [random_tree_example(rng, 5, 4, 1, sparse=False, chain_=True) for _ in range(6)]
     Y = [rng.integers(0, 3, size=5) for _ in exs]
     sparse = [dict(x, node_features=sp.csr_array(x["node_features"])) for x in exs]
+    fast = FrankWolfeLearner(TreeLabeling(3), tol=1e-6, max_iter=2000, random_state=0)
+    fast.fit(exs, Y)
+    slow = FrankWolfeLearner(TreeLabeling(3), tol=1e-6, max_iter=2000, random_state=0)
+    slow.fit(sparse, Y)
+    assert isinstance(fast._warm[1], _fw_trees._TreeBlocks)
+    assert not isinstance(slow._warm[1], _fw_trees._TreeBlocks)
+    assert abs(fast.objective_ - slow.objective_) <= fast.duality_gap_ + slow.duality_gap_
+    monkeypatch.setattr(_fw_trees, "ENABLED", False)
     a = fit_quiet(FrankWolfeLearner(TreeLabeling(3), max_iter=5, random_state=0), exs, Y)
     b = fit_quiet(FrankWolfeLearner(TreeLabeling(3), max_iter=5, random_state=0), sparse, Y)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=0, atol=1e-10)
