@@ -65,6 +65,16 @@ class FrankWolfeLearner(_FirstOrderLearner):
     on disk), the same code run as Python where numba cannot be imported, with
     bit-identical iterates.
 
+    On :class:`~structlp.structures.TreeLabeling` with dense node features (chains
+    and trees; serial, ``batch_size=1``, ``pairwise=True``), a block's active outputs
+    are labellings, their Gram matrix comes from the example's node and edge Gram
+    matrices, and a whole epoch (unary scores, loss-augmented max-sum, the pairwise
+    and inner steps, the sparse update of ``w``), a pass without oracle and the exact
+    duality-gap pass (all unary scores as one matrix product) are each one compiled
+    kernel call; the compiled kernels sum the unary scores in SIMD order, so their
+    iterates may differ from the Python kernels' by rounding (the certificate holds
+    for both).
+
     The stopping rule is the **duality gap** ``F(w) - D(m) >= F(w) - F(w*)``,
     evaluated exactly by a pass of loss-augmented inference over all examples
     at the current ``w``: training stops when ``gap <= tol * F(w)``.  So

@@ -897,3 +897,18 @@ def test_tree_path_compiled_and_python_kernels_certify_the_same_optimum(rng, mon
     assert a.converged_ and b.converged_
     assert abs(a.objective_ - b.objective_) <= a.duality_gap_ + b.duality_gap_ + 1e-9
     np.testing.assert_array_equal(np.concatenate(a.predict(X)), np.concatenate(b.predict(X)))
+
+
+def test_tree_path_warm_start_resumes_from_its_blocks(rng):
+    """A refit on rescaled features starts from the previous fit's labellings and weights
+    (the data and Gram matrices made afresh) and certifies the new optimum."""
+    from structlp.learners._fw_trees import _TreeBlocks
+    X, Y, model = tree_data(rng, m=8, n=4, tree="random")
+    fw = FrankWolfeLearner(model, C=1.0, tol=1e-6, max_iter=3000, random_state=0,
+                           warm_start=True).fit(X, Y)
+    blocks = fw._warm[1]
+    assert isinstance(blocks, _TreeBlocks) and blocks.ns.max() > 1
+    X2 = [dict(x, node_features=1.1 * np.asarray(x["node_features"])) for x in X]
+    fw.fit(X2, Y)
+    assert fw._warm[1] is blocks and fw.converged_
+    check_certified(fw, MaxMarginLearner(model, C=1.0).fit(X2, Y).objective_, atol=1e-6)
