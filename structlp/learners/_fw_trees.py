@@ -372,14 +372,37 @@ def _tree_check(w, C, dd, hinge, g_est, k, dv, de, V, E, noff, order, parents, e
             g_est[i] = g if g > 0.0 else 0.0
 
 
-def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, Y, ns, alpha, lv):
+def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, Y, ns, alpha, lv,
+                 fill, Kn, koff, Ke, keoff, G):
     """``w = C sum_i (psi(y_i) - sum_s alpha_s psi(y_s))`` and ``ell = C sum_i (d_i + sum_s
-    alpha_s lv_s)`` afresh from the block variables (their weights normalized first)."""
+    alpha_s lv_s)`` afresh from the block variables (their weights normalized first).
+    With ``fill`` (at the start and at a warm start), first the examples' node and edge
+    Gram matrices ``Kn``, ``Ke`` and the Gram matrices ``G`` of the active outputs."""
     w[:] = 0.0
     ell = 0.0
     for i in range(ns.shape[0]):
         b = noff[i]
         n = noff[i + 1] - b
+        if fill:
+            for j in range(n):
+                for l in range(n):
+                    v = 0.0
+                    for t in range(dv):
+                        v += V[b + j, t] * V[b + l, t]
+                    Kn[koff[i] + j * n + l] = v
+            eb = b - i
+            for e in range(n - 1):
+                for f in range(n - 1):
+                    v = 0.0
+                    for t in range(de):
+                        v += E[eb + e, t] * E[eb + f, t]
+                    Ke[keoff[i] + e * (n - 1) + f] = v
+            for s in range(ns[i]):
+                for t in range(s + 1):
+                    g = _label_gram(i, b, n, k, Y[i, s], Y[i, t], parents, edge_of, Kn, koff,
+                                    Ke, keoff)
+                    G[i, s, t] = g
+                    G[i, t, s] = g
         tot = 0.0
         for s in range(ns[i]):
             tot += alpha[i, s]
@@ -456,7 +479,6 @@ class _TreeBlocks:
             b, e = self.noff[i], self.noff[i + 1]
             self.Y[i, 0, :e - b] = self.ytrue[b:e]
             self.lv[i, 0] = float(self.cn[np.arange(b, e), self.ytrue[b:e]].sum())
-        self._gram_all()
         self.S = np.zeros((nmax, k))
         self.msg = np.zeros((nmax + k, k))      # (the last k rows: an edge's scores)
         self.back = np.zeros((nmax, k), dtype=np.int64)
@@ -510,24 +532,10 @@ class _TreeBlocks:
             self.ytrue[b + node // k] = node % k
         self.koff = np.concatenate(([0], np.cumsum(sizes ** 2))).astype(np.int64)
         self.keoff = np.concatenate(([0], np.cumsum((sizes - 1) ** 2))).astype(np.int64)
-        self.Kn = np.concatenate([(self.V[self.noff[i]:self.noff[i + 1]]
-                                   @ self.V[self.noff[i]:self.noff[i + 1]].T).ravel()
-                                  for i in range(len(X))])
-        eo = self.noff - np.arange(len(X) + 1)
-        self.Ke = np.concatenate([(self.E[eo[i]:eo[i + 1]] @ self.E[eo[i]:eo[i + 1]].T).ravel()
-                                  for i in range(len(X))])
+        self.Kn = np.zeros(int(self.koff[-1]))      # filled by the primal kernel
+        self.Ke = np.zeros(int(self.keoff[-1]))
+        self.fill = True
         self.n_features = k * self.dv + k * k * self.de
-
-    def _gram_all(self):
-        """The Gram matrices of every block's active outputs (at the start, or after a warm
-        start, where the features may differ)."""
-        for i in range(len(self.ns)):
-            b, n = int(self.noff[i]), int(self.noff[i + 1] - self.noff[i])
-            for s in range(self.ns[i]):
-                for t in range(s + 1):
-                    g = _label_gram(i, b, n, self.k, self.Y[i, s], self.Y[i, t], self.parents,
-                                    self.edge_of, self.Kn, self.koff, self.Ke, self.keoff)
-                    self.G[i, s, t] = self.G[i, t, s] = g
 
     def _scratch(self):
         cap = self.Y.shape[1]
@@ -551,7 +559,6 @@ class _TreeBlocks:
         nmax = int(np.diff(self.noff).max(initial=1))
         if nmax > self.Y.shape[2]:    # pragma: no cover - the part counts matched
             raise ValueError("warm start with longer examples")
-        self._gram_all()
 
     def _data(self):
         return (self.k, self.dv, self.de, self.V, self.E, self.noff)
@@ -601,7 +608,9 @@ class _TreeBlocks:
         w = np.zeros(self.n_features)
         ell = _kernels()["_tree_primal"](C, np.asarray(dd, dtype=float), w, *self._data(),
                                          self.parents, self.edge_of, self.ytrue, self.Y,
-                                         self.ns, self.alpha, self.lv)
+                                         self.ns, self.alpha, self.lv, self.fill, self.Kn,
+                                         self.koff, self.Ke, self.keoff, self.G)
+        self.fill = False
         return w, float(ell)
 
     def loss(self, i):
