@@ -66,7 +66,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
     bit-identical iterates.
 
     On :class:`~structlp.structures.TreeLabeling` with dense node features (chains
-    and trees; serial, ``batch_size=1``, ``pairwise=True``), a block's active outputs
+    and trees; ``batch_size=1``, ``pairwise=True``; whatever ``n_jobs`` and
+    ``backend``, the oracles then run in this process), a block's active outputs
     are labellings, their Gram matrix comes from the example's node and edge Gram
     matrices, and a whole epoch (unary scores, loss-augmented max-sum, the pairwise
     and inner steps, the sparse update of ``w``), a pass without oracle and the exact
@@ -266,8 +267,9 @@ class FrankWolfeLearner(_FirstOrderLearner):
         m, d = data.n_examples, data.n_features
         ops, dd, mt = data.Phi, data.d, data.mu_true
         # tree labellings: whole epochs in one compiled kernel (_fw_trees)
-        tree = (pairwise and batch_size == 1 and pool.kind == "serial"
-                and _TreeBlocks.applicable(self.model, data))
+        # (the oracles run in this process whatever n_jobs and backend: the iterates never
+        # depend on them, and one compiled epoch is faster than dispatching its oracles)
+        tree = pairwise and batch_size == 1 and _TreeBlocks.applicable(self.model, data)
         blocks = self._warm_blocks(data)
         if tree:
             c = None
@@ -404,7 +406,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
         probed (max-sum is exact on trees)."""
         from ..structures.tree_labeling import TreeLabeling
         return (type(self.model) is TreeLabeling and self.pairwise is True
-                and self.batch_size == 1 and self.n_jobs in (None, 1) and self.backend is None)
+                and self.batch_size == 1)
 
     def _exact_check(self, pool, data, blocks, C):
         """Exact ``w`` and ``D`` from the block variables (no drift), then the exact duality
