@@ -57,9 +57,14 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
         check_bool(self.warm_start, "warm_start", owner=name)
         return C, tol, max_iter, batch_size, solver, opts, timeout, rng
 
+    def _tree_path(self):
+        """Whether the fit may run the compiled tree-labelling path (no polytopes, no oracle
+        probe); the learners that have one say so."""
+        return False
+
     def _prepare(self, X, Y):
-        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
-                       operators=True)
+        need = _needs_polytopes(self.model) and not self._tree_path()
+        data = prepare(self.model, X, Y, need_polytopes=need, operators=True)
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         return data, polys
 
@@ -67,7 +72,8 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
         """Prepare the data, open the oracle pool, ``run(pool, data, t0)``, record timings."""
         t0 = time.perf_counter()
         data, polys = self._prepare(X, Y)
-        check_oracle_solver(self.model, data.X, polys, self.solver, type(self).__name__)
+        if not self._tree_path():
+            check_oracle_solver(self.model, data.X, polys, self.solver, type(self).__name__)
         t_prep = time.perf_counter() - t0
         with self._pool(data, polys, solver, opts, timeout) as pool:
             run(pool, data, t0)

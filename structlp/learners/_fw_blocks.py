@@ -40,6 +40,7 @@ class _GramBlocks:
     there are no passes without oracle (a visit needs the block's part scores)."""
 
     cache_passes = False
+    cache_share = 0.05
 
     def __init__(self, truths, c):
         self.blocks = [_Block(_vertex(t, ci)) for t, ci in zip(truths, c)]
@@ -279,6 +280,7 @@ class _PsiBlocks:
     """
 
     cache_passes = True
+    cache_share = 0.05     # a pass without oracle must gain this share of the epoch's gain
 
     def __init__(self, ops, mu_true, c):
         self._step = _compiled(_psi_step)

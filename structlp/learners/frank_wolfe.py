@@ -17,10 +17,10 @@ from ..utils.fingerprint import output_fingerprint
 
 from ._first_order import _FirstOrderLearner, _augment
 from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss
+from ._fw_trees import _TreeBlocks
 
 
 _UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling
-_CACHE_SHARE = 0.05     # a pass without oracle must gain this share of the epoch's gain
 _PSI_MAX_D = 256       # up to this many features, active outputs also keep their psi
 
 
@@ -65,6 +65,17 @@ class FrankWolfeLearner(_FirstOrderLearner):
     on disk), the same code run as Python where numba cannot be imported, with
     bit-identical iterates.
 
+    On :class:`~structlp.structures.TreeLabeling` with dense node features (chains
+    and trees; ``batch_size=1``, ``pairwise=True``; whatever ``n_jobs`` and
+    ``backend``, the oracles then run in this process), a block's active outputs
+    are labellings, their Gram matrix comes from the example's node and edge Gram
+    matrices, and a whole epoch (unary scores, loss-augmented max-sum, the pairwise
+    and inner steps, the sparse update of ``w``), a pass without oracle and the exact
+    duality-gap pass (all unary scores as one matrix product) are each one compiled
+    kernel call; the compiled kernels sum the unary scores in SIMD order, so their
+    iterates may differ from the Python kernels' by rounding (the certificate holds
+    for both).
+
     The stopping rule is the **duality gap** ``F(w) - D(m) >= F(w) - F(w*)``,
     evaluated exactly by a pass of loss-augmented inference over all examples
     at the current ``w``: training stops when ``gap <= tol * F(w)``.  So
@@ -108,8 +119,9 @@ class FrankWolfeLearner(_FirstOrderLearner):
         over the blocks without any oracle call, each block taking one pairwise
         step between its best and worst active outputs at the current ``w``
         (multi-plane BCFW, Shah, Kolmogorov & Lampert 2015); the passes stop as
-        soon as one raises the dual objective by less than 5% of what the epoch of
-        oracle calls did.  0 disables them.  They run only when the active outputs
+        soon as one raises the dual objective by less than a share of what the epoch
+        of oracle calls did (5%; 50% on tree labellings, where a pass costs about half
+        an epoch).  0 disables them.  They run only when the active outputs
         keep their joint features (up to 256 features or 4 times an output's
         nonzeros), where a whole pass is one compiled kernel call costing a small
         share of an epoch: on noisy bipartite data (m = 1000, 10 x 10, d = 20, C = 0.1;
@@ -254,16 +266,29 @@ class FrankWolfeLearner(_FirstOrderLearner):
              pairwise, inner_steps, gap_sampling, max_cache_passes):
         m, d = data.n_examples, data.n_features
         ops, dd, mt = data.Phi, data.d, data.mu_true
-        c = [_compact_loss(*data.c.nonzeros(i)) for i in range(m)]   # no dense (L_i,) c
-        # an active output is kept as its nonzeros, and also as its joint feature psi (d,)
-        # when d is small beside its support (then inner steps need no part scores)
-        width = max(mt.nonzeros(i)[0].size for i in range(m))
-        psi_mode = d <= max(_PSI_MAX_D, 4 * width)
+        # tree labellings: whole epochs in one compiled kernel (_fw_trees)
+        # (the oracles run in this process whatever n_jobs and backend: the iterates never
+        # depend on them, and one compiled epoch is faster than dispatching its oracles)
+        tree = pairwise and batch_size == 1 and _TreeBlocks.applicable(self.model, data)
         blocks = self._warm_blocks(data)
-        if blocks is None:     # m_i = the truth
-            blocks = _PsiBlocks(ops, mt, c) if psi_mode else _GramBlocks(mt, c)
-        else:                  # the features may differ: what depends on them made afresh
-            blocks.restart(ops, mt)
+        if tree:
+            c = None
+            if isinstance(blocks, _TreeBlocks):
+                blocks.restart(data)
+            else:
+                blocks = _TreeBlocks(self.model, data)
+        else:
+            c = [_compact_loss(*data.c.nonzeros(i)) for i in range(m)]   # no dense (L_i,) c
+            # an active output is kept as its nonzeros, and also as its joint feature psi
+            # (d,) when d is small beside its support (then inner steps need no part scores)
+            width = max(mt.nonzeros(i)[0].size for i in range(m))
+            psi_mode = d <= max(_PSI_MAX_D, 4 * width)
+            if isinstance(blocks, _TreeBlocks):
+                blocks = None
+            if blocks is None:     # m_i = the truth
+                blocks = _PsiBlocks(ops, mt, c) if psi_mode else _GramBlocks(mt, c)
+            else:                  # the features may differ: what depends on them made afresh
+                blocks.restart(ops, mt)
         w, ell = blocks.primal(ops, mt, dd, C, d)
         dual_before = ell - 0.5 * float(w.dot(w))
         g_est = np.full(m, np.inf)
@@ -280,10 +305,15 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 # blocks drawn in proportion to their last known gaps (Osokin et al. 2016)
                 # mixed with uniform draws, so that no block starves on a stale estimate
                 p = (1.0 - _UNIFORM_SHARE) * g_est / g_est.sum() + _UNIFORM_SHARE / m
-                perm = rng.choice(m, size=m, p=p / p.sum()).tolist()
+                perm = rng.choice(m, size=m, p=p / p.sum())
             else:
-                perm = rng.permutation(m).tolist()
-            if batch_size == 1:               # classical BCFW: one oracle call, one step
+                perm = rng.permutation(m)
+            if tree:                          # the epoch in one kernel call
+                ti = clock()
+                ell = blocks.epoch(perm.astype(np.int64), w, C, inner_steps, ell, g_est)
+                t_inf += clock() - ti
+            elif batch_size == 1:             # classical BCFW: one oracle call, one step
+                perm = perm.tolist()
                 for i in perm:
                     ti = clock()
                     op, ci = ops[i], c[i]
@@ -294,6 +324,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                     g_est[i] = g if g > 0.0 else 0.0
                     ell += C * dl
             else:                             # the batch's oracles at the same w
+                perm = perm.tolist()
                 for k in range(0, m, batch_size):
                     batch = perm[k:k + batch_size]
                     ti = clock()
@@ -318,7 +349,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 ell = blocks.cache_pass(w, C, ell)
                 dual_now = ell - 0.5 * float(w.dot(w))
                 pass_gain, dual_before = dual_now - dual_before, dual_now
-                if pass_gain < _CACHE_SHARE * gain:
+                if pass_gain < blocks.cache_share * gain:
                     break
             self._after_epoch(epoch, w)
             gap_est = float(g_est.sum())
@@ -369,6 +400,14 @@ class FrankWolfeLearner(_FirstOrderLearner):
         self.history_ = history
         self.fit_time_ = {"inference": t_inf, "check": t_check}
 
+    def _tree_path(self):
+        """Whether a fit may take the compiled tree-labelling path (:mod:`._fw_trees`; the
+        data decide at fit time): then no output polytopes are built and the oracle is not
+        probed (max-sum is exact on trees)."""
+        from ..structures.tree_labeling import TreeLabeling
+        return (type(self.model) is TreeLabeling and self.pairwise is True
+                and self.batch_size == 1)
+
     def _exact_check(self, pool, data, blocks, C):
         """Exact ``w`` and ``D`` from the block variables (no drift), then the exact duality
         gap by a pass of loss-augmented inference; the exact block gaps refresh ``g_est``.
@@ -378,6 +417,13 @@ class FrankWolfeLearner(_FirstOrderLearner):
         tc = time.perf_counter()
         w, ell = blocks.primal(data.Phi, data.mu_true, data.d, C, data.n_features)
         ti = time.perf_counter()
+        if isinstance(blocks, _TreeBlocks):       # one compiled pass
+            hinge, g_est = blocks.check(w, C, np.asarray(data.d, dtype=float))
+            t_inf = time.perf_counter() - ti
+            obj = 0.5 * float(w @ w) + C * float(hinge.sum())
+            dual = ell - 0.5 * float(w @ w)
+            return (w, ell, hinge, g_est, obj, dual, max(obj - dual, 0.0), t_inf,
+                    time.perf_counter() - tc)
         g_est = np.empty(data.n_examples)
 
         def block_gap(i, a, mu):      # the exact block gaps

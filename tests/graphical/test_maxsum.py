@@ -156,12 +156,14 @@ X = [{'node_features': rng.normal(size=(4, 3)), 'edge_features': np.ones((3, 1))
       'parents': np.arange(-1, 3)} for _ in range(6)]
 Y = [rng.integers(0, 3, size=4) for _ in range(6)]
 fw = FrankWolfeLearner(TreeLabeling(3), C=1.0, tol=1e-3, random_state=0).fit(X, Y)
-print(repr(fw.objective_), fw.n_iter_)
+print(repr(fw.objective_), repr(fw.duality_gap_), fw.converged_)
 """
 
 
-def test_fit_without_numba_is_identical():
-    """A fit in a process where numba cannot be imported: no ImportError, same iterates."""
+def test_fit_without_numba_certifies_the_same_optimum():
+    """A fit in a process where numba cannot be imported: no ImportError, the plain Python
+    kernels certify the same optimum (the compiled ones sum the unary scores in another
+    order, so the iterates may differ by rounding)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", FIT], capture_output=True, text=True, env=env,
                          cwd=ROOT)
@@ -171,7 +173,9 @@ def test_fit_without_numba_is_identical():
           "parents": np.arange(-1, 3)} for _ in range(6)]
     Y = [rng.integers(0, 3, size=4) for _ in range(6)]
     fw = FrankWolfeLearner(TreeLabeling(3), C=1.0, tol=1e-3, random_state=0).fit(X, Y)
-    assert out.stdout.split() == [repr(fw.objective_), str(fw.n_iter_)]
+    obj, gap, converged = out.stdout.split()
+    assert converged == "True" and fw.converged_
+    assert abs(float(obj) - fw.objective_) <= float(gap) + fw.duality_gap_
 
 
 def test_tree_labeling_inference_uses_it():

@@ -624,9 +624,13 @@ def _same_fit(make, factored, explicit, X, Y, **kw):
 
 
 @pytest.mark.parametrize("learner", ["fw", "fw_classical", "subgradient", "cutting_plane"])
-def test_factored_and_explicit_features_give_the_same_fit(rng, learner):
+def test_factored_and_explicit_features_give_the_same_fit(rng, learner, monkeypatch):
     """Chains, trees (dense and sparse node features) and bipartite models: the same
-    coefficients and objective (1e-10) through the operator as through the matrix."""
+    coefficients and objective (1e-10) through the operator as through the matrix (the
+    per-block path; the compiled tree path is compared by its certified optimum in
+    :func:`test_tree_path_reaches_the_qp_optimum`)."""
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "ENABLED", False)
     from structlp.learners.subgradient import SubgradientLearner
     make = {"fw": lambda mdl, **kw: FrankWolfeLearner(mdl, C=1.0, max_iter=4,
                                                       random_state=0, **kw),
@@ -652,10 +656,21 @@ def test_factored_and_explicit_features_give_the_same_fit(rng, learner):
         _same_fit(make, factored, explicit, X, Y)
 
 
-def test_sparse_and_dense_node_features_same_fit(rng):
+def test_sparse_and_dense_node_features_same_fit(rng, monkeypatch):
+    """The per-block path: the same iterates with sparse and dense node features; the
+    compiled tree path (dense only) certifies the same optimum."""
+    from structlp.learners import _fw_trees
     exs = [random_tree_example(rng, 5, 4, 1, sparse=False, chain_=True) for _ in range(6)]
     Y = [rng.integers(0, 3, size=5) for _ in exs]
     sparse = [dict(x, node_features=sp.csr_array(x["node_features"])) for x in exs]
+    fast = FrankWolfeLearner(TreeLabeling(3), tol=1e-6, max_iter=2000, random_state=0)
+    fast.fit(exs, Y)
+    slow = FrankWolfeLearner(TreeLabeling(3), tol=1e-6, max_iter=2000, random_state=0)
+    slow.fit(sparse, Y)
+    assert isinstance(fast._warm[1], _fw_trees._TreeBlocks)
+    assert not isinstance(slow._warm[1], _fw_trees._TreeBlocks)
+    assert abs(fast.objective_ - slow.objective_) <= fast.duality_gap_ + slow.duality_gap_
+    monkeypatch.setattr(_fw_trees, "ENABLED", False)
     a = fit_quiet(FrankWolfeLearner(TreeLabeling(3), max_iter=5, random_state=0), exs, Y)
     b = fit_quiet(FrankWolfeLearner(TreeLabeling(3), max_iter=5, random_state=0), sparse, Y)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=0, atol=1e-10)
@@ -780,3 +795,120 @@ def test_prepare_with_operators_keeps_the_same_data(rng):
         np.testing.assert_allclose(b.Phi[i].toarray(), a.Phi[i].toarray(), atol=1e-15)
     np.testing.assert_array_equal(b.n_parts, a.n_parts)
     assert b.n_features == a.n_features
+
+
+# ---------------------------------------------------------------- the compiled tree path
+def tree_data(rng, m=6, n=4, k=3, tree="random", seed=None):
+    from structlp.datasets import make_tree_labeling
+    X, Y, _, model = make_tree_labeling(n_samples=m, n_nodes=n, n_labels=k, tree=tree,
+                                        n_node_features=3, n_edge_features=2, noise=0.5,
+                                        random_state=int(rng.integers(1 << 30)))
+    return X, Y, model
+
+
+def tree_store(model, X, Y):
+    from structlp.compiler import prepare
+    from structlp.learners._fw_trees import _TreeBlocks
+    data = prepare(model, X, Y, need_polytopes=False, operators=True)
+    assert _TreeBlocks.applicable(model, data)
+    return data, _TreeBlocks(model, data)
+
+
+@pytest.mark.parametrize("tree", ["chain", "random"])
+def test_tree_path_reaches_the_qp_optimum(rng, tree):
+    """Chains and random trees: the compiled path certifies the joint QP's optimum."""
+    from structlp.learners._fw_trees import _TreeBlocks
+    X, Y, model = tree_data(rng, m=10, n=5, tree=tree)
+    qp = MaxMarginLearner(model, C=1.0).fit(X, Y)
+    fw = FrankWolfeLearner(model, C=1.0, tol=1e-6, max_iter=3000, random_state=0).fit(X, Y)
+    assert isinstance(fw._warm[1], _TreeBlocks)          # the compiled path ran
+    assert fw.converged_
+    check_certified(fw, qp.objective_, atol=1e-6)
+    generic = FrankWolfeLearner(model, C=1.0, tol=1e-6, max_iter=3000, random_state=0,
+                                batch_size=2).fit(X, Y)   # the per-block Python path
+    assert not isinstance(generic._warm[1], _TreeBlocks)
+    check_certified(generic, qp.objective_, atol=1e-6)
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+def test_tree_check_pass_is_the_enumerated_hinge(rng, monkeypatch, use_numba):
+    """The exact pass (batched scores, max-sum) against enumerating every labelling with
+    the explicit part features; the block gaps against the marginals' values."""
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
+    X, Y, model = tree_data(rng, m=4, n=4, k=3)
+    data, blocks = tree_store(model, X, Y)
+    w = rng.normal(size=data.n_features)
+    hinge, gaps = blocks.check(w, 0.5, data.d)
+    for i, x in enumerate(data.X):
+        Phi = model.features(x)
+        s = Phi @ w
+        c, d = model.loss_coefficients(x, Y[i])
+        vals = [s @ model.encode(x, np.array(y)) + c @ model.encode(x, np.array(y)) + d
+                for y in itertools.product(range(3), repeat=4)]
+        truth = s @ model.encode(x, Y[i])
+        assert hinge[i] == pytest.approx(max(vals) - truth, rel=1e-10, abs=1e-10)
+        m_i = blocks.marginal(i, Phi.shape[0])
+        assert gaps[i] == pytest.approx(0.5 * (max(vals) - d - (s + c) @ m_i), abs=1e-10)
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+def test_tree_epoch_keeps_w_equal_to_its_blocks(rng, monkeypatch, use_numba):
+    """After epochs and passes without oracle (sparse updates of w), the running w is
+    C sum_i Phi_i^T (mu_i - m_i) from the explicit features, and the blocks stay in their
+    simplices; the dual value ell matches."""
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
+    X, Y, model = tree_data(rng, m=5, n=4, k=3)
+    data, blocks = tree_store(model, X, Y)
+    C = 2.0
+    w, ell = blocks.primal(None, None, data.d, C, None)
+    g = np.zeros(5)
+    r = np.random.default_rng(0)
+    for _ in range(6):
+        ell = blocks.epoch(r.permutation(5).astype(np.int64), w, C, 3, ell, g)
+        ell = blocks.cache_pass(w, C, ell)
+    ref = np.zeros(data.n_features)
+    loss = 0.0
+    for i, x in enumerate(data.X):
+        Phi = model.features(x)
+        m_i = blocks.marginal(i, Phi.shape[0])
+        ref += C * Phi.T @ (model.encode(x, Y[i]) - m_i)
+        c, d = model.loss_coefficients(x, Y[i])
+        loss += C * (c @ m_i + d)
+        assert blocks.alpha[i, :blocks.ns[i]].sum() == pytest.approx(1.0, abs=1e-12)
+        assert (blocks.alpha[i, :blocks.ns[i]] > 0).all()
+    np.testing.assert_allclose(w, ref, atol=1e-10)
+    assert ell == pytest.approx(loss, abs=1e-10)
+    assert g.max() > 0
+
+
+def test_tree_path_compiled_and_python_kernels_certify_the_same_optimum(rng, monkeypatch):
+    """The numba kernels sum the unary scores in another order than the Python ones (SIMD):
+    the iterates may differ in rounding, the certified objectives agree within the gaps."""
+    from structlp.learners import _fw_trees
+    X, Y, model = tree_data(rng, m=6, n=4, tree="chain")
+    fits = []
+    for use in (True, False):
+        monkeypatch.setattr(_fw_trees, "USE_NUMBA", use)
+        fits.append(FrankWolfeLearner(model, C=1.0, tol=1e-7, max_iter=2000,
+                                      random_state=0).fit(X, Y))
+    a, b = fits
+    assert a.converged_ and b.converged_
+    assert abs(a.objective_ - b.objective_) <= a.duality_gap_ + b.duality_gap_ + 1e-9
+    np.testing.assert_array_equal(np.concatenate(a.predict(X)), np.concatenate(b.predict(X)))
+
+
+def test_tree_path_warm_start_resumes_from_its_blocks(rng):
+    """A refit on rescaled features starts from the previous fit's labellings and weights
+    (the data and Gram matrices made afresh) and certifies the new optimum."""
+    from structlp.learners._fw_trees import _TreeBlocks
+    X, Y, model = tree_data(rng, m=8, n=4, tree="random")
+    fw = FrankWolfeLearner(model, C=1.0, tol=1e-6, max_iter=3000, random_state=0,
+                           warm_start=True).fit(X, Y)
+    blocks = fw._warm[1]
+    assert isinstance(blocks, _TreeBlocks) and blocks.ns.max() > 1
+    X2 = [dict(x, node_features=1.1 * np.asarray(x["node_features"])) for x in X]
+    fw.fit(X2, Y)
+    assert fw._warm[1] is blocks and fw.converged_
+    check_certified(fw, MaxMarginLearner(model, C=1.0).fit(X2, Y).objective_, atol=1e-6)
