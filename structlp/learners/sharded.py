@@ -60,7 +60,7 @@ from ..solvers import check_solver
 from ._first_order import _augment
 from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss
 from .cutting_plane import _needs_polytopes
-from .frank_wolfe import _CACHE_SHARE, _PSI_MAX_D
+from .frank_wolfe import _PSI_MAX_D
 
 
 # ---------------------------------------------------------------- worker side
@@ -170,7 +170,7 @@ def _local_pass(shard, w, C, K, seed, epochs, pairwise, inner_steps, cache_passe
         ell = blocks.cache_pass(w_loc, Cp, ell)
         dual_now = ell - 0.5 * float(w_loc.dot(w_loc))
         pass_gain, dual_before = dual_now - dual_before, dual_now
-        if pass_gain < _CACHE_SHARE * gain:
+        if pass_gain < blocks.cache_share * gain:
             break
     shard.rounds += 1
     w_p, ell_p = shard.contribution(C)
