@@ -198,6 +198,11 @@ class AdversarialGraphicalModel(BaseEstimator):
     fit_time_ : float
     """
 
+    # set by the QP route (agm.routes.fit_qp)
+    problem_: Any
+    solver_: Any
+    qp_objective_: float
+
     def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one",
                  node_weights: Union[None, str, Callable[..., Any]] = None,
                  normalize_weights: bool = False, reg: float = 1e-2,

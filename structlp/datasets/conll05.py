@@ -127,7 +127,7 @@ def parse_start_end(pos: Sequence[str], column: Sequence[str], name: str = "tree
     for j, par in enumerate(parents):
         if par >= 0:
             children[par].append(j)
-    tree = ParseTree(labels, [tuple(s) for s in spans], parents, children, leaf_of)
+    tree = ParseTree(labels, [(int(s[0]), int(s[1])) for s in spans], parents, children, leaf_of)
     tree.heads = head_words(tree)
     return tree
 
@@ -164,7 +164,8 @@ def _head_child(labels: List[str], kids: List[int], label: str) -> int:
         for group, direction in (("NN NNP NNPS NNS NX POS JJR", "right"), ("NP", "left"),
                                  ("$ ADJP PRN", "right"), ("CD", "right"),
                                  ("JJ JJS RB QP", "right")):
-            order = range(len(kids)) if direction == "left" else range(len(kids) - 1, -1, -1)
+            order = list(range(len(kids))) if direction == "left" \
+                else list(range(len(kids) - 1, -1, -1))
             wanted = set(group.split())
             for i in order:
                 if labs[i] in wanted:
@@ -390,7 +391,7 @@ def label_pruned(tree: ParseTree, nodes: Sequence[int], parents: Sequence[int], 
     verb or lies below a node already labelled (a child of an argument); every
     other node is ``O``.
     """
-    spans = {}
+    spans: Dict[Any, Any] = {}
     for role, s, e in args:
         if role != "V":
             spans.setdefault((s, e), role_class(role))

@@ -9,7 +9,7 @@ before unpickling), and are returned in the formats of structlp's structures.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Dict, List, Tuple, Union, cast
 
 import numpy as np
 
@@ -56,7 +56,7 @@ def load_scene(cache_dir: PathLike = None, sdist: PathLike = None, download: boo
     for X, Y in ((d["X_train"], d["y_train"]), (d["X_test"], d["y_test"])):
         out += [[np.asarray(x, dtype=float) for x in X],
                 [np.asarray(y, dtype=np.int64) for y in Y]]
-    return out[0], out[1], out[2], out[3]
+    return cast(Split, (out[0], out[1], out[2], out[3]))
 
 
 def one_hot_colours(image: Any) -> np.ndarray:
@@ -147,4 +147,4 @@ def load_snakes(edge_features: str = "input", cache_dir: PathLike = None, sdist:
     for X, Y in ((d["X_train"], d["Y_train"]), (d["X_test"], d["Y_test"])):
         out += [[snake_example(x, edge_features) for x in X],
                 [np.asarray(y, dtype=np.int64).ravel() for y in Y]]
-    return out[0], out[1], out[2], out[3]
+    return cast(Split, (out[0], out[1], out[2], out[3]))

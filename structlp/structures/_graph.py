@@ -33,7 +33,7 @@ gives primal marginals but needs a QP per factor.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -222,7 +222,7 @@ class Decomposition:
     @classmethod
     def of(cls, n: int, edges: np.ndarray) -> "Decomposition":
         remaining = np.arange(len(edges))
-        forests = []
+        forests: List[Any] = []
         while len(remaining) or not forests:
             chosen = _spanning_forest(n, edges, remaining)
             forests.append(_closed_forest(n, edges, chosen))
@@ -309,7 +309,8 @@ def relaxed_map(dec: Decomposition, b: np.ndarray, B: np.ndarray,
                 if halvings > DD_MAX_HALVINGS:
                     break
         if best_d - best_p <= 1e-9 * scale:      # the bound is attained: LP-optimal labels
-            return encode_labels(n, edges, best_y, k), best_y, "dual decomposition"
+            y_best = cast(np.ndarray, best_y)    # set with best_d on the first round
+            return encode_labels(n, edges, y_best, k), y_best, "dual decomposition"
         onehot = np.zeros((T, n, k))
         for t, y in enumerate(ys):
             onehot[t, np.arange(n), y] = 1.0

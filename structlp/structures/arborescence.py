@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from typing import Any, Hashable, Optional
+from typing import Any, Hashable, List, Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -136,7 +136,8 @@ def check_heads(heads: Any, n: int, root: int, name: str = "y") -> np.ndarray:
     depth = np.full(n, -1)
     depth[root] = 0
     for m in others:                                 # walk up until a known depth or a cycle
-        path, v = [], m
+        path: List[Any] = []
+        v = m
         while depth[v] < 0:
             if v in path:
                 cyc = path[path.index(v):]

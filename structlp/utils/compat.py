@@ -20,6 +20,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 import warnings
+from types import FrameType
 from typing import Dict, Optional
 
 #: old module path -> the module that replaced it
@@ -53,7 +54,8 @@ def current_path(path: str) -> str:
 
 def _caller_level() -> int:
     """The ``stacklevel`` that points a warning at the code doing the import."""
-    frame, level = sys._getframe(1), 1
+    frame: Optional[FrameType] = sys._getframe(1)
+    level = 1
     while frame is not None and ("importlib" in frame.f_code.co_filename
                                  or frame.f_code.co_filename == __file__):
         frame, level = frame.f_back, level + 1
