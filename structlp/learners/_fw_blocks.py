@@ -395,3 +395,17 @@ class _PsiBlocks:
         r = self.active(i)
         return np.bincount(self.idx[r].ravel(), (self.alpha[r, None] * self.val[r]).ravel(),
                            minlength=L)
+
+
+def run_cache_passes(blocks, w, C, ell, dual_before, gain, max_passes):
+    """Passes without oracle (Shah et al. 2015): pairwise steps inside each block's active
+    set at the current ``w``, while a pass gains at least ``blocks.cache_share`` of what the
+    epoch of oracle calls gained in the dual (``gain``).  Returns ``(ell, dual_before)``
+    after the passes."""
+    for _ in range(max_passes if blocks.cache_passes else 0):
+        ell = blocks.cache_pass(w, C, ell)
+        dual_now = ell - 0.5 * float(w.dot(w))
+        pass_gain, dual_before = dual_now - dual_before, dual_now
+        if pass_gain < blocks.cache_share * gain:
+            break
+    return ell, dual_before

@@ -16,7 +16,7 @@ from ..model import StructuredModel
 from ..utils.fingerprint import output_fingerprint
 
 from ._first_order import _FirstOrderLearner, _augment
-from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss
+from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss, run_cache_passes
 from ._fw_trees import _TreeBlocks
 
 
@@ -345,12 +345,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
             gain, dual_before = dual_now - dual_before, dual_now
             # (in psi mode only: otherwise a visit costs a part-score product, about what
             # the oracle's step costs, and on OCR the passes cost more than they gained)
-            for _ in range(max_cache_passes if blocks.cache_passes else 0):
-                ell = blocks.cache_pass(w, C, ell)
-                dual_now = ell - 0.5 * float(w.dot(w))
-                pass_gain, dual_before = dual_now - dual_before, dual_now
-                if pass_gain < blocks.cache_share * gain:
-                    break
+            ell, dual_before = run_cache_passes(blocks, w, C, ell, dual_before, gain,
+                                                max_cache_passes)
             self._after_epoch(epoch, w)
             gap_est = float(g_est.sum())
             # the duality gap is the sum of the block gaps: F(w) = D(m) + gap

@@ -58,7 +58,7 @@ from ..utils.progress import Progress, check_callback, check_verbose
 from ..utils.validation import check_bool, check_scalar
 from ..solvers import check_solver
 from ._first_order import _augment
-from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss
+from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss, run_cache_passes
 from .cutting_plane import _needs_polytopes
 from .frank_wolfe import _PSI_MAX_D
 
@@ -166,12 +166,8 @@ def _local_pass(shard, w, C, K, seed, epochs, pairwise, inner_steps, cache_passe
             ell += Cp * dl
     dual_now = ell - 0.5 * float(w_loc.dot(w_loc))
     gain, dual_before = dual_now - dual_before, dual_now
-    for _ in range(cache_passes if blocks.cache_passes else 0):
-        ell = blocks.cache_pass(w_loc, Cp, ell)
-        dual_now = ell - 0.5 * float(w_loc.dot(w_loc))
-        pass_gain, dual_before = dual_now - dual_before, dual_now
-        if pass_gain < blocks.cache_share * gain:
-            break
+    ell, dual_before = run_cache_passes(blocks, w_loc, Cp, ell, dual_before, gain,
+                                        cache_passes)
     shard.rounds += 1
     w_p, ell_p = shard.contribution(C)
     return dict(w=w_p, ell=ell_p, gap_estimate=g_sum / K, restarted=restarted,
