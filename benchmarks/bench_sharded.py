@@ -9,20 +9,32 @@ sends and receives per round, the seconds per round and per exact check, the rou
 and the certified gap.  With ``--kill-after R`` one worker process is killed after
 round R, and the fit must still certify its objective.
 
-    nice -n 10 python benchmarks/bench_sharded.py --n-examples 1000000 --json out.json
+    nice -n 10 python benchmarks/bench_sharded.py --n-examples 1000000 \
+        --json benchmarks/results/sharded.json
+
+``--json PATH`` adds this run to the raw runs in ``raw/`` beside PATH (replacing an earlier
+run of the same examples, partitions, workers, C and kill) and writes the benchmarks page's
+file (``benchmarks/report.py``'s schema) to PATH: one row per run.  The floor is the
+driver's own memory before the cluster starts: the driver's peak should stay near it
+whatever the number of examples, while each worker grows with its share.
 """
 
 import argparse
 import json
 import os
-import platform
 import resource
 import signal
 import sys
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import report  # benchmarks/report.py: the results schema
+
+RUN_KEY = ("n_examples", "partitions", "workers", "C", "kill_after")
 
 
 def make_partition(seed, m, w0, noise=0.5):
@@ -42,6 +54,118 @@ def make_partition(seed, m, w0, noise=0.5):
 
 def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def started(run):
+    """The schema's machine dict from a raw run (older runs lack the CPU model: they were
+    converted on the machine that ran them; their load was read at the end, so the table
+    shows it per run instead)."""
+    m = dict(run["machine"])
+    if "cpus" in m:
+        m.setdefault("cores", m.pop("cpus"))
+    m.setdefault("cpu", report.cpu_model())
+    load = m.get("load") if run.get("load_when") == "start" else None
+    m["load"] = [round(x, 2) for x in load] if load else None
+    return m
+
+
+def row_of(run):
+    """One run as a row of the schema's table."""
+    times = run["round_end_times_s"]
+    idle, peak = run["worker_rss_idle_mb"], run["worker_peak_rss_mb"]
+    m = run["n_examples"]
+    row = {"m": m, "parts": run["partitions"], "workers": run["workers"], "C": run["C"],
+           "kill": run.get("kill_after") or None, "rounds": run["rounds"],
+           "restarts": run["restarts"], "gap": run["relative_gap"],
+           "converged": "yes" if run["converged"] else "no",
+           "first": times[0] if times else None,
+           "later": ((times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else None),
+           "wall": run["wall_s"], "dcpu": run["driver_cpu_s"],
+           "before": run["driver_rss_before_cluster_mb"], "dpeak": run["driver_peak_rss_mb"],
+           "ratio": run["driver_peak_rss_mb"] / run["driver_rss_before_cluster_mb"],
+           "wpeak": ", ".join(f"{x:.0f}" for x in peak),
+           "grow": 1024.0 * (sum(peak) - sum(idle)) / m,
+           "sent": run["bytes_per_round"]["sent"],
+           "received": run["bytes_per_round"]["received"],
+           "load": (run["machine"].get("load") or [None])[0],
+           "date": run["date"].replace("T", " ").replace("+00:00", "")}
+    return {k: v for k, v in row.items() if v is not None}
+
+
+def write_schema(path, doc):
+    """The benchmarks page's file (``benchmarks/report.py``'s schema) from the raw runs."""
+    runs = sorted(doc["runs"], key=lambda r: (r["n_examples"], r.get("kill_after") or 0))
+    columns = [{"key": "m", "label": "examples"},
+               {"key": "parts", "label": "partitions"},
+               {"key": "workers", "label": "workers"},
+               {"key": "C", "label": "C", "format": "g"},
+               {"key": "kill", "label": "worker killed after round"},
+               {"key": "rounds", "label": "rounds"},
+               {"key": "restarts", "label": "partitions recomputed"},
+               {"key": "gap", "label": "relative gap", "format": ".2g"},
+               {"key": "converged", "label": "converged"},
+               {"key": "first", "label": "first round", "unit": "wall s"},
+               {"key": "later", "label": "later rounds", "unit": "wall s each"},
+               {"key": "wall", "label": "fit", "unit": "wall s"},
+               {"key": "dcpu", "label": "driver", "unit": "CPU s"},
+               {"key": "before", "label": "driver before the cluster", "unit": "MB",
+                "format": ".0f"},
+               {"key": "dpeak", "label": "driver peak RSS", "unit": "MB", "format": ".0f"},
+               {"key": "ratio", "label": "driver peak / floor", "ratio": True},
+               {"key": "wpeak", "label": "workers' peak RSS", "unit": "MB"},
+               {"key": "grow", "label": "workers' growth per example", "unit": "kB",
+                "format": ".1f"},
+               {"key": "sent", "label": "sent per round", "unit": "bytes"},
+               {"key": "received", "label": "received per round", "unit": "bytes"},
+               {"key": "load", "label": "load average", "format": ".1f"},
+               {"key": "date", "label": "finished (UTC)"}]
+    notes = ["Each partition generates its own 3 x 3 assignment examples on its worker from "
+             "a seed, so the driver never holds an example; the first round includes that "
+             "generation.  The driver process also runs the local scheduler.",
+             "Workers' growth per example: the workers' peak RSS summed, less their RSS "
+             "when idle, over the number of examples.",
+             "Relative gap: the certified duality gap over the objective at the end of "
+             "the fit; with a worker killed, its partitions are recomputed from their "
+             "lineage and that round runs an exact gap check.",
+             "Load average: the 1-minute load of the shared 2-core machine, read when the "
+             "run finished" + (" (older runs) or started (later runs)." if any(
+                 r.get("load_when") == "start" for r in runs) else "."),
+             f"Raw measurements: benchmarks/results/raw/{Path(path).name}."]
+    last = max(runs, key=lambda r: r["date"])
+    data = report.write(path, name="sharded",
+                        title="ShardedFrankWolfeLearner on a dask LocalCluster: memory, "
+                              "traffic, rounds",
+                        description="ShardedFrankWolfeLearner (BipartiteMatching, 3 x 3 "
+                                    "assignments) on a LocalCluster of worker processes, one "
+                                    "thread each: the driver's and the workers' peak RSS, the "
+                                    "bytes the driver sends and receives per round, rounds, "
+                                    "certified gap and wall seconds, one row per run.",
+                        floor=("driver memory independent of m",
+                               "the driver process's peak RSS before the cluster starts (its "
+                               "imports); the driver's peak over it should stay near 1 "
+                               "whatever the number of examples m, while the workers grow "
+                               "with their share"),
+                        tables=[{"columns": columns, "rows": [row_of(r) for r in runs]}],
+                        command="; ".join(r["command"] for r in runs if r.get("command"))
+                        or None,
+                        notes=notes, modules=("dask", "distributed"), started=started(last))
+    data["date"] = last["date"]            # the last run's date, not the conversion's
+    report.validate(data, Path(path).name)
+    Path(path).write_text(json.dumps(data, indent=1) + "\n")
+    return data
+
+
+def add_run(path, run):
+    """Add ``run`` to the raw runs beside ``path`` and rewrite the schema file."""
+    path = Path(path)
+    raw = path.parent / "raw" / path.name
+    doc = json.loads(raw.read_text()) if raw.exists() else {"name": "sharded", "runs": []}
+    key = tuple(run.get(k) or 0 for k in RUN_KEY)
+    doc["runs"] = [r for r in doc["runs"] if tuple(r.get(k) or 0 for k in RUN_KEY) != key]
+    doc["runs"].append(run)
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps(doc, indent=1) + "\n")
+    return write_schema(path, doc)
 
 
 def main(argv=None):
@@ -65,6 +189,7 @@ def main(argv=None):
     K, m = args.partitions, args.n_examples
     sizes = [m // K + (k < m % K) for k in range(K)]
     rss_start = peak_rss_mb()
+    machine = report.machine()
     with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
                                   processes=True, dashboard_address=None,
                                   memory_limit=0) as cluster, \
@@ -96,14 +221,15 @@ def main(argv=None):
     hist = est.history_
     times = [h["time"] for h in hist]
     result = dict(
-        name="bench_sharded",
-        machine=dict(platform=platform.platform(), python=sys.version.split()[0],
-                     cpus=os.cpu_count(), load=os.getloadavg()),
+        name="bench_sharded", machine=machine, load_when="start",
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        floor=("driver peak RSS independent of the number of examples, < 300 MB; "
-               "each worker about its share"),
+        command=" ".join(["python", "benchmarks/bench_sharded.py"]
+                         + (sys.argv[1:] if argv is None else list(argv))),
+        floor=("driver peak RSS independent of the number of examples: the driver's RSS "
+               "before the cluster starts; each worker about its share"),
         n_examples=est.n_examples_, partitions=K, workers=args.workers, C=args.C,
-        tol=args.tol, rounds=est.n_iter_, converged=est.converged_,
+        tol=args.tol, kill_after=args.kill_after, rounds=est.n_iter_,
+        converged=est.converged_,
         objective=est.objective_, duality_gap=est.duality_gap_,
         relative_gap=est.duality_gap_ / est.objective_, restarts=est.n_restarts_,
         wall_s=wall, driver_cpu_s=driver_cpu, round_end_times_s=times,
@@ -111,12 +237,11 @@ def main(argv=None):
         worker_peak_rss_mb=sorted(rss_workers.values()),
         worker_rss_idle_mb=sorted(rss_idle.values()),
         bytes_per_round=est.bytes_per_round_,
-        ratios=dict(driver_peak_over_floor=peak_rss_mb() / 300.0),
+        ratios=dict(driver_peak_over_floor=peak_rss_mb() / rss_start),
     )
     print(json.dumps(result, indent=1))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=1)
+        add_run(args.json, json.loads(json.dumps(result, default=float)))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ plane) on the same ``--n-train`` propositions of test.wsj at a fixed ``--reg``, 
 in this process, ``--repeats`` times, and scores them on test.brown.  Prints CPU and
 wall seconds per model (the median over repeats) and the ratio of each model's CPU
 time to the CRF's (the floor: the one model without an inner LP or QP per round).
-``--json PATH`` writes name, machine, date, floor, per-model seconds, ratios, rounds
-and test losses.
+``--json PATH`` writes the benchmarks page's file (``benchmarks/report.py``'s schema) to
+PATH and the raw timings (machine, date, per-model seconds, rounds, ratios) to ``raw/``
+beside it.  The test losses are printed only: the JSON holds timings, nothing derived from
+the data.
 
 Needs the CoNLL-2005 test sets (``../shared/data/conll05_srl`` or
 ``$STRUCTLP_CONLL05_PATH``; research use only, not shipped).
@@ -18,7 +20,7 @@ Run: python benchmarks/bench_srl_conll05.py [--n-train 30] [--reg 10] [--repeats
 import argparse
 import datetime
 import json
-import platform
+import os
 import sys
 import time
 from pathlib import Path
@@ -27,6 +29,60 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "problems"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import report  # benchmarks/report.py: the results schema
+
+
+def started(doc):
+    """The schema's machine dict from a raw document (older ones hold only the platform:
+    the CPU model and cores are then this machine's, where they were converted)."""
+    m = doc["machine"]
+    if isinstance(m, dict):
+        return m
+    return {"cpu": doc.get("processor") or report.cpu_model(),
+            "cores": doc.get("cores", os.cpu_count()), "platform": m,
+            "python": doc.get("python"), "load": None}
+
+
+def write_schema(path, doc):
+    """The benchmarks page's file (``benchmarks/report.py``'s schema) from the raw timings."""
+    res, ratios = doc["results"], doc["ratios"]
+    rows = [{"model": m, "cpu": r["cpu"], "wall": r["wall"], "rounds": r["rounds"] or None,
+             "ratio": ratios[m], "wall_ratio": r["wall"] / res["CRF"]["wall"]}
+            for m, r in res.items()]
+    columns = [{"key": "model", "label": "model"},
+               {"key": "cpu", "label": "fit", "unit": "CPU s"},
+               {"key": "wall", "label": "fit", "unit": "wall s"},
+               {"key": "rounds", "label": "rounds"},
+               {"key": "ratio", "label": "CPU / CRF CPU", "ratio": True},
+               {"key": "wall_ratio", "label": "wall / CRF wall", "ratio": True}]
+    notes = [f"{doc['n_train']} training propositions, regularization {doc['reg']:g}, "
+             f"median of {doc['repeats']} fit(s) per model, each in the benchmark's process; "
+             "AGM = adversarial graphical model (cutting plane), AGM-SG = the same by "
+             "subgradient, SSVM = structured SVM (cutting plane).",
+             "The machine is shared: wall seconds include the time spent waiting for a "
+             "core, CPU seconds are the comparable figure.",
+             "The CoNLL-2005 data are research use only and not shipped; these are timings "
+             "only.",
+             f"Raw timings: benchmarks/results/raw/{Path(path).name}."]
+    if not isinstance(doc["machine"], dict):
+        notes.insert(1, "The load average at the start of this run was not recorded.")
+    data = report.write(path, name="srl_conll05",
+                        title="Semantic role labelling (CoNLL-2005): fit cost per model",
+                        description="One fit of each SRL model (problems/srl_conll05.py) on "
+                                    "the same pruned-tree propositions of test.wsj: CPU and "
+                                    "wall seconds, rounds, and the ratios to the CRF's fit.",
+                        floor=("TreeCRF fit", "one fit of the tree-structured CRF (L-BFGS) "
+                               "on the same propositions; each ratio divides a model's CPU "
+                               "(wall) seconds by the CRF's"),
+                        tables=[{"columns": columns, "rows": [
+                            {k: v for k, v in r.items() if v is not None} for r in rows]}],
+                        command=doc.get("command"), notes=notes, started=started(doc))
+    data["date"] = datetime.datetime.fromisoformat(doc["date"]).astimezone(
+        datetime.timezone.utc).replace(microsecond=0).isoformat()   # the run's date
+    report.validate(data, Path(path).name)
+    Path(path).write_text(json.dumps(data, indent=1) + "\n")
+    return data
 
 
 def main(argv=None):
@@ -37,7 +93,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
+    machine = report.machine()
+    date = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
     import srl_conll05 as P
+
     from structlp.datasets.conll05 import load_conll05
     from structlp.datasets.conll05_features import SRLFeatures, ordinal_loss_matrix
 
@@ -67,13 +126,19 @@ def main(argv=None):
         print(f"{m:<7} {r['cpu']:8.2f} {r['wall']:8.2f} {r['cpu'] / floor:7.2f} "
               f"{r['rounds']:7d} {r['test_loss']:11.4f}")
     if a.json:
-        Path(a.json).write_text(json.dumps({
-            "name": "bench_srl_conll05", "machine": platform.platform(),
-            "processor": platform.processor(), "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-            "floor": "TreeCRF fit (L-BFGS), CPU seconds", "n_train": a.n_train, "reg": a.reg,
-            "repeats": a.repeats, "results": out,
-            "ratios": {m: r["cpu"] / floor for m, r in out.items()}}, indent=1))
+        path = Path(a.json)
+        raw = path.parent / "raw" / path.name
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        doc = {"name": "bench_srl_conll05", "machine": machine, "date": date,
+               "command": " ".join(["python", "benchmarks/bench_srl_conll05.py"]
+                                   + (sys.argv[1:] if argv is None else list(argv))),
+               "floor": "TreeCRF fit (L-BFGS), CPU seconds", "n_train": a.n_train,
+               "reg": a.reg, "repeats": a.repeats, "seed": a.seed,
+               "results": {m: {k: v for k, v in r.items() if k != "test_loss"}
+                           for m, r in out.items()},
+               "ratios": {m: r["cpu"] / floor for m, r in out.items()}}
+        raw.write_text(json.dumps(doc, indent=1) + "\n")
+        write_schema(path, doc)
     return 0
 
 
