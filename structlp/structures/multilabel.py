@@ -143,8 +143,9 @@ class MultiLabel(StructuredModel):
     def check_x(self, x: Any) -> Any:
         self._kind()
         x = check_finite_array(x, "x")
-        if x.ndim != 1:
-            raise InvalidInputError(f"x must be a feature vector (d,); got shape {x.shape}.")
+        if x.ndim != 1 or x.shape[0] == 0:
+            raise InvalidInputError(
+                f"x must be a feature vector (d,) with d >= 1; got shape {x.shape}.")
         return x
 
     def n_parts(self, x: Any) -> int:

@@ -133,3 +133,10 @@ def test_chow_liu_tree_refuses_bad_labels(Y):
     # label matrix gave a tree of NaN mutual informations, both silently
     with pytest.raises(InvalidInputError, match="Y"):
         chow_liu_tree(Y)
+
+
+def test_empty_feature_vector_is_refused():
+    # found by the fuzz suite: x of shape (0,) was accepted, giving a model without
+    # label weights (every label scored by its edges only)
+    with pytest.raises(InvalidInputError, match="x must be a feature vector"):
+        MultiLabel(3).check_x(np.zeros(0))
