@@ -136,7 +136,12 @@ def check_heads(heads: Any, n: int, root: int, name: str = "y") -> np.ndarray:
     ------
     InvalidOutputError
     """
-    h = np.asarray(heads)
+    try:
+        h = np.asarray(heads)
+    except (TypeError, ValueError) as exc:
+        raise InvalidOutputError(
+            f"{name} must be a head vector of shape ({n},), one head per word; could not "
+            f"convert it ({exc}).") from None
     if h.ndim != 1 or h.shape[0] != n:
         raise InvalidOutputError(
             f"{name} must be a head vector of shape ({n},), one head per word; got shape "

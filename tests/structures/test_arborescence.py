@@ -180,3 +180,10 @@ def test_flow_polytope_refuses_a_single_word():
     with pytest.raises(InvalidParameterError, match="'n'"):
         flow_polytope(1, 0)
     assert arc_index(1, 0)[2].shape == (1, 1)
+
+
+def test_check_heads_refuses_a_ragged_head_vector():
+    # found by the fuzz suite: numpy's "inhomogeneous shape" ValueError did not name y
+    from structlp.structures.arborescence import check_heads
+    with pytest.raises(InvalidOutputError, match="y must be a head vector"):
+        check_heads([[-1], [0, 1]], 2, 0)
