@@ -1868,7 +1868,7 @@ def _multilabel_instance(draw):
         if kind == "two":
             return y + 2
         if kind == "negative":
-            return np.where(y == 0, -1, y)
+            return np.where(np.arange(L) == 0, -1, y)
         if kind == "fraction":
             return y * 0.5 + 0.25
         if kind == "length":
@@ -1883,9 +1883,9 @@ def _multilabel_instance(draw):
         if param == "max_exact_labels":               # only read on loopy label graphs
             bad = draw(st.sampled_from([-1, 1.5, "3", None, 21]))
             return structures.MultiLabel(3, "full", max_exact_labels=bad), ("max_exact_labels",)
-        bad = draw(st.sampled_from(["tree", "all", [[0, 0]], [[0, L]], [[0, 1], [1, 0]],
-                                    [[0.5, 1]], [0, 1], np.nan]))
         Lb = max(L, 2)
+        bad = draw(st.sampled_from(["tree", "all", [[0, 0]], [[0, Lb]], [[0, 1], [1, 0]],
+                                    [[0.5, 1]], [0, 1], np.nan]))
         return structures.MultiLabel(Lb, edges=bad), ("edges",)
     return _Instance(model, rng.normal(size=d), y, outs,
                      lambda a, b: float(np.sum(np.asarray(a) != np.asarray(b))),
