@@ -1680,6 +1680,515 @@ def _part_transformer(draw):
 
 
 
+# ----------------------------------------------------------------------------- graph structures
+# Arborescence, GraphLabeling, MultiLabel and their helpers.  Oracles: every output of a
+# tiny instance enumerated, its part vector built here from the documented part order
+# (not with the model's encode), the best one under random scores, and the max-margin
+# primal recomputed from ``coef_`` with brute-force hinges and losses counted on labels.
+def _heads_tree(h, root):
+    """Whether the head vector ``h`` (with ``h[root] = -1``) is an arborescence."""
+    n = len(h)
+    if h[root] != -1:
+        return False
+    others = [m for m in range(n) if m != root]
+    if any(not 0 <= h[m] < n or h[m] == m for m in others):
+        return False
+    for m in others:
+        v, seen = m, set()
+        while v != root:
+            if v in seen:
+                return False
+            seen.add(v)
+            v = h[v]
+    return True
+
+
+def _all_heads(n, root):
+    """Every arborescence of the complete digraph on ``n`` nodes rooted at ``root``."""
+    from oracles import enumerate_arborescences
+    return enumerate_arborescences(n, root)
+
+
+def _arcs(n, root):
+    return [(h, m) for h in range(n) for m in range(n) if h != m and m != root]
+
+
+def _arb_parts(h, n, root):
+    return np.array([float(h[m] == a) for a, m in _arcs(n, root)])
+
+
+def _gl_parts(y, n, edges, k):
+    mu = np.zeros(n * k + len(edges) * k * k)
+    mu[np.arange(n) * k + np.asarray(y)] = 1.0
+    for e, (u, v) in enumerate(edges):
+        mu[n * k + e * k * k + y[u] * k + y[v]] = 1.0
+    return mu
+
+
+def _ml_parts(y, edges):
+    y = np.asarray(y, dtype=float)
+    return np.concatenate([y, [y[a] * y[b] for a, b in edges]])
+
+
+@dataclass
+class _Instance:
+    """A tiny valid example with its enumerated outputs ``(y, parts, loss_to)``."""
+
+    model: Any
+    x: Any
+    y: Any
+    outputs: list             # list of (y, part vector)
+    loss: Callable            # (y, y_true) -> the model's loss, counted on labels
+    x_bad: Callable           # draw -> (invalid x, names)
+    y_bad: Callable           # draw -> invalid y
+    param_bad: Callable       # draw -> (invalid model, names)
+    like: Callable            # rng -> another valid x of the same shapes
+
+
+def _arborescence_instance(draw):
+    rng = _seed(draw)
+    n, d = draw(st.integers(2, 4)), draw(st.integers(1, 2))
+    root = draw(st.integers(0, n - 1))
+    model = structures.Arborescence(root=root)
+    outs = [(h, _arb_parts(h, n, root)) for h in _all_heads(n, root)]
+    y = outs[int(rng.integers(len(outs)))][0]
+
+    def x_bad(draw):
+        kind = draw(st.sampled_from(["array", "square", "one"]))
+        x = rng.normal(size=(n, n, d))
+        if kind == "square":
+            return rng.normal(size=(n, n + 1, d)), ("x",)
+        if kind == "one":
+            return rng.normal(size=(1, 1, d)), ("x",)
+        return _mutated_array(draw, x, nan_at=(0, 1, 0)), ("x",)
+
+    def y_bad(draw):
+        kinds = ["length", "root", "range", "self", "fraction", "array"]
+        if n >= 3:
+            kinds.append("cycle")
+        kind = draw(st.sampled_from(kinds))
+        h = y.copy()
+        m = (root + 1) % n
+        if kind == "length":
+            return np.append(h, 0)
+        if kind == "root":
+            h[root] = m
+            return h
+        if kind == "range":
+            h[m] = draw(st.sampled_from([n, -1, -2]))
+            return h
+        if kind == "self":
+            h[m] = m
+            return h
+        if kind == "fraction":
+            return h + 0.5
+        if kind == "cycle":                       # two non-root words heading each other
+            a, b = [j for j in range(n) if j != root][:2]
+            h[a], h[b] = b, a
+            return h
+        return _mutated_array(draw, h, allow=("ragged",))
+
+    def param_bad(draw):
+        bad = draw(st.sampled_from([-1, n, 1.5, "0", None, np.nan]))
+        return structures.Arborescence(root=bad), ("root",)
+    return _Instance(model, rng.normal(size=(n, n, d)), y, outs,
+                     lambda a, b: float(np.sum(np.asarray(a) != np.asarray(b))),
+                     x_bad, y_bad, param_bad, lambda r: r.normal(size=(n, n, d)))
+
+
+def _random_tree_edges(rng, n):
+    perm = rng.permutation(n)
+    return [(int(perm[i]), int(perm[rng.integers(i)])) for i in range(1, n)]
+
+
+def _graph_labeling_instance(draw):
+    """A forest (any mode: the local polytope is exact) or a loopy graph with
+    ``mode="exact"`` (junction tree): the two cases where inference is exact, so the
+    brute-force argmax is the oracle.  Loopy graphs with ``mode="relaxed"`` are an LP
+    relaxation and are not checked against it."""
+    rng = _seed(draw)
+    n, k = draw(st.integers(1, 4)), draw(st.integers(2, 3))
+    if n >= 3 and k ** n <= 27 and draw(st.booleans()):
+        edges = [(i, (i + 1) % n) for i in range(n)]          # a cycle
+        if n == 4 and draw(st.booleans()):
+            edges.append((0, 2))                               # with a chord
+        mode = "exact"
+    else:
+        edges = _random_tree_edges(rng, n)
+        if n >= 3 and draw(st.booleans()):
+            edges = edges[:-1]                                 # a forest
+        mode = draw(st.sampled_from(["auto", "relaxed", "exact"]))
+    if edges and draw(st.booleans()):
+        edges = [(b, a) for a, b in edges]
+    loss = draw(st.sampled_from(["zero_one", "absolute"]))
+    model = structures.GraphLabeling(k, mode=mode, loss=loss)
+    d_v, d_e = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    E = np.array(edges, dtype=np.int64).reshape(-1, 2)
+
+    def make(r):
+        return {"node_features": r.normal(size=(n, d_v)), "edges": E.copy(),
+                "edge_features": r.normal(size=(len(E), d_e))}
+    outs = [(np.array(lab), _gl_parts(lab, n, E, k))
+            for lab in itertools.product(range(k), repeat=n)]
+    y = outs[int(rng.integers(len(outs)))][0]
+    x = make(rng)
+
+    def x_bad(draw):
+        kinds = ["missing", "type", "range", "node_features", "edge_rows"]
+        if n >= 2:
+            kinds += ["loop", "fraction"]
+        if len(E):
+            kinds += ["duplicate", "edge_features"]
+        kind = draw(st.sampled_from(kinds))
+        xb = dict(x)
+        if kind == "missing":
+            del xb[draw(st.sampled_from(["edges", "node_features", "edge_features"]))]
+            return xb, ("x",)
+        if kind == "type":
+            return list(x.values()), ("x",)
+        if kind == "node_features":
+            xb["node_features"] = _mutated_array(draw, x["node_features"],
+                                                 allow=("ragged",) if n == 1 else ())
+            return xb, ("node_features",)
+        if kind == "edge_features":
+            xb["edge_features"] = _mutated_array(draw, x["edge_features"],
+                                                 allow=("ragged",) if len(E) == 1 else ())
+            return xb, ("edge_features",)
+        if kind == "edge_rows":
+            xb["edge_features"] = rng.normal(size=(len(E) + 1, d_e))
+            return xb, ("edge_features",)
+        new = {"range": [0, n], "loop": [1, 1], "fraction": [0.5, 1]}
+        if kind == "duplicate":
+            a, b = E[0]
+            row = [b, a] if draw(st.booleans()) else [a, b]
+        else:
+            row = new[kind]
+        xb["edges"] = np.vstack([E, [row]]) if kind != "fraction" else np.vstack(
+            [E.astype(float), [row]])
+        xb["edge_features"] = rng.normal(size=(len(E) + 1, d_e))
+        return xb, ("edges",)
+
+    def y_bad(draw):
+        kind = draw(st.sampled_from(["range", "negative", "fraction", "length", "array"]))
+        if kind == "range":
+            return y + k
+        if kind == "negative":
+            return y - k
+        if kind == "fraction":
+            return y + 0.5
+        if kind == "length":
+            return np.append(y, 0)
+        return _mutated_array(draw, y, allow=("ragged",) if n == 1 else ())
+
+    def param_bad(draw):
+        param = draw(st.sampled_from(["n_labels", "mode", "loss", "max_treewidth"]))
+        bad = {"n_labels": [1, 0, 2.5, "2", None], "mode": ["magic", None, 1],
+               "loss": ["hinge", -np.ones((k, k)), np.ones((k + 1, k + 1))],
+               "max_treewidth": [0, -1, 1.5, "2"]}[param]
+        args = {"n_labels": k, "mode": mode, "loss": loss, "max_treewidth": 4}
+        args[param] = draw(st.sampled_from(bad))
+        return structures.GraphLabeling(**args), (param, "loss matrix")
+
+    def lossf(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        return float(np.sum(np.abs(a - b)) if loss == "absolute" else np.sum(a != b))
+    return _Instance(model, x, y, outs, lossf, x_bad, y_bad, param_bad, make)
+
+
+def _multilabel_instance(draw):
+    """Label forests (the local polytope is exact) and loopy label graphs of at most
+    ``max_exact_labels`` labels (the hull of the enumerated outputs): inference exact."""
+    rng = _seed(draw)
+    L, d = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    kind = draw(st.sampled_from([None, "full", "chain", "tree", "list"]))
+    if kind is None:
+        E = []
+    elif kind == "full":
+        E = list(itertools.combinations(range(L), 2))
+    elif kind == "chain":
+        E = [(j, j + 1) for j in range(L - 1)]
+    else:
+        E = _random_tree_edges(rng, L) if kind == "tree" else [
+            p for p in itertools.combinations(range(L), 2) if rng.random() < 0.6]
+    edges = kind if kind in ("full", "chain") else (None if kind is None else
+                                                    np.array(E, dtype=np.int64).reshape(-1, 2))
+    model = structures.MultiLabel(L, edges=edges)
+    outs = [(np.array(lab), _ml_parts(lab, E)) for lab in itertools.product((0, 1), repeat=L)]
+    y = outs[int(rng.integers(len(outs)))][0]
+
+    def x_bad(draw):
+        return _mutated_array(draw, rng.normal(size=d), allow=()), ("x",)
+
+    def y_bad(draw):
+        kind = draw(st.sampled_from(["two", "negative", "fraction", "length", "array"]))
+        if kind == "two":
+            return y + 2
+        if kind == "negative":
+            return np.where(np.arange(L) == 0, -1, y)
+        if kind == "fraction":
+            return y * 0.5 + 0.25
+        if kind == "length":
+            return np.append(y, 0)
+        return _mutated_array(draw, y, allow=("ragged",) if L == 1 else ())
+
+    def param_bad(draw):
+        param = draw(st.sampled_from(["n_labels", "edges", "max_exact_labels"]))
+        if param == "n_labels":
+            return structures.MultiLabel(draw(st.sampled_from([0, -1, 1.5, "2", None])),
+                                         edges=None), ("n_labels",)
+        if param == "max_exact_labels":               # only read on loopy label graphs
+            bad = draw(st.sampled_from([-1, 1.5, "3", None, 21]))
+            return structures.MultiLabel(3, "full", max_exact_labels=bad), ("max_exact_labels",)
+        Lb = max(L, 2)
+        bad = draw(st.sampled_from(["tree", "all", [[0, 0]], [[0, Lb]], [[0, 1], [1, 0]],
+                                    [[0.5, 1]], [0, 1], np.nan]))
+        return structures.MultiLabel(Lb, edges=bad), ("edges",)
+    return _Instance(model, rng.normal(size=d), y, outs,
+                     lambda a, b: float(np.sum(np.asarray(a) != np.asarray(b))),
+                     x_bad, y_bad, param_bad, lambda r: r.normal(size=d))
+
+
+def _new_structure_entry(make_instance, fit_every=4):
+    """Inference = the brute-force argmax over the enumerated outputs; encode = the part
+    vector built here; a fit (joint QP) whose objective is the enumerated primal."""
+    def draw_case(draw):
+        p = make_instance(draw)
+        mode = draw(st.sampled_from(["valid", "valid", "x", "y", "param"] +
+                                    ["fit"] * (draw(st.integers(0, fit_every - 1)) == 0)))
+        if mode == "x":
+            xb, names = p.x_bad(draw)
+            return Case(lambda: p.model.features(p.model.check_x(xb)), names=names)
+        if mode == "y":
+            yb = p.y_bad(draw)
+            return Case(lambda: prepare(p.model, [p.x], [yb], need_polytopes=True),
+                        names=("y", "Y[0]"))
+        if mode == "param":
+            model, names = p.param_bad(draw)
+            return Case(lambda: model.polytope(model.check_x(p.x)), names=names)
+        rng = _seed(draw)
+        if mode == "fit":
+            X, Y = [p.x], [p.y]
+            if draw(st.booleans()):
+                X.append(p.like(rng))
+                Y.append(p.outputs[int(rng.integers(len(p.outputs)))][0])
+            C = draw(st.sampled_from([0.1, 1.0, 10.0]))
+
+            def fit():
+                est = structlp.MaxMarginLearner(p.model, C=C).fit(X, Y)
+                return est, est.predict(X), est.decision_scores(X)
+
+            def check_fit(out):
+                est, pred, scores = out
+                w = np.asarray(est.coef_, dtype=float)
+                total = 0.0
+                for x, yt, yp, s in zip(X, Y, pred, scores):
+                    g = p.model.check_x(x)
+                    sc = np.asarray(p.model.features(g) @ w).ravel()
+                    _close(s, sc, atol=1e-7)
+                    truth = next(mu for yy, mu in p.outputs if np.array_equal(yy, yt))
+                    total += max(float(sc @ mu) + p.loss(yy, yt) for yy, mu in p.outputs) \
+                        - float(sc @ truth)
+                    best = max(float(sc @ mu) for _, mu in p.outputs)
+                    got = next(mu for yy, mu in p.outputs if np.array_equal(yy, yp))
+                    assert float(sc @ got) >= best - 1e-7 * (1 + abs(best)), (yp, best)
+                _close(est.objective_, 0.5 * float(w @ w) + C * total, rtol=1e-4, atol=1e-5)
+            return Case(fit, check_fit)
+
+        def call():
+            g = p.model.check_x(p.x)
+            s = rng.normal(size=p.model.n_parts(g))
+            mu = p.model.inference_parts(g, s)
+            y_hat = p.model.inference(g, s)
+            return s, mu, y_hat, p.model.encode(g, p.y), p.model.features(g)
+
+        def check(out):
+            s, mu, y_hat, mu_y, F = out
+            vals = [float(s @ m) for _, m in p.outputs]
+            best = p.outputs[int(np.argmax(vals))]
+            np.testing.assert_array_equal(np.asarray(y_hat), best[0])
+            if mu is not None:
+                _close(mu, best[1])
+            _close(mu_y, next(m for yy, m in p.outputs if np.array_equal(yy, p.y)))
+            assert np.shape(F)[0] == len(s)
+        return Case(call, check)
+    return Entry(draw_case, examples=12)
+
+
+def _check_heads(draw):
+    rng = _seed(draw)
+    n = draw(st.integers(1, 4))
+    root = draw(st.integers(0, n - 1))
+    name = draw(st.sampled_from(["y", "heads"]))
+    kind = draw(st.sampled_from(["tree", "any", "bad"]))
+    if kind != "bad":                                       # a tree, or any vector
+        trees = _all_heads(n, root)
+        h = trees[int(rng.integers(len(trees)))].copy() if kind == "tree" else \
+            rng.integers(-1, n + 1, n)
+        if draw(st.booleans()):
+            h[root] = -1
+        h = h.astype(draw(st.sampled_from([np.int64, np.int32, float])))
+    else:
+        kind = draw(st.sampled_from(["length", "fraction", "array"]))
+        h0 = _all_heads(n, root)[0]
+        h = {"length": lambda: np.append(h0, 0), "fraction": lambda: h0 + 0.5,
+             "array": lambda: _mutated_array(draw, h0, allow=("ragged",) if n == 1 else ())
+             }[kind]()
+        return Case(lambda: structures.check_heads(h, n, root, name), names=(name,))
+    if not _heads_tree(list(h.astype(int)), root):
+        return Case(lambda: structures.check_heads(h, n, root, name), names=(name,))
+
+    def check(out):
+        np.testing.assert_array_equal(out, h.astype(int))
+        assert out.dtype == np.int64
+    return Case(lambda: structures.check_heads(h, n, root, name), check)
+
+
+def _arc_index(draw):
+    if draw(st.booleans()):
+        n, root, names = draw(st.sampled_from([(0, 0, "n"), (-1, 0, "n"), (2.5, 0, "n"),
+                                               ("3", 0, "n"), (None, 0, "n"), (3, 3, "root"),
+                                               (3, -1, "root"), (3, 1.5, "root"),
+                                               (3, "0", "root")]))
+        return Case(lambda: structures.arc_index(n, root), names=(names,))
+    n = draw(st.integers(1, 5))
+    root = draw(st.integers(0, n - 1))
+
+    def check(out):
+        heads, mods, index = out
+        arcs = _arcs(n, root)
+        assert list(zip(heads.tolist(), mods.tolist())) == arcs
+        want = np.full((n, n), -1)
+        for j, (a, m) in enumerate(arcs):
+            want[a, m] = j
+        np.testing.assert_array_equal(index, want)
+    return Case(lambda: structures.arc_index(n, root), check)
+
+
+def _flow_polytope(draw):
+    from scipy.optimize import linprog
+    if draw(st.booleans()):
+        n, root, names = draw(st.sampled_from([(1, 0, "n"), (-1, 0, "n"), (2.5, 0, "n"),
+                                               ([3], 0, "n"), (3, 3, "root"), (3, -1, "root"),
+                                               (3, [0], "root"), (3, "0", "root")]))
+        return Case(lambda: structures.flow_polytope(n, root), names=(names,))
+    rng = _seed(draw)
+    n = draw(st.integers(2, 4))
+    root = draw(st.integers(0, n - 1))
+    s = rng.normal(size=(n - 1) ** 2)
+
+    def check(P):
+        A = P.A.toarray() if P.A is not None else np.zeros((0, P.n_parts + P.n_aux))
+        E = P.E.toarray()
+        outs = [_arb_parts(h, n, root) for h in _all_heads(n, root)]
+        for mu in outs:                                # every arborescence lifts inside
+            z = P.lift(mu)
+            assert np.all(A @ z <= P.b + 1e-9) and np.allclose(E @ z, P.e)
+            assert np.all(z >= -1e-12) and np.all(z <= 1 + 1e-12)
+        c = -np.concatenate([s, np.zeros(P.n_aux)])    # the LP optimum is the best tree
+        res = linprog(c, A_ub=A, b_ub=P.b, A_eq=E, b_eq=P.e, bounds=(0, 1), method="highs")
+        assert res.status == 0
+        _close(-res.fun, max(float(s @ mu) for mu in outs), atol=1e-7)
+        assert P.n_parts == (n - 1) ** 2 and P.n_aux == (n - 1) ** 3
+    return Case(lambda: structures.flow_polytope(n, root), check)
+
+
+def _grid_pairs(r, c):
+    return [(i * c + j, i * c + j + 1) for i in range(r) for j in range(c - 1)] + \
+        [(i * c + j, (i + 1) * c + j) for i in range(r - 1) for j in range(c)]
+
+
+def _grid_edges(draw):
+    if draw(st.booleans()):
+        r, c, name = draw(st.sampled_from([(0, 2, "rows"), (-1, 2, "rows"), (2.5, 2, "rows"),
+                                           ("2", 2, "rows"), (None, 2, "rows"),
+                                           (2, 0, "cols"), (2, -3, "cols"), (2, 1.5, "cols"),
+                                           (2, "3", "cols")]))
+        return Case(lambda: structures.grid_edges(r, c), names=(name,))
+    r, c = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+
+    def check(out):
+        assert out.dtype == np.int64
+        assert [tuple(e) for e in out.tolist()] == _grid_pairs(r, c)
+        for a, b in out.tolist():                   # 4-neighbours, by coordinates
+            assert abs(a // c - b // c) + abs(a % c - b % c) == 1
+    return Case(lambda: structures.grid_edges(r, c), check)
+
+
+def _grid_example(draw):
+    rng = _seed(draw)
+    r, c, d = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    img = rng.normal(size=(r, c, d))
+    E = len(_grid_pairs(r, c))
+    ef = rng.normal(size=(E, 2)) if draw(st.booleans()) else None
+    mode = draw(st.sampled_from(["valid", "valid", "2d", "node", "edge"]))
+    if mode == "node":
+        bad = _mutated_array(draw, img, allow=("ragged", "ndim", "empty"))
+        bad = draw(st.sampled_from([bad, img[0, 0], img[..., None]]))
+        return Case(lambda: structures.grid_example(bad, ef), names=("node_features",))
+    if mode == "edge":
+        ok = rng.normal(size=(E, 2))
+        bad = draw(st.sampled_from(["rows", "array"]))
+        bad = rng.normal(size=(E + 1, 2)) if bad == "rows" else _mutated_array(
+            draw, ok, allow=("ragged",) if E <= 1 else ())
+        return Case(lambda: structures.grid_example(img, bad), names=("edge_features",))
+    if mode == "2d":
+        img = img[..., 0]
+
+    def check(x):
+        V = img.reshape(r * c, -1)
+        _close(x["node_features"], V)
+        assert [tuple(e) for e in np.asarray(x["edges"]).tolist()] == _grid_pairs(r, c)
+        n_h = r * (c - 1)
+        want = ef if ef is not None else np.array([[1.0, 0.0]] * n_h + [[0.0, 1.0]] *
+                                                   (E - n_h)).reshape(E, 2)
+        _close(x["edge_features"], want)
+        structures.GraphLabeling(2).check_x(x)        # a valid GraphLabeling example
+    return Case(lambda: structures.grid_example(img, ef), check)
+
+
+def _mutual_information(Y, a, b):
+    mi = 0.0
+    for u in (0, 1):
+        for v in (0, 1):
+            p = np.mean((Y[:, a] == u) & (Y[:, b] == v))
+            if p > 0:
+                mi += p * np.log(p / (np.mean(Y[:, a] == u) * np.mean(Y[:, b] == v)))
+    return mi
+
+
+def _chow_liu_tree(draw):
+    rng = _seed(draw)
+    m, L = draw(st.integers(1, 8)), draw(st.integers(1, 4))
+    Y = (rng.random((m, L)) < rng.random(L)).astype(draw(st.sampled_from([int, float, bool])))
+    if draw(st.sampled_from([False, False, True])):
+        kind = draw(st.sampled_from(["two", "fraction", "negative", "ndim", "array", "none"]))
+        bad = {"two": lambda: Y + 2, "fraction": lambda: Y * 0.5 + 0.25,
+               "negative": lambda: -np.ones((m, L)), "ndim": lambda: Y.ravel(),
+               "none": lambda: np.zeros((0, L)),
+               "array": lambda: _mutated_array(draw, Y, allow=("ragged",) if m == 1 else ())
+               }[kind]()
+        return Case(lambda: structures.chow_liu_tree(bad), names=("Y",))
+    Yf = Y.astype(float)
+    mi = {(a, b): _mutual_information(Yf, a, b) for a, b in itertools.combinations(range(L), 2)}
+
+    def check(T):
+        T = np.asarray(T)
+        assert T.shape == (L - 1, 2) and np.issubdtype(T.dtype, np.integer)
+        pairs = sorted(tuple(sorted(e)) for e in T.tolist())
+        trees = _spanning_pairs(L) if L > 1 else [[]]
+        assert pairs in [sorted(t) for t in trees], pairs
+        best = max(sum(mi[e] for e in tree) for tree in trees)
+        _close(sum(mi[e] for e in pairs), best, atol=1e-9)
+    return Case(lambda: structures.chow_liu_tree(Y), check)
+
+
+def _spanning_pairs(n):
+    """Every spanning tree of the complete graph on ``n`` nodes, as sorted node pairs."""
+    pairs = list(itertools.combinations(range(n), 2))
+    u, v = np.array([a for a, _ in pairs], dtype=int), np.array([b for _, b in pairs], dtype=int)
+    return [[pairs[j] for j in np.flatnonzero(t)] for t in enumerate_spanning_trees(n, u, v)]
+
+
 # ----------------------------------------------------------------------------- the registry
 REGISTRY = {
     "structlp.MaxMarginLearner": _learner_entry("MaxMarginLearner"),
@@ -1741,6 +2250,17 @@ REGISTRY.update({f"{mod}.{n}": _exception_entry(getattr(m, n))
                  for mod, m in MODULES.items() for n in m.__all__
                  if isinstance(getattr(m, n), type) and issubclass(getattr(m, n), BaseException)})
 
+REGISTRY.update({
+    "structlp.structures.Arborescence": _new_structure_entry(_arborescence_instance),
+    "structlp.structures.GraphLabeling": _new_structure_entry(_graph_labeling_instance),
+    "structlp.structures.MultiLabel": _new_structure_entry(_multilabel_instance),
+    "structlp.structures.check_heads": Entry(_check_heads, examples=25),
+    "structlp.structures.arc_index": Entry(_arc_index, examples=15),
+    "structlp.structures.flow_polytope": Entry(_flow_polytope, examples=10),
+    "structlp.structures.grid_edges": Entry(_grid_edges, examples=15),
+    "structlp.structures.grid_example": Entry(_grid_example, examples=15),
+    "structlp.structures.chow_liu_tree": Entry(_chow_liu_tree, examples=15),
+})
 
 def _exports():
     return sorted(f"{mod}.{n}" for mod, m in MODULES.items() for n in m.__all__

@@ -32,6 +32,7 @@ gives primal marginals but needs a QP per factor.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, cast
 
@@ -42,6 +43,7 @@ from ..graphical.junction import check_edges
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ..graphical.maxsum import tree_max_sum
 from ..polytope import Polytope
+from ..utils.validation import check_finite_array, check_scalar
 
 #: Most subgradient iterations of the dual decomposition before the LP fallback (it stops
 #: earlier when its step size has been halved :data:`DD_MAX_HALVINGS` times: a stalled
@@ -66,7 +68,14 @@ def grid_edges(rows: int, cols: int) -> np.ndarray:
     -------
     int array (E, 2), ``E = rows (cols - 1) + (rows - 1) cols``: the horizontal edges
     ``(r c + j, r c + j + 1)`` first, then the vertical ones ``(i, i + cols)``.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``rows`` or ``cols`` not an int >= 1.
     """
+    rows = check_scalar(rows, "rows", kind=numbers.Integral, low=1, owner="grid_edges")
+    cols = check_scalar(cols, "cols", kind=numbers.Integral, low=1, owner="grid_edges")
     idx = np.arange(rows * cols).reshape(rows, cols)
     horiz = np.column_stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()])
     vert = np.column_stack([idx[:-1, :].ravel(), idx[1:, :].ravel()])
@@ -82,13 +91,20 @@ def grid_example(node_features: Any, edge_features: Any = None) -> Dict[str, Any
     Returns
     -------
     dict with ``node_features`` (rows cols, d_v), ``edges`` (E, 2), ``edge_features``
+
+    Raises
+    ------
+    InvalidInputError
+        ``node_features`` not a finite real image, or ``edge_features`` not a finite real
+        array with one row per grid edge.
     """
-    V = np.asarray(node_features, dtype=float)
+    V = check_finite_array(node_features, "node_features")
     if V.ndim == 2:
         V = V[:, :, None]
-    if V.ndim != 3:
+    if V.ndim != 3 or min(V.shape[:2]) == 0:
         raise InvalidInputError(
-            f"node_features must be an image array (rows, cols, d_v); got shape {V.shape}.")
+            "node_features must be an image array (rows, cols, d_v) with rows, cols >= 1; "
+            f"got shape {V.shape}.")
     r, c = V.shape[:2]
     edges = grid_edges(r, c)
     n_h = r * (c - 1)
@@ -96,6 +112,13 @@ def grid_example(node_features: Any, edge_features: Any = None) -> Dict[str, Any
         edge_features = np.zeros((len(edges), 2))
         edge_features[:n_h, 0] = 1.0
         edge_features[n_h:, 1] = 1.0
+    else:
+        edge_features = check_finite_array(edge_features, "edge_features")
+        if edge_features.ndim != 2 or edge_features.shape[0] != len(edges):
+            raise InvalidInputError(
+                f"edge_features must have shape (n_edges, d_e) = ({len(edges)}, d_e), one row "
+                f"per edge of the {r} x {c} grid (grid_edges order); got "
+                f"{edge_features.shape}.")
     return {"node_features": V.reshape(r * c, -1), "edges": edges,
             "edge_features": edge_features}
 

@@ -23,7 +23,13 @@ def arc_index(n: int, root: int):
     -------
     heads, mods : int arrays, shape ((n-1)^2,)
     index : int array (n, n), the part of arc ``(h, m)`` or -1
+
+    Raises
+    ------
+    InvalidParameterError
+        ``n`` not an int >= 1 or ``root`` not an int in ``0..n-1``.
     """
+    n, root = _check_n_root(n, root, "arc_index", low=1)
     H, M = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     keep = (H != M) & (M != root)
     index = np.full((n, n), -1, dtype=np.int64)
@@ -31,7 +37,12 @@ def arc_index(n: int, root: int):
     return H[keep], M[keep], index
 
 
-@functools.lru_cache(maxsize=32)
+def _check_n_root(n, root, owner, low):
+    n = check_scalar(n, "n", kind=numbers.Integral, low=low, owner=owner)
+    root = check_scalar(root, "root", kind=numbers.Integral, low=0, high=n - 1, owner=owner)
+    return n, root
+
+
 def flow_polytope(n: int, root: int) -> Polytope:
     """The arborescence polytope of the complete digraph, as a multi-commodity flow.
 
@@ -57,7 +68,17 @@ def flow_polytope(n: int, root: int) -> Polytope:
     Returns
     -------
     Polytope with ``n_parts = (n-1)^2``, ``n_aux = (n-1)^3`` and a ``lift``.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``n`` not an int >= 2 or ``root`` not an int in ``0..n-1``.
     """
+    return _flow_polytope(*_check_n_root(n, root, "flow_polytope", low=2))
+
+
+@functools.lru_cache(maxsize=32)
+def _flow_polytope(n: int, root: int) -> Polytope:
     heads, mods, _ = arc_index(n, root)
     L = len(heads)
     ks = np.array([k for k in range(n) if k != root])
@@ -115,7 +136,12 @@ def check_heads(heads: Any, n: int, root: int, name: str = "y") -> np.ndarray:
     ------
     InvalidOutputError
     """
-    h = np.asarray(heads)
+    try:
+        h = np.asarray(heads)
+    except (TypeError, ValueError) as exc:
+        raise InvalidOutputError(
+            f"{name} must be a head vector of shape ({n},), one head per word; could not "
+            f"convert it ({exc}).") from None
     if h.ndim != 1 or h.shape[0] != n:
         raise InvalidOutputError(
             f"{name} must be a head vector of shape ({n},), one head per word; got shape "

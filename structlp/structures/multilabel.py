@@ -28,11 +28,19 @@ def chow_liu_tree(Y: ArrayLike) -> np.ndarray:
     Returns
     -------
     int array (n_labels - 1, 2)
+
+    Raises
+    ------
+    InvalidInputError
+        ``Y`` not a finite real 0/1 array (n_samples >= 1, n_labels).
     """
     from scipy.sparse.csgraph import minimum_spanning_tree
-    Y = np.asarray(Y, dtype=float)
-    if Y.ndim != 2 or not np.all((Y == 0) | (Y == 1)):
-        raise InvalidInputError(f"Y must be a 0/1 array (n_samples, n_labels); got {Y.shape}.")
+    Y = check_finite_array(Y, "Y")
+    if Y.ndim != 2 or Y.shape[0] == 0 or not np.all((Y == 0) | (Y == 1)):
+        raise InvalidInputError(
+            "Y must be a 0/1 array (n_samples, n_labels) with n_samples >= 1; got shape "
+            f"{Y.shape}" + (f" with the entry {float(Y[(Y != 0) & (Y != 1)][0]):g}"
+                            if Y.size and not np.all((Y == 0) | (Y == 1)) else "") + ".")
     m, L = Y.shape
     mi = np.zeros((L, L))
     for a, b in itertools.combinations(range(L), 2):
@@ -135,8 +143,9 @@ class MultiLabel(StructuredModel):
     def check_x(self, x: Any) -> Any:
         self._kind()
         x = check_finite_array(x, "x")
-        if x.ndim != 1:
-            raise InvalidInputError(f"x must be a feature vector (d,); got shape {x.shape}.")
+        if x.ndim != 1 or x.shape[0] == 0:
+            raise InvalidInputError(
+                f"x must be a feature vector (d,) with d >= 1; got shape {x.shape}.")
         return x
 
     def n_parts(self, x: Any) -> int:

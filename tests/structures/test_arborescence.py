@@ -163,3 +163,27 @@ def test_bad_examples_and_root(rng):
         Arborescence().check_x(rng.normal(size=(3, 4, 1)))
     with pytest.raises(InvalidParameterError, match="'root' parameter"):
         Arborescence(root=5).check_x(rng.normal(size=(3, 3, 1)))
+
+
+@pytest.mark.parametrize("fn", [arc_index, flow_polytope])
+@pytest.mark.parametrize("n, root, name", [(-1, 0, "n"), (2.5, 0, "n"), ("3", 0, "n"),
+                                           ([3], 0, "n"), (3, 3, "root"), (3, -1, "root"),
+                                           (3, [0], "root")])
+def test_arc_index_and_flow_polytope_refuse_bad_sizes(fn, n, root, name):
+    # found by the fuzz suite: a root outside 0..n-1 gave every off-diagonal arc silently,
+    # and non-integer sizes failed inside numpy (or lru_cache) without naming the argument
+    with pytest.raises(InvalidParameterError, match=f"'{name}'"):
+        fn(n, root)
+
+
+def test_flow_polytope_refuses_a_single_word():
+    with pytest.raises(InvalidParameterError, match="'n'"):
+        flow_polytope(1, 0)
+    assert arc_index(1, 0)[2].shape == (1, 1)
+
+
+def test_check_heads_refuses_a_ragged_head_vector():
+    # found by the fuzz suite: numpy's "inhomogeneous shape" ValueError did not name y
+    from structlp.structures.arborescence import check_heads
+    with pytest.raises(InvalidOutputError, match="y must be a head vector"):
+        check_heads([[-1], [0, 1]], 2, 0)

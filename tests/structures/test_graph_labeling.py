@@ -8,7 +8,7 @@ import pytest
 
 from oracles import enumerated_qp
 from structlp import FrankWolfeLearner, MaxMarginLearner
-from structlp.exceptions import InvalidInputError, InvalidOutputError
+from structlp.exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
 from structlp.inference import solve_stacked_lp
 from structlp.structures._graph import Decomposition, relaxed_map
 from structlp.structures.graph_labeling import GraphLabeling, grid_edges, grid_example
@@ -200,3 +200,28 @@ def test_relaxation_binds_on_frustrated_complete_graphs_within_a_stated_gap():
     e = MaxMarginLearner(exact, C=1.0).fit(X, Y).objective_
     r = MaxMarginLearner(GraphLabeling(2, mode="relaxed"), C=1.0).fit(X, Y).objective_
     assert 1.005 * e <= r <= 1.10 * e
+
+
+@pytest.mark.parametrize("rows, cols, name", [(0, 2, "rows"), (-1, 2, "rows"), (2.5, 2, "rows"),
+                                              ("2", 2, "rows"), (2, 0, "cols"),
+                                              (2, 1.5, "cols")])
+def test_grid_edges_refuses_bad_sizes(rows, cols, name):
+    # found by the fuzz suite: numpy errors ("negative dimensions", "cannot reshape")
+    # that named neither argument
+    with pytest.raises(InvalidParameterError, match=f"'{name}'"):
+        grid_edges(rows, cols)
+
+
+@pytest.mark.parametrize("node, edge, name", [
+    (np.full((2, 2), np.nan), None, "node_features"),
+    (np.ones((2, 2)) + 1j, None, "node_features"),
+    (np.zeros((0, 3, 1)), None, "node_features"),
+    (np.ones((2, 2)), np.ones((5, 1)), "edge_features"),         # 4 grid edges, 5 rows
+    (np.ones((2, 2)), np.full((4, 1), np.inf), "edge_features"),
+    (np.ones((2, 2)), np.ones(4), "edge_features"),
+])
+def test_grid_example_refuses_bad_features(node, edge, name):
+    # found by the fuzz suite: NaN or complex pixels and edge features of the wrong shape
+    # were passed through silently (complex ones losing their imaginary part)
+    with pytest.raises(InvalidInputError, match=name):
+        grid_example(node, edge)

@@ -8,7 +8,7 @@ import pytest
 
 from oracles import enumerated_qp
 from structlp import FrankWolfeLearner, MaxMarginLearner, StructuredModel
-from structlp.exceptions import InvalidOutputError, InvalidParameterError
+from structlp.exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
 from structlp.inference import solve_stacked_lp
 from structlp.structures.multilabel import MultiLabel, chow_liu_tree
 
@@ -124,3 +124,19 @@ def test_loss_hook_receives_the_checked_x_the_raw_y_and_the_mu_variable(rng):
         np.testing.assert_array_equal(x, 2.0 * x0)      # check_x's conversion
         assert y_true == y0 and isinstance(y_true, int)  # as given, not encoded
         assert isinstance(mu, cp.Variable) and mu.shape == (3,)
+
+
+@pytest.mark.parametrize("Y", [np.ones((2, 2)) + 1j, np.zeros((0, 3)), np.array([[0, 2]]),
+                               np.array([[0.0, np.nan]]), np.ones(3)])
+def test_chow_liu_tree_refuses_bad_labels(Y):
+    # found by the fuzz suite: complex labels lost their imaginary part and an empty
+    # label matrix gave a tree of NaN mutual informations, both silently
+    with pytest.raises(InvalidInputError, match="Y"):
+        chow_liu_tree(Y)
+
+
+def test_empty_feature_vector_is_refused():
+    # found by the fuzz suite: x of shape (0,) was accepted, giving a model without
+    # label weights (every label scored by its edges only)
+    with pytest.raises(InvalidInputError, match="x must be a feature vector"):
+        MultiLabel(3).check_x(np.zeros(0))
