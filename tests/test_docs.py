@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
-SLOW_PAGES = {"parallel.md", "agm.md"}     # worker processes; an AGM QP: longer checks
+SLOW_PAGES = {"parallel.md", "agm.md", "dask.md"}     # worker processes; an AGM QP: longer checks
 
 
 def guide_blocks():

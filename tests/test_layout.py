@@ -78,7 +78,7 @@ def test_no_private_name_imported_across_packages():
             if there == here:
                 continue
             private_module = any(p.startswith("_") for p in target.split(".")[1:])
-            private_names = [n for n in names if n.startswith("_")]
+            private_names = [n for n in names if n.startswith("_") and not n.endswith("__")]
             if private_module or private_names:
                 bad.append((name, target, private_names))
     assert bad == []

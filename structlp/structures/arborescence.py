@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from typing import Any, Hashable, List, Optional
+from typing import Any, Hashable, List, Optional, Tuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,7 +15,7 @@ from ..model import StructuredModel
 from ..polytope import Polytope
 
 
-def arc_index(n: int, root: int):
+def arc_index(n: int, root: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The arcs ``(h, m)`` of the complete digraph on ``n`` nodes that may be in an
     arborescence rooted at ``root`` (``h != m``, ``m != root``), in row-major order.
 
