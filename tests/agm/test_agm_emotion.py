@@ -195,6 +195,7 @@ def test_exact_protocol_smoke_with_cv_and_progress(monkeypatch, caplog):
     assert "[split 1] CRF reg=" in text and "chosen:" in text
 
 
+@pytest.mark.slow   # about 12 s
 @needs_ck
 @pytest.mark.data
 def test_paper_protocol_smoke(monkeypatch):

@@ -265,6 +265,7 @@ def test_junction_tree_labeling_inference_and_tree_equivalence(rng):
     assert b.objective_ == pytest.approx(a.objective_, rel=1e-6)
 
 
+@pytest.mark.slow   # about 10 s
 def test_junction_tree_labeling_with_every_learner(rng):
     X, Y = _case(rng, "cycle5", 3, m=4)
     model = JunctionTreeLabeling(3)

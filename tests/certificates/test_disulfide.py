@@ -92,6 +92,7 @@ def _problem():
     return load_problem(PROBLEM)
 
 
+@pytest.mark.slow   # about 10 s
 @needs_data
 def test_rbf_and_pair_baseline_run_small():
     out = _problem().run(kernel="rbf", learner="both", folds=2, max_train=40, max_rank=20,
@@ -116,6 +117,7 @@ def test_rbf_and_pair_baseline_run_small():
                 assert len(grid) == 2 + _problem().MAX_EXTEND
 
 
+@pytest.mark.slow   # about 20 s: worker processes
 @needs_data
 def test_parallel_run_equals_serial():
     """n_jobs=2 (forked workers over learners x folds) gives the serial run's results."""

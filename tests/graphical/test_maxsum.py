@@ -160,6 +160,7 @@ print(repr(fw.objective_), repr(fw.duality_gap_), fw.converged_)
 """
 
 
+@pytest.mark.slow   # about 15 s: a fresh process without numba
 def test_fit_without_numba_certifies_the_same_optimum():
     """A fit in a process where numba cannot be imported: no ImportError, the plain Python
     kernels certify the same optimum (the compiled ones sum the unary scores in another
