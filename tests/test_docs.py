@@ -193,3 +193,11 @@ def test_readme_is_an_introduction():
     assert max(len(line) for line in lines) <= 400
     code = "\n".join(m.group(1) for m in FENCE.finditer("\n".join(lines) + "\n"))
     ast.parse(code)
+
+
+def test_every_notebook_is_a_tutorial():
+    """Every notebook in notebooks/ is on the tutorials page, in its gallery and its toctree
+    (a tutorial left out would fail the -W build)."""
+    page = (DOCS / "tutorials.md").read_text()
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert page.count(f"notebooks/{nb.stem}\n") == 2, nb.name
