@@ -79,8 +79,9 @@ where their origin matters.
 
 Runtime parameters
 ------------------
-The parameters in :data:`RUNTIME_PARAMS` (``backend``: where a fit sends the training
-data, ``n_jobs``, ``callback``) describe the machine and the session, not the model:
+The parameters in :data:`RUNTIME_PARAMS` (``backend`` and ``client``: where a fit sends
+the training data, ``n_jobs``, ``callback``) describe the machine and the session, not the
+model:
 :func:`save` does not write them and :func:`load` ignores them in a file (the loaded
 estimator gets the constructor defaults) unless ``load(path, runtime_params=True)``.
 
@@ -127,7 +128,7 @@ _ATTR = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_$")
 _SPARSE_FORMATS = ("csr", "csc", "coo", "bsr", "dia", "dok", "lil")
 #: Constructor parameters that describe the session, not the model: not written by
 #: :func:`save`, not restored by :func:`load` unless ``runtime_params=True``.
-RUNTIME_PARAMS = ("backend", "n_jobs", "callback")
+RUNTIME_PARAMS = ("backend", "client", "n_jobs", "callback")
 
 
 # ---------------------------------------------------------------- introspection

@@ -74,6 +74,34 @@ def test_bag_fit_equals_serial_within_gap_and_reruns_are_identical(rng, client):
     # prediction as any learner
     pred = sh.predict(X[:3])
     assert len(pred) == 3
+    _saved_loads_in_a_fresh_process(sh, X[:5])
+
+
+def _saved_loads_in_a_fresh_process(est, X, tmp=None):
+    """save here, load and predict in a new interpreter (the client is a runtime parameter:
+    neither saved nor needed to predict)."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    import structlp
+    folder = Path(tempfile.mkdtemp())
+    structlp.save(est, folder / "sharded.slp")
+    np.save(folder / "X.npy", np.stack(X))
+    code = ("import json, sys, numpy as np, structlp\n"
+            "m = structlp.load(sys.argv[1])\n"
+            "print(json.dumps([y.tolist() for y in m.predict(list(np.load(sys.argv[2])))]))")
+    root = Path(structlp.__file__).resolve().parents[1]
+    env = dict(__import__("os").environ, PYTHONPATH=str(root))
+    r = subprocess.run([sys.executable, "-c", code, str(folder / "sharded.slp"),
+                        str(folder / "X.npy")], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    for g, y in zip(got, est.predict(X), strict=True):
+        np.testing.assert_array_equal(np.asarray(g), y)
 
 
 def _chain_partition(seed, m, theta):
