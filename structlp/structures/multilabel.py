@@ -35,7 +35,7 @@ def chow_liu_tree(Y: ArrayLike) -> np.ndarray:
         ``Y`` not a finite real 0/1 array (n_samples >= 1, n_labels).
     """
     from scipy.sparse.csgraph import minimum_spanning_tree
-    Y = check_finite_array(Y, "Y")
+    Y = np.asarray(check_finite_array(Y, "Y"))
     if Y.ndim != 2 or Y.shape[0] == 0 or not np.all((Y == 0) | (Y == 1)):
         raise InvalidInputError(
             "Y must be a 0/1 array (n_samples, n_labels) with n_samples >= 1; got shape "
