@@ -266,6 +266,21 @@ def _tree_example(rng, n, d_v=2, d_e=1):
             "edge_features": rng.normal(size=(n - 1, d_e)), "parents": par}
 
 
+def _bad_labels(draw, y, k, allow=("ragged",)):
+    """A random invalid version of the label vector ``y`` over ``0..k-1``: a label out of
+    range or negative, fractional, one label too many, or a mutated array."""
+    kind = draw(st.sampled_from(["range", "negative", "fraction", "length", "array"]))
+    if kind == "range":
+        return y + k
+    if kind == "negative":
+        return y - k
+    if kind == "fraction":
+        return y + 0.5
+    if kind == "length":
+        return np.append(y, 0)
+    return _mutated_array(draw, y, allow=allow)
+
+
 def _tree_problem(draw):
     rng = _seed(draw)
     n, k = draw(st.integers(2, 3)), draw(st.integers(2, 3))
@@ -276,16 +291,7 @@ def _tree_problem(draw):
         return [model.encode(ex, np.array(lab)) for lab in itertools.product(range(k), repeat=n)]
 
     def y_bad(draw):
-        kind = draw(st.sampled_from(["range", "negative", "fraction", "length", "array"]))
-        if kind == "range":
-            return y + k
-        if kind == "negative":
-            return y - k
-        if kind == "fraction":
-            return y + 0.5
-        if kind == "length":
-            return np.append(y, 0)
-        return _mutated_array(draw, y, allow=("ragged",))
+        return _bad_labels(draw, y, k)
     return Problem(model, _tree_example(rng, n), y, outputs, (0, 0), y_bad)
 
 
@@ -1869,16 +1875,7 @@ def _graph_labeling_instance(draw):
         return xb, ("edges",)
 
     def y_bad(draw):
-        kind = draw(st.sampled_from(["range", "negative", "fraction", "length", "array"]))
-        if kind == "range":
-            return y + k
-        if kind == "negative":
-            return y - k
-        if kind == "fraction":
-            return y + 0.5
-        if kind == "length":
-            return np.append(y, 0)
-        return _mutated_array(draw, y, allow=("ragged",) if n == 1 else ())
+        return _bad_labels(draw, y, k, allow=("ragged",) if n == 1 else ())
 
     def param_bad(draw):
         param = draw(st.sampled_from(["n_labels", "mode", "loss", "max_treewidth"]))
