@@ -5,8 +5,9 @@ learner left as before."""
 import signal
 import sys
 import threading
+import time
 
-import cvxpy as cp
+from cvxpy.reductions.solvers.solving_chain import SolvingChain
 import numpy as np
 import pytest
 
@@ -32,23 +33,44 @@ def test_ctrl_c_inside_a_solver_stops_the_fit(solver, monkeypatch):
     before = {k: v.copy() for k, v in vars(est).items()
               if k.endswith("_") and isinstance(v, np.ndarray)}
     est.set_params(solver=solver, solver_opts=opts)
-    real, sent = cp.Problem.solve, []
+    real, sent, pressers = SolvingChain.solve_via_data, [], []
 
-    def solve_then_interrupt(self, *args, **kwargs):
-        # Ctrl-C while the solver runs (its own SIGINT handler installed)
-        timer = threading.Timer(0.3, signal.pthread_kill,
-                                (threading.main_thread().ident, signal.SIGINT))
-        timer.start()
-        sent.append(timer)
-        return real(self, *args, **kwargs)
+    def solve_under_ctrl_c(self, *args, **kwargs):
+        # Ctrl-C while the solver runs (SCS and ECOS install their own SIGINT handler for
+        # the call): a thread presses it every few milliseconds from the moment the solver
+        # is entered until it returns, and at least once, whatever the machine's speed
+        done = threading.Event()
 
-    monkeypatch.setattr(cp.Problem, "solve", solve_then_interrupt)
+        def press():
+            while True:
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                sent.append(1)
+                if done.wait(0.005):
+                    return
+
+        presser = threading.Thread(target=press, daemon=True)
+        pressers.append((done, presser))
+        presser.start()
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            done.set()
+            presser.join()
+
+    monkeypatch.setattr(SolvingChain, "solve_via_data", solve_under_ctrl_c)
     try:
         with pytest.raises(KeyboardInterrupt):
             est.fit(X, Y)
     finally:
-        for t in sent:
-            t.cancel()
+        # a press still in flight when the interrupt unwound the call must not reach pytest
+        previous = signal.signal(signal.SIGINT, lambda *_: None)
+        try:
+            for done, presser in pressers:
+                done.set()
+                presser.join()
+            time.sleep(0.05)
+        finally:
+            signal.signal(signal.SIGINT, previous)
     assert sent
     for k, v in before.items():
         np.testing.assert_array_equal(getattr(est, k), v)
