@@ -325,9 +325,12 @@ def test_ctrl_c_is_one_line_and_exit_130(chatty):
     import signal
     import time
     path, marker = chatty
+    # a shell's background job inherits SIGINT ignored, and Python keeps it so: a user's
+    # Ctrl-C reaches a program with the default disposition, so the test starts it with that
     p = subprocess.Popen([sys.executable, "-m", "structlp.cli", "run", str(path), "-q", "-o",
                           "pause=60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+                         text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for _ in range(600):
         if marker.exists():
             break

@@ -58,19 +58,21 @@ def test_ctrl_c_inside_a_solver_stops_the_fit(solver, monkeypatch):
             presser.join()
 
     monkeypatch.setattr(SolvingChain, "solve_via_data", solve_under_ctrl_c)
+    # Python's Ctrl-C handler, also when pytest runs with SIGINT ignored (a background job)
+    original = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             est.fit(X, Y)
     finally:
         # a press still in flight when the interrupt unwound the call must not reach pytest
-        previous = signal.signal(signal.SIGINT, lambda *_: None)
+        signal.signal(signal.SIGINT, lambda *_: None)
         try:
             for done, presser in pressers:
                 done.set()
                 presser.join()
             time.sleep(0.05)
         finally:
-            signal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGINT, original)
     assert sent
     for k, v in before.items():
         np.testing.assert_array_equal(getattr(est, k), v)
