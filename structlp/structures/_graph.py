@@ -18,7 +18,8 @@ Why dual decomposition first.  The graph's edges are split into forests
 ``min_lambda sum_t max_y [sum_i (b_i / T + lambda_{t,i})(y_i) + sum_{e in F_t} B_e(y_e)]``
 (``sum_t lambda_t = 0``) equals the LP over ``M_L`` (each forest's marginal polytope is
 its local polytope), and each inner max is exact max-sum on a tree, O(n k^2) (the numba
-kernel of :mod:`structlp.graphical.maxsum`).  When the forests agree on a labelling, or when the
+kernel of :mod:`structlp.graphical.maxsum`; the whole subgradient loop is one compiled call,
+:mod:`structlp.graphical.dual_decomposition`).  When the forests agree on a labelling, or when the
 best labelling met reaches the dual bound, that labelling is an *integral optimum of the
 LP*, certified.  Subgradient steps (Polyak's rule) usually reach this in a few dozen
 max-sum calls on attractive or dominated models; when they do not (fractional optima,
@@ -34,13 +35,14 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, cast
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..graphical.junction import check_edges
 from ..exceptions import InvalidInputError, InvalidParameterError
+from ..graphical.dual_decomposition import tree_dual_decomposition
 from ..graphical.maxsum import tree_max_sum
 from ..polytope import Polytope
 from ..utils.validation import check_finite_array, check_scalar
@@ -48,8 +50,8 @@ from ..utils.validation import check_finite_array, check_scalar
 #: Most subgradient iterations of the dual decomposition before the LP fallback (it stops
 #: earlier when its step size has been halved :data:`DD_MAX_HALVINGS` times: a stalled
 #: dual, as on fractional optima).
-DD_MAX_ITER = 250
-DD_MAX_HALVINGS = 8
+DD_MAX_ITER = 1000
+DD_MAX_HALVINGS = 12
 
 _LOCAL_POLYTOPES: dict = {}      # (n, edges, k) -> local polytope, shared by equal graphs
 
@@ -241,6 +243,7 @@ class Decomposition:
     forests: list
     tree: bool
     _polytopes: dict = field(default_factory=dict, repr=False)
+    _stacked: Any = field(default=None, repr=False)
 
     @classmethod
     def of(cls, n: int, edges: np.ndarray) -> "Decomposition":
@@ -251,6 +254,14 @@ class Decomposition:
             forests.append(_closed_forest(n, edges, chosen))
             remaining = np.setdiff1d(remaining, chosen, assume_unique=True)
         return cls(n, edges, forests, len(forests) == 1)
+
+    def stacked(self) -> Any:
+        """The forests' ``order``, ``parents`` and ``edge_of`` arrays, each (T, n)."""
+        if self._stacked is None:
+            self._stacked = tuple(
+                np.ascontiguousarray(np.stack([getattr(f, name) for f in self.forests]))
+                for name in ("order", "parents", "edge_of"))
+        return self._stacked
 
     def polytope(self, k: int) -> Polytope:
         """The local polytope for ``k`` labels, one object per distinct graph (so that the
@@ -271,11 +282,6 @@ def _forest_potentials(f, B, k):
     Bf = B[f.src[real]]
     Bt[real] = np.where(f.flip[real, None, None], Bf.transpose(0, 2, 1), Bf)
     return Bt
-
-
-def _score(edges, b, B, y):
-    return float(b[np.arange(len(y)), y].sum() + B[np.arange(len(edges)), y[edges[:, 0]],
-                                                    y[edges[:, 1]]].sum())
 
 
 def relaxed_map(dec: Decomposition, b: np.ndarray, B: np.ndarray,
@@ -305,43 +311,12 @@ def relaxed_map(dec: Decomposition, b: np.ndarray, B: np.ndarray,
         f = dec.forests[0]
         y, _ = tree_max_sum(f.order, f.parents, f.edge_of, b, _forest_potentials(f, B, k))
         return encode_labels(n, edges, y, k), y, "tree"
-    T = len(dec.forests)
-    Bts = [_forest_potentials(f, B, k) for f in dec.forests]
-    lam = np.zeros((T, n, k))
-    base = b / T
-    best_y, best_p = None, -np.inf
-    best_d = np.inf
-    scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
-    rho, stall, halvings = 1.0, 0, 0
-    for _ in range(max_iter):
-        ys, dual = [], 0.0
-        for t, f in enumerate(dec.forests):
-            y, v = tree_max_sum(f.order, f.parents, f.edge_of, base + lam[t], Bts[t])
-            ys.append(y)
-            dual += v
-        for y in ys:
-            p = _score(edges, b, B, y)
-            if p > best_p:
-                best_p, best_y = p, y
-        if dual < best_d - 1e-12 * scale:
-            best_d, stall = dual, 0
-        else:
-            stall += 1
-            if stall >= 5:
-                rho, stall, halvings = rho / 2, 0, halvings + 1
-                if halvings > DD_MAX_HALVINGS:
-                    break
-        if best_d - best_p <= 1e-9 * scale:      # the bound is attained: LP-optimal labels
-            y_best = cast(np.ndarray, best_y)    # set with best_d on the first round
-            return encode_labels(n, edges, y_best, k), y_best, "dual decomposition"
-        onehot = np.zeros((T, n, k))
-        for t, y in enumerate(ys):
-            onehot[t, np.arange(n), y] = 1.0
-        g = onehot - onehot.mean(axis=0, keepdims=True)
-        gg = float((g * g).sum())
-        if gg == 0.0:                              # all agree (caught above up to rounding)
-            return encode_labels(n, edges, ys[0], k), ys[0], "dual decomposition"
-        lam -= rho * (dual - best_p) / gg * g
+    orders, parents, edge_ofs = dec.stacked()
+    Bts = np.stack([_forest_potentials(f, B, k) for f in dec.forests])
+    y, certified, _ = tree_dual_decomposition(orders, parents, edge_ofs, Bts, b, B, edges,
+                                              max_iter, DD_MAX_HALVINGS)
+    if certified:                                # the bound is attained: LP-optimal labels
+        return encode_labels(n, edges, y, k), y, "dual decomposition"
     from ..inference import solve_stacked_lp
     s = np.concatenate([b.ravel(), B.ravel()])
     mu = solve_stacked_lp([dec.polytope(k)], [s])[0]

@@ -28,6 +28,8 @@ from .tree_labeling import TreeFeatures
 #: (networkx's tree-decomposition heuristics are superlinear).
 AUTO_JUNCTION_MAX_NODES = 200
 
+_JUNCTIONS: dict = {}     # (graph key, k, max_treewidth) -> junction-tree example or refusal
+
 
 @dataclass(eq=False)
 class GraphLabelingExample:
@@ -68,12 +70,19 @@ class GraphLabelingExample:
     def junction(self, k: int, max_treewidth: int) -> Any:
         """The junction-tree example (agm.junction.GraphExample) or None when too wide."""
         if max_treewidth not in self._jt:
-            try:
-                self._jt[max_treewidth] = check_graph_example(
-                    {"node_features": np.zeros((self.n_nodes, 0)), "edges": self.edges,
-                     "edge_features": np.zeros((self.n_edges, 0))}, k, max_treewidth)
-            except InvalidInputError as exc:
-                self._jt[max_treewidth] = exc
+            # one junction tree (or refusal) per distinct graph: a data set of images
+            # shares one grid, whose tree decomposition is the costly part
+            key = self.key() + (k, max_treewidth)
+            if key not in _JUNCTIONS:
+                if len(_JUNCTIONS) > 256:
+                    _JUNCTIONS.clear()
+                try:
+                    _JUNCTIONS[key] = check_graph_example(
+                        {"node_features": np.zeros((self.n_nodes, 0)), "edges": self.edges,
+                         "edge_features": np.zeros((self.n_edges, 0))}, k, max_treewidth)
+                except InvalidInputError as exc:
+                    _JUNCTIONS[key] = exc
+            self._jt[max_treewidth] = _JUNCTIONS[key]
         jt = self._jt[max_treewidth]
         return None if isinstance(jt, InvalidInputError) else jt
 

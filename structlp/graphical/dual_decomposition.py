@@ -1,0 +1,213 @@
+"""Dual decomposition of a pairwise MAP problem into trees, in one compiled loop.
+
+For node scores ``b`` (n, k), edge scores ``B`` (E, k, k) and a cover of the graph's edges
+by ``T`` spanning trees (forests closed by zero-score edges), the Lagrangian dual
+
+.. math::
+
+    \\min_{\\lambda:\\ \\sum_t \\lambda_t = 0}\\; \\sum_t \\max_y \\Big[\\sum_i
+    (b_i / T + \\lambda_{t,i})(y_i) + \\sum_{e \\in F_t} B_e(y_e)\\Big]
+
+equals the MAP problem's LP relaxation over the local polytope; each inner max is exact
+max-sum on a tree (:mod:`structlp.graphical.maxsum`).  Subgradient steps use Polyak's rule
+with the best primal score met, ``rho (dual - primal) / ||g||^2``, halving ``rho`` after 5
+steps without a better dual.  The loop stops when
+
+* the best labelling met attains the best dual bound (to ``1e-9`` of the scores' scale):
+  it is an optimum of the LP, and integral -- *certified*;
+* ``rho`` has been halved more than ``max_halvings`` times (a stalled dual, as on
+  fractional optima), or after ``max_iter`` steps -- *not certified* (the caller solves
+  the LP).
+
+Two implementations of the same loop: a numba kernel (the whole loop compiled, no Python
+per step) when numba imports, and a numpy loop over :func:`tree_max_sum` otherwise.  Their
+iterates agree up to rounding (the compiled one sums ``||g||^2`` in another order), and
+what either certifies is an exact LP optimum.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+import numpy as np
+
+from ..exceptions import InvalidInputError
+from . import maxsum
+from .maxsum import _max_sum_kernel, _numba, tree_max_sum
+
+#: The dual must improve by this fraction of the scores' scale to count as progress.
+_PROGRESS = 1e-12
+#: The primal-dual gap, in the scores' scale, at which a labelling is certified.
+_CERTIFY = 1e-9
+#: Steps without a better dual before the step size is halved.
+_STALL = 5
+
+
+def _score(eu, ev, b, B, y):
+    s = 0.0
+    for i in range(b.shape[0]):
+        s += b[i, y[i]]
+    for e in range(eu.shape[0]):
+        s += B[e, y[eu[e]], y[ev[e]]]
+    return s
+
+
+def _dd_kernel(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings,
+               scale):  # compiled by numba when available
+    T, n = orders.shape
+    k = b.shape[1]
+    lam = np.zeros((T, n, k))
+    ys = np.zeros((T, n), dtype=np.int64)
+    bt = np.empty((n, k))
+    count = np.zeros((n, k))
+    best_y = np.zeros(n, dtype=np.int64)
+    best_p, best_d = -np.inf, np.inf
+    rho, stall, halvings = 1.0, 0, 0
+    for it in range(max_iter):
+        dual = 0.0
+        for t in range(T):
+            for i in range(n):
+                for a in range(k):
+                    bt[i, a] = b[i, a] / T + lam[t, i, a]
+            y, v, _ = _max_sum_kernel(orders[t], parents[t], edge_ofs[t], bt, Bts[t])
+            ys[t] = y
+            dual += v
+        for t in range(T):
+            p = _score(eu, ev, b, B, ys[t])
+            if p > best_p:
+                best_p = p
+                best_y[:] = ys[t]
+        if dual < best_d - _PROGRESS * scale:
+            best_d, stall = dual, 0
+        else:
+            stall += 1
+            if stall >= _STALL:
+                rho, stall, halvings = rho / 2, 0, halvings + 1
+                if halvings > max_halvings:
+                    return best_y, False, it + 1
+        if best_d - best_p <= _CERTIFY * scale:
+            return best_y, True, it + 1
+        # the subgradient g[t, i, a] = [ys[t, i] == a] - (the trees' mean), and ||g||^2
+        count[:] = 0.0
+        for t in range(T):
+            for i in range(n):
+                count[i, ys[t, i]] += 1.0
+        gg = 0.0
+        for i in range(n):
+            for a in range(k):
+                m = count[i, a] / T
+                if m > 0.0:
+                    # T - count trees have 0 here (g = -m), count trees have 1 (g = 1 - m)
+                    gg += (T - count[i, a]) * m * m + count[i, a] * (1.0 - m) * (1.0 - m)
+        if gg == 0.0:                      # all trees agree (caught above up to rounding)
+            return ys[0].copy(), True, it + 1
+        step = rho * (dual - best_p) / gg
+        for t in range(T):
+            for i in range(n):
+                for a in range(k):
+                    g = -count[i, a] / T
+                    if ys[t, i] == a:
+                        g += 1.0
+                    lam[t, i, a] -= step * g
+    return best_y, False, max_iter
+
+
+def _dd_numpy(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings, scale):
+    T, n = orders.shape
+    k = b.shape[1]
+    lam = np.zeros((T, n, k))
+    best_y, best_p, best_d = np.zeros(n, dtype=np.int64), -np.inf, np.inf
+    rho, stall, halvings = 1.0, 0, 0
+    rows = np.arange(n)
+    for it in range(max_iter):
+        ys, dual = np.zeros((T, n), dtype=np.int64), 0.0
+        for t in range(T):
+            ys[t], v = tree_max_sum(orders[t], parents[t], edge_ofs[t], b / T + lam[t], Bts[t],
+                                    backend="numpy")
+            dual += v
+        for t in range(T):
+            p = float(b[rows, ys[t]].sum() + B[np.arange(len(eu)), ys[t][eu], ys[t][ev]].sum())
+            if p > best_p:
+                best_p, best_y = p, ys[t].copy()
+        if dual < best_d - _PROGRESS * scale:
+            best_d, stall = dual, 0
+        else:
+            stall += 1
+            if stall >= _STALL:
+                rho, stall, halvings = rho / 2, 0, halvings + 1
+                if halvings > max_halvings:
+                    return best_y, False, it + 1
+        if best_d - best_p <= _CERTIFY * scale:
+            return best_y, True, it + 1
+        onehot = np.zeros((T, n, k))
+        for t in range(T):
+            onehot[t, rows, ys[t]] = 1.0
+        g = onehot - onehot.sum(axis=0) / T
+        gg = float((g * g).sum())
+        if gg == 0.0:
+            return ys[0].copy(), True, it + 1
+        lam -= rho * (dual - best_p) / gg * g
+    return best_y, False, max_iter
+
+
+_compiled = None
+
+
+def _numba_kernel():
+    """The compiled loop (compiled on first use, cached on disk by numba), or None."""
+    global _compiled
+    if _compiled is None and _numba is not None:
+        # numba resolves the loop's globals when it compiles: bind them to compiled code
+        # (max-sum's own dispatcher, so that both share one compilation and its cache)
+        globals()["_max_sum_kernel"] = maxsum._numba_kernel()
+        globals()["_score"] = _numba.njit(cache=True, nogil=True)(_score)
+        _compiled = _numba.njit(cache=True, nogil=True)(_dd_kernel)
+    return _compiled
+
+
+def tree_dual_decomposition(orders: np.ndarray, parents: np.ndarray, edge_ofs: np.ndarray,
+                            Bts: np.ndarray, b: np.ndarray, B: np.ndarray, edges: np.ndarray,
+                            max_iter: int, max_halvings: int,
+                            backend: str = "auto") -> Tuple[np.ndarray, bool, int]:
+    """Subgradient dual decomposition of ``max_y sum_i b[i, y_i] + sum_e B[e, y_u, y_v]``.
+
+    Parameters
+    ----------
+    orders, parents, edge_ofs : int arrays (T, n)
+        The ``T`` trees (:func:`structlp.graphical.maxsum.tree_max_sum`'s arguments, one row
+        per tree); their edges must cover the graph's edges once.
+    Bts : float array (T, n - 1, k, k)
+        Each tree's edge scores (the graph's ``B`` on its edges, zero on closing edges).
+    b : float array (n, k); B : float array (E, k, k); edges : int array (E, 2)
+    max_iter, max_halvings : int
+    backend : {"auto", "numba", "numpy"}
+
+    Returns
+    -------
+    y : int array (n,)
+        The best labelling met.
+    certified : bool
+        Whether ``y`` attains the dual bound (so maximizes the LP over the local polytope).
+    iterations : int
+    """
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    B = np.ascontiguousarray(B, dtype=np.float64)
+    Bts = np.ascontiguousarray(Bts, dtype=np.float64)
+    if not (np.isfinite(b).all() and np.isfinite(B).all()):
+        raise InvalidInputError("max-sum scores must be finite; got NaN or infinite values.")
+    scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
+    eu = np.ascontiguousarray(edges[:, 0], dtype=np.int64)
+    ev = np.ascontiguousarray(edges[:, 1], dtype=np.int64)
+    kernel: Any
+    if backend == "numpy" or (backend == "auto" and _numba is None):
+        kernel = _dd_numpy
+    elif backend in ("auto", "numba"):
+        kernel = _numba_kernel()
+        if kernel is None:
+            raise InvalidInputError("backend='numba' needs numba, which could not be "
+                                    "imported (pip install numba).")
+    else:
+        raise InvalidInputError(f"backend must be 'auto', 'numba' or 'numpy'; got {backend!r}.")
+    y, certified, iterations = kernel(orders, parents, edge_ofs, Bts, b, B, eu, ev,
+                                      int(max_iter), int(max_halvings), float(scale))
+    return np.asarray(y, dtype=np.int64), bool(certified), int(iterations)
