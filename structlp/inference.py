@@ -85,6 +85,7 @@ class _HighsLP:
         L = poly.n_parts
         h = new_highs()
         h.setOptionValue("solver", "simplex")
+        h.setOptionValue("presolve", "off")
         inf = highspy.kHighsInf
         lb = np.where(np.isfinite(poly.lb), poly.lb, -inf)
         ub = np.where(np.isfinite(poly.ub), poly.ub, inf)
@@ -100,9 +101,16 @@ class _HighsLP:
         self.h, self.L, self.idx = h, L, np.arange(L, dtype=np.int32)
         self.optimal = highspy.HighsModelStatus.kOptimal
 
-    def solve(self, s):
+    def solve(self, s, warm=None):
+        """The LP's optimum for scores ``s``.  ``warm``: a dict the caller keeps for one
+        example (whose polytope other examples may share): the solve starts from the
+        example's own last optimal basis, stored there, which after a small change of the
+        scores (a learner's next pass) needs few pivots."""
         h = self.h
         h.changeColsCost(self.L, self.idx, np.asarray(s, dtype=float))
+        last = warm.get("highs") if warm is not None else None
+        if last is not None and last[0] is self:
+            h.setBasis(last[1])
         h.run()
         status = h.getModelStatus()
         if status != self.optimal:
@@ -111,6 +119,8 @@ class _HighsLP:
                 " A declared output polytope is unbounded; give every part finite bounds." \
                 if "nbounded" in text else ""
             raise SolverError(f"HiGHS ended with status {text!r} on the inference LP.{hint}")
+        if warm is not None:
+            warm["highs"] = (self, h.getBasis())
         return np.array(h.getSolution().col_value, dtype=float)[:self.L]
 
 
@@ -137,7 +147,8 @@ def _direct_highs(solver, solver_opts):
 
 def solve_stacked_lp(polytopes: Sequence[Polytope], scores: Sequence[np.ndarray],
                      solver: Optional[str] = None,
-                     solver_opts: Optional[Dict[str, Any]] = None) -> List[np.ndarray]:
+                     solver_opts: Optional[Dict[str, Any]] = None,
+                     warm: Optional[Sequence[Dict[str, Any]]] = None) -> List[np.ndarray]:
     """Solve ``max s_i . mu_i, mu_i in P_i`` for all i.
 
     With the default solver (HiGHS) and no options, each polytope is compiled
@@ -149,6 +160,10 @@ def solve_stacked_lp(polytopes: Sequence[Polytope], scores: Sequence[np.ndarray]
     ----------
     polytopes : list of Polytope
     scores : list of (L_i,) arrays
+    warm : list of dict, optional
+        One dict per example, kept by the caller between calls: on the direct HiGHS path
+        each example's solve starts from that example's last optimal basis (kept there),
+        not from the basis of whichever example last shared its polytope.
 
     Returns
     -------
@@ -158,7 +173,8 @@ def solve_stacked_lp(polytopes: Sequence[Polytope], scores: Sequence[np.ndarray]
     for p in polytopes:
         p.check_bounded()
     if _direct_highs(solver, solver_opts):
-        return [_compiled_lp(p).solve(sc) for p, sc in zip(polytopes, scores)]
+        return [_compiled_lp(p).solve(sc, None if warm is None else warm[i])
+                for i, (p, sc) in enumerate(zip(polytopes, scores))]
     solver = check_solver(solver, kind="LP")
     A = block_diag([p.A for p in polytopes])
     E = block_diag([p.E for p in polytopes])

@@ -75,3 +75,26 @@ def test_inference_parts_equals_encoded_inference(rng):
 def test_inference_parts_without_fast_path_is_none(rng):
     x = rng.normal(size=(4, 3, 2))
     assert BipartiteMatching(R=2, P=2).inference_parts(x, rng.normal(size=12)) is None
+
+
+def test_each_example_restarts_from_its_own_basis():
+    """Two examples share one polytope (one compiled HiGHS model): with ``warm`` dicts, an
+    example solved again after the other starts from its own last basis (no pivot for the
+    same scores), and every answer equals a cold solve's."""
+    from structlp.inference import _compiled_lp
+    from structlp.structures._graph import grid_edges, local_polytope
+    rng = np.random.default_rng(0)
+    poly = local_polytope(9, grid_edges(3, 3), 3)
+    s_a, s_b = rng.normal(size=(2, poly.n_parts))
+    warm_a, warm_b = {}, {}
+    solve_stacked_lp([poly], [s_a], warm=[warm_a])
+    solve_stacked_lp([poly], [s_b], warm=[warm_b])
+    again = solve_stacked_lp([poly], [s_a], warm=[warm_a])[0]
+    h = _compiled_lp(poly).h
+    assert h.getInfo().simplex_iteration_count == 0
+    solve_stacked_lp([poly], [s_b])
+    solve_stacked_lp([poly], [s_a])             # from s_b's basis: it must pivot
+    assert h.getInfo().simplex_iteration_count > 0
+    for s, mu in [(s_a, again), (s_b, solve_stacked_lp([poly], [s_b], warm=[warm_b])[0])]:
+        cold = solve_stacked_lp([local_polytope(9, grid_edges(3, 3), 3)], [s])[0]
+        assert s @ mu == pytest.approx(s @ cold, rel=1e-12)

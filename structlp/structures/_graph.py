@@ -244,6 +244,8 @@ class Decomposition:
     tree: bool
     _polytopes: dict = field(default_factory=dict, repr=False)
     _stacked: Any = field(default=None, repr=False)
+    #: the LP fallback's last basis for this example (see solve_stacked_lp's ``warm``)
+    warm: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, n: int, edges: np.ndarray) -> "Decomposition":
@@ -319,7 +321,7 @@ def relaxed_map(dec: Decomposition, b: np.ndarray, B: np.ndarray,
         return encode_labels(n, edges, y, k), y, "dual decomposition"
     from ..inference import solve_stacked_lp
     s = np.concatenate([b.ravel(), B.ravel()])
-    mu = solve_stacked_lp([dec.polytope(k)], [s])[0]
+    mu = solve_stacked_lp([dec.polytope(k)], [s], warm=[dec.warm])[0]
     r = np.rint(mu)
     if np.max(np.abs(mu - r)) <= 1e-6:
         mu = r
