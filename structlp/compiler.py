@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
@@ -32,6 +31,8 @@ from .formulations import LinearBlocks, TrainingData
 from .part_features import MatrixFeatures
 
 if TYPE_CHECKING:
+    import cvxpy as cp
+
     from .model import StructuredModel
 
 
@@ -177,6 +178,7 @@ def compile_primal(blocks: LinearBlocks, n_features: int, n_examples: int, C: An
     ``features`` (sparse, (total parts, d)) is needed when a block has a
     ``"parts"`` term ``M``, which stands for ``(M @ features) @ w``.
     """
+    import cvxpy as cp      # lazily: only the joint QP builds a cvxpy problem
     w = cp.Variable(n_features, name="w")
     xi = cp.Variable(n_examples, name="xi")
     variables = {"w": w, "xi": xi}

@@ -22,7 +22,6 @@ import time
 import warnings
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, cast
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
@@ -184,6 +183,7 @@ def solve_stacked_lp(polytopes: Sequence[Polytope], scores: Sequence[np.ndarray]
     ub = np.concatenate([p.ub for p in polytopes])
     # auxiliary columns of extended formulations (Polytope.n_aux) score 0
     s = np.concatenate([np.pad(sc, (0, p.n_columns - len(sc))) for p, sc in zip(polytopes, scores)])
+    import cvxpy as cp      # lazily: the direct HiGHS path above needs no cvxpy
     mu = cp.Variable(len(s), name="mu")
     cons = []
     if A.shape[0]:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Optional, Sequence, Tuple
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
@@ -176,6 +175,7 @@ class StructuredModel:
     # ------------------------------------------------------------ optional
     def polytope(self, x: Any) -> Polytope:
         """The output polytope of ``x`` (default: extracted from :meth:`constraints`)."""
+        import cvxpy as cp      # lazily: models with a polytope() never need cvxpy
         mu = cp.Variable(self.n_parts(x), name="mu")
         cons = self.constraints(x, mu)
         if not isinstance(cons, (list, tuple)):
@@ -209,6 +209,7 @@ class StructuredModel:
         if type(self).loss is StructuredModel.loss:
             mu_true = self.encode(x, y_true)
             return -mu_true, float(mu_true.sum())
+        import cvxpy as cp      # lazily: built-in losses never need cvxpy
         mu = cp.Variable(L, name="mu")
         expr = self.loss(x, y_true, mu)
         expr = cp.Constant(expr) if not isinstance(expr, cp.Expression) else expr

@@ -17,7 +17,6 @@ from __future__ import annotations
 import numbers
 from typing import Any, Callable, List, Optional, Sequence
 
-import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike
 import scipy.sparse as sp
@@ -219,6 +218,7 @@ class Polytope:
             The output space is the projection on ``mu``; training outputs are
             completed to feasible points by a feasibility LP (:meth:`check_output`).
         """
+        import cvxpy as cp      # lazily: the learners' fast paths never import cvxpy
         if not isinstance(mu, cp.Variable) or mu.ndim != 1:
             raise DeclarationError(
                 "The part-indicator variable must be a 1-D cvxpy.Variable; got "
@@ -414,6 +414,7 @@ class Polytope:
 
     def is_empty(self, solver: Optional[str] = None) -> bool:
         """Whether no point satisfies the constraints (a feasibility LP)."""
+        import cvxpy as cp
         from .solvers import check_solver
         mu = cp.Variable(self.n_columns)
         cons = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib.util
 import logging
 import math
 import os
@@ -31,7 +32,6 @@ import time
 import warnings
 from typing import Any, Dict, Iterator, List, Optional
 
-import cvxpy as cp
 import numpy as np
 
 from .exceptions import ConvergenceWarning, InvalidParameterError, SolverError
@@ -43,6 +43,8 @@ DEFAULT_QP_SOLVER = "CLARABEL"
 #: Solvers suited to the training QPs, in order of preference.
 QP_SOLVERS = ("CLARABEL", "ECOS", "SCS", "OSQP", "PIQP", "PROXQP", "QOCO", "MOSEK",
               "GUROBI", "CPLEX")
+#: The Python module of the two preferred QP and LP solvers (see :func:`check_solver`).
+_SOLVER_MODULES = {"CLARABEL": "clarabel", "ECOS": "ecos", "HIGHS": "highspy"}
 #: Preferred solvers for the inference LPs (a simplex method returns vertices).
 LP_SOLVERS = ("HIGHS", "CLARABEL", "ECOS", "SCS", "GLPK", "MOSEK", "GUROBI", "CPLEX")
 #: Solvers for LPs only: HiGHS's QP method is unsuited to the training QPs; GLPK, CBC and
@@ -57,13 +59,14 @@ TIME_LIMIT_OPTION = {"CLARABEL": "time_limit", "OSQP": "time_limit", "SCS": "tim
 #: Solvers that print a banner on standard output whatever their options (sent to stderr).
 _BANNER_SOLVERS = ("HIGHS",)
 
-_ACCEPTED = (cp.OPTIMAL,)
+_ACCEPTED = ("optimal",)        # cvxpy.OPTIMAL (cvxpy is imported when first needed)
 _TIME_LIMIT: contextvars.ContextVar[Optional[float]] = contextvars.ContextVar(
     "structlp_time_limit", default=None)
 
 
 def installed_solvers() -> List[str]:
     """Names of the solvers cvxpy can use on this machine."""
+    import cvxpy as cp
     return list(cp.installed_solvers())
 
 
@@ -210,6 +213,12 @@ def check_solver(solver: Optional[str], owner: Optional[str] = None, kind: str =
 
     Returns the name in cvxpy's spelling.
     """
+    if solver is None and "cvxpy" not in sys.modules:
+        # the default, without importing cvxpy (a second of CPU and 60 MB): a learner whose
+        # model never needs a solver (a compiled oracle) then never loads it
+        for name in (QP_SOLVERS if kind == "QP" else LP_SOLVERS)[:2]:
+            if importlib.util.find_spec(_SOLVER_MODULES[name]) is not None:
+                return name
     installed = installed_solvers()
     if solver is None:
         prefs = QP_SOLVERS if kind == "QP" else LP_SOLVERS
@@ -225,6 +234,7 @@ def check_solver(solver: Optional[str], owner: Optional[str] = None, kind: str =
     name = solver.upper()
     if name in installed:
         return name
+    import cvxpy as cp
     known = {s.upper() for s in getattr(cp.settings, "SOLVERS", [])}
     if name in known:
         raise InvalidParameterError(
@@ -313,6 +323,7 @@ def solve(problem: Any, solver: str, solver_opts: Optional[Dict[str, Any]] = Non
     seconds : float
         Wall-clock time of ``problem.solve``.
     """
+    import cvxpy as cp      # a cvxpy problem was built, so cvxpy is already imported
     opts = dict(solver_opts or {})
     shown = ", ".join(f"{k}={v!r}" for k, v in opts.items())
     limit = _TIME_LIMIT.get()

@@ -42,6 +42,31 @@ def test_structures_do_not_load_pot_or_networkx(name):
                          "structlp.agm.recovery"}
 
 
+def test_a_compiled_chain_fit_never_loads_cvxpy():
+    """Frank-Wolfe on a chain runs compiled kernels only: no cvxpy problem, so no cvxpy
+    import (about a second of CPU and 60 MB of a fresh process); the joint QP still loads
+    it."""
+    fit = ("from structlp import FrankWolfeLearner\n"
+           "from structlp.datasets import make_tree_labeling\n"
+           "X, Y, _, model = make_tree_labeling(n_samples=20, random_state=0)\n"
+           "FrankWolfeLearner(model, C=1.0, max_iter=20).fit(X, Y).predict(X)")
+    loaded = loaded_after(fit)
+    assert "cvxpy" not in loaded and "numba" in loaded
+    assert "cvxpy" in loaded_after(fit.replace("FrankWolfeLearner", "MaxMarginLearner")
+                                   .replace(", max_iter=20", ""))
+
+
+def test_default_solvers_are_the_same_before_and_after_cvxpy_loads():
+    root = str(Path(structlp.__file__).resolve().parents[1])
+    probe = ("import sys\nfrom structlp.solvers import check_solver\n"
+             "before = [check_solver(None), check_solver(None, kind='LP')]\n"
+             "assert 'cvxpy' not in sys.modules\nimport cvxpy\n"
+             "print(before == [check_solver(None), check_solver(None, kind='LP')], before)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=root), check=True)
+    assert out.stdout.startswith("True"), out.stdout
+
+
 def test_lazy_names_resolve_to_their_modules():
     import structlp.agm as agm
     import structlp.structures as structures

@@ -7,7 +7,6 @@ import time
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, cast
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
@@ -660,6 +659,7 @@ class _WorkingSet:
 
     def _solve_cvxpy(self, solver, opts):
         T, d = self.n_rows, self.d
+        import cvxpy as cp      # lazily: only the primal master builds a cvxpy problem
         wv = cp.Variable(d, name="w")
         xiv = cp.Variable(self.n_groups, name="xi")
         S = sp.csr_array((np.ones(T), (np.arange(T), self.group)), shape=(T, self.n_groups))
