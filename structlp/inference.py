@@ -98,6 +98,7 @@ class _HighsLP:
                       M.data.astype(float))
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         self.h, self.L, self.idx = h, L, np.arange(L, dtype=np.int32)
+        self.lb, self.ub = np.asarray(poly.lb, float)[:L], np.asarray(poly.ub, float)[:L]
         self.optimal = highspy.HighsModelStatus.kOptimal
 
     def solve(self, s, warm=None):
@@ -120,7 +121,10 @@ class _HighsLP:
             raise SolverError(f"HiGHS ended with status {text!r} on the inference LP.{hint}")
         if warm is not None:
             warm["highs"] = (self, h.getBasis())
-        return np.array(h.getSolution().col_value, dtype=float)[:self.L]
+        mu = np.array(h.getSolution().col_value, dtype=float)[:self.L]
+        # within HiGHS's feasibility tolerance of the bounds, and no -0.0 (without presolve
+        # the simplex can return either)
+        return np.clip(mu, self.lb, self.ub) + 0.0
 
 
 def _compiled_lp(poly):
