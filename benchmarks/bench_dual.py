@@ -20,6 +20,8 @@ the floor and the ratios).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import argparse
 import time
 import tracemalloc
@@ -27,6 +29,7 @@ import tracemalloc
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/report.py
 import report
 from structlp import MaxMarginLearner
 from structlp.compiler import prepare

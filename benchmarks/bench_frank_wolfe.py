@@ -58,6 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/report.py
 import report
 from structlp import MaxMarginLearner
 from structlp.compiler import prepare

@@ -21,6 +21,8 @@ the floor and the ratios).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import argparse
 import time
 
@@ -29,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/report.py
 import report
 import structlp
 from structlp.structures import BipartiteMatching

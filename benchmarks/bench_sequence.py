@@ -24,12 +24,15 @@ the floor -- naive enumeration -- and the ratios).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import argparse
 import json
 import time
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/report.py
 import report as bench_report  # benchmarks/report.py: the JSON schema
 from structlp.sequence import (AutomatonTooLargeError, BigramFeatures, EditDistance, NGramLoss,
                                SmithWaterman, compile_example, softmax_margin)
