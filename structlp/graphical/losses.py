@@ -7,6 +7,7 @@ A per-node loss between a predicted and a true label is a ``(n_labels, n_labels)
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -32,17 +33,26 @@ def loss_matrix(loss: str, n_labels: int) -> np.ndarray:
         ``L[j, b]`` = loss of predicting ``j`` when the true label is ``b``.
     """
     k = check_scalar(n_labels, "n_labels", kind=numbers.Integral, low=1, owner="loss_matrix")
-    idx = np.arange(k)
     if isinstance(loss, str):
         check_choice(loss, "loss", NAMED_LOSSES)
-        if loss == "zero_one":
-            return 1.0 - np.eye(k)
-        diff = np.abs(idx[:, None] - idx[None, :]).astype(float)
-        return diff if loss == "absolute" else diff ** 2
+        return _named(loss, int(k))
     L = check_finite_array(loss, "loss matrix", ndim=2)
     if L.shape != (k, k):
         raise InvalidParameterError(
             f"The loss matrix must have shape (n_labels, n_labels) = ({k}, {k}); got {L.shape}.")
+    return L
+
+
+@functools.lru_cache(maxsize=64)
+def _named(loss: str, k: int) -> np.ndarray:
+    """A named loss matrix, built once per (name, k) (read-only: it is shared)."""
+    idx = np.arange(k)
+    if loss == "zero_one":
+        L = 1.0 - np.eye(k)
+    else:
+        diff = np.abs(idx[:, None] - idx[None, :]).astype(float)
+        L = diff if loss == "absolute" else diff ** 2
+    L.setflags(write=False)
     return L
 
 

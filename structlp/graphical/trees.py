@@ -126,7 +126,7 @@ def check_tree_example(x: Any, name: str = "x") -> TreeExample:
     missing = [k for k in ("node_features", "edge_features", "parents") if k not in x]
     if missing:
         raise InvalidInputError(f"{name} is missing the key(s) {missing}.")
-    par, order = check_parents(x["parents"], f"{name}['parents']")
+    par, order, edge_child, edge_of = _tree_shape(x["parents"], f"{name}['parents']")
     n = len(par)
     V = check_finite_array(x["node_features"], f"{name}['node_features']", ndim=2)
     if V.shape[0] != n:
@@ -139,10 +139,33 @@ def check_tree_example(x: Any, name: str = "x") -> TreeExample:
         raise InvalidInputError(
             f"{name}['edge_features'] must have shape (n_nodes - 1, d_e) = ({n - 1}, d_e); "
             f"got {Ef.shape}.")
-    edge_child = np.flatnonzero(par >= 0)
-    edge_of = np.full(n, -1, dtype=np.int64)
-    edge_of[edge_child] = np.arange(n - 1)
     return TreeExample(V, Ef, par, order, edge_child, edge_of)
+
+
+_TREE_SHAPES: dict = {}     # parent array's bytes -> its checked shape arrays (read-only)
+
+
+def _tree_shape(parents, name):
+    """``(parents, order, edge_child, edge_of)`` of a parent array, checked once per
+    distinct integer array (a data set of chains has one per length) and shared."""
+    key = None
+    if isinstance(parents, np.ndarray) and parents.ndim == 1 and parents.dtype.kind in "iu":
+        key = (parents.dtype.str, parents.tobytes())
+        hit = _TREE_SHAPES.get(key)
+        if hit is not None:
+            return hit
+    par, order = check_parents(parents, name)
+    edge_child = np.flatnonzero(par >= 0)
+    edge_of = np.full(len(par), -1, dtype=np.int64)
+    edge_of[edge_child] = np.arange(len(par) - 1)
+    shape = (par, order, edge_child, edge_of)
+    if key is not None:
+        for a in shape:
+            a.setflags(write=False)
+        if len(_TREE_SHAPES) > 4096:
+            _TREE_SHAPES.clear()
+        _TREE_SHAPES[key] = shape
+    return shape
 
 
 def check_labels(y, n_nodes, n_labels, name="y"):

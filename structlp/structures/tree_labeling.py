@@ -78,8 +78,10 @@ class TreeLabeling(StructuredModel):
         self.normalize_weights = normalize_weights
 
     def _k(self):
-        return check_scalar(self.n_labels, "n_labels", kind=numbers.Integral, low=2,
-                            owner="TreeLabeling")
+        k = self.n_labels
+        if type(k) is int and k >= 2:       # the common case, checked per call cheaply
+            return k
+        return check_scalar(k, "n_labels", kind=numbers.Integral, low=2, owner="TreeLabeling")
 
     def check_x(self, x: Any) -> Any:
         self._k()
