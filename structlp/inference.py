@@ -105,12 +105,17 @@ class _HighsLP:
         """The LP's optimum for scores ``s``.  ``warm``: a dict the caller keeps for one
         example (whose polytope other examples may share): the solve starts from the
         example's own last optimal basis, stored there, which after a small change of the
-        scores (a learner's next pass) needs few pivots."""
+        scores (a learner's next pass) needs few pivots; or cold, on its first solve."""
         h = self.h
         h.changeColsCost(self.L, self.idx, np.asarray(s, dtype=float))
         last = warm.get("highs") if warm is not None else None
         if last is not None and last[0] is self:
             h.setBasis(last[1])
+        elif warm is not None:
+            # the example's first solve starts cold, not from another example's basis: the
+            # vertex chosen among tied optima then depends on this example's history only,
+            # so a refit in the same process repeats itself
+            h.clearSolver()
         h.run()
         status = h.getModelStatus()
         if status != self.optimal:

@@ -98,3 +98,16 @@ def test_each_example_restarts_from_its_own_basis():
     for s, mu in [(s_a, again), (s_b, solve_stacked_lp([poly], [s_b], warm=[warm_b])[0])]:
         cold = solve_stacked_lp([local_polytope(9, grid_edges(3, 3), 3)], [s])[0]
         assert s @ mu == pytest.approx(s @ cold, rel=1e-12)
+
+
+def test_an_examples_first_solve_is_cold_so_ties_do_not_depend_on_history():
+    """A tie between two vertices: an example's first solve (an empty ``warm`` dict) picks
+    what a fresh HiGHS model picks, whatever the shared model solved before -- so that a
+    refit repeats itself (GraphLabeling's LP fallback keeps one dict per example)."""
+    from structlp import Polytope
+    tied, other = np.array([1.0, 1.0, 0.0]), np.array([0.0, 1.0, 0.0])
+    poly = Polytope(E=np.ones((1, 3)), e=[1.0], lb=0.0, ub=1.0)
+    fresh = solve_stacked_lp([Polytope(E=np.ones((1, 3)), e=[1.0], lb=0.0, ub=1.0)], [tied])[0]
+    for history in (tied, other, np.array([1.0, 0.0, 0.0])):
+        solve_stacked_lp([poly], [history], warm=[{}])
+        np.testing.assert_array_equal(solve_stacked_lp([poly], [tied], warm=[{}])[0], fresh)
