@@ -52,6 +52,16 @@ def _score(eu, ev, b, B, y):
     return s
 
 
+def _step_size(dual, best_d, rho, stall, halvings, scale):
+    """The best dual so far and the step size's state after a step of dual value ``dual``:
+    ``rho`` halves after :data:`_STALL` steps without progress."""
+    if dual < best_d - _PROGRESS * scale:
+        return dual, rho, 0, halvings
+    if stall + 1 >= _STALL:
+        return best_d, rho / 2, 0, halvings + 1
+    return best_d, rho, stall + 1, halvings
+
+
 def _dd_kernel(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings,
                scale):  # compiled by numba when available
     T, n = orders.shape
@@ -77,14 +87,9 @@ def _dd_kernel(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvi
             if p > best_p:
                 best_p = p
                 best_y[:] = ys[t]
-        if dual < best_d - _PROGRESS * scale:
-            best_d, stall = dual, 0
-        else:
-            stall += 1
-            if stall >= _STALL:
-                rho, stall, halvings = rho / 2, 0, halvings + 1
-                if halvings > max_halvings:
-                    return best_y, False, it + 1
+        best_d, rho, stall, halvings = _step_size(dual, best_d, rho, stall, halvings, scale)
+        if halvings > max_halvings:
+            return best_y, False, it + 1
         if best_d - best_p <= _CERTIFY * scale:
             return best_y, True, it + 1
         # the subgradient g[t, i, a] = [ys[t, i] == a] - (the trees' mean), and ||g||^2
@@ -129,14 +134,9 @@ def _dd_numpy(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvin
             p = float(b[rows, ys[t]].sum() + B[np.arange(len(eu)), ys[t][eu], ys[t][ev]].sum())
             if p > best_p:
                 best_p, best_y = p, ys[t].copy()
-        if dual < best_d - _PROGRESS * scale:
-            best_d, stall = dual, 0
-        else:
-            stall += 1
-            if stall >= _STALL:
-                rho, stall, halvings = rho / 2, 0, halvings + 1
-                if halvings > max_halvings:
-                    return best_y, False, it + 1
+        best_d, rho, stall, halvings = _step_size(dual, best_d, rho, stall, halvings, scale)
+        if halvings > max_halvings:
+            return best_y, False, it + 1
         if best_d - best_p <= _CERTIFY * scale:
             return best_y, True, it + 1
         onehot = np.zeros((T, n, k))
@@ -161,6 +161,7 @@ def _numba_kernel():
         # (max-sum's own dispatcher, so that both share one compilation and its cache)
         globals()["_max_sum_kernel"] = maxsum._numba_kernel()
         globals()["_score"] = _numba.njit(cache=True, nogil=True)(_score)
+        globals()["_step_size"] = _numba.njit(cache=True, nogil=True)(_step_size)
         _compiled = _numba.njit(cache=True, nogil=True)(_dd_kernel)
     return _compiled
 
