@@ -134,6 +134,14 @@ class SparseVectors(Sequence):
     def __len__(self):
         return len(self._len)
 
+    def supports(self) -> List[np.ndarray]:
+        """Each vector's nonzero positions (int64), without making the dense vectors."""
+        return [np.asarray(i, dtype=np.int64) for i in self._idx]
+
+    def sizes(self) -> List[int]:
+        """Each vector's length."""
+        return list(self._len)
+
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]

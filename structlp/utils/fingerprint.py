@@ -99,5 +99,9 @@ def output_fingerprint(model: Any, data: Any) -> Optional[str]:
     """What a Frank–Wolfe dual state depends on: the model and each example's part count and
     true output (the blocks' outputs are vertices of the same polytopes, whatever the
     features)."""
-    return fingerprint((repr(model), data.n_features, [np.flatnonzero(t) for t in data.mu_true],
-                        [int(t.size) for t in data.mu_true]))
+    mu = data.mu_true
+    if hasattr(mu, "supports"):          # kept by their nonzeros: no dense vector made
+        support, sizes = mu.supports(), mu.sizes()
+    else:
+        support, sizes = [np.flatnonzero(t) for t in mu], [int(t.size) for t in mu]
+    return fingerprint((repr(model), data.n_features, support, sizes))
