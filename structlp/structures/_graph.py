@@ -23,8 +23,9 @@ kernel of :mod:`structlp.graphical.maxsum`; the whole subgradient loop is one co
 best labelling met reaches the dual bound, that labelling is an *integral optimum of the
 LP*, certified.  Subgradient steps (Polyak's rule) usually reach this in a few dozen
 max-sum calls on attractive or dominated models; when they do not (fractional optima,
-frustrated cycles) the LP is solved by HiGHS (dual simplex, compiled once per graph and
-warm-started), which returns an exact vertex of ``M_L``, fractional or not.  So the
+frustrated cycles) the LP is solved by HiGHS (dual simplex, compiled once per graph; each
+example restarts from its own last basis, its first solve cold), which returns an exact
+vertex of ``M_L``, fractional or not.  So the
 oracle is always an exact maximizer over ``M_L``: what the first-order learners' duality
 gaps need to certify the relaxed max-margin problem (Finley & Joachims 2008).  TRW-S or
 max-product would be faster per step but certify nothing when they do not agree; AD3
@@ -267,7 +268,7 @@ class Decomposition:
 
     def polytope(self, k: int) -> Polytope:
         """The local polytope for ``k`` labels, one object per distinct graph (so that the
-        LP fallback compiles it once and warm-starts across examples)."""
+        LP fallback compiles it once for all the examples on that graph)."""
         if k not in self._polytopes:
             key = (self.n, self.edges.tobytes(), k)
             if key not in _LOCAL_POLYTOPES:
