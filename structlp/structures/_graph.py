@@ -13,7 +13,12 @@ edge ``e = (u, v)``), the MAP problem over the *local marginal polytope*
 is an LP whose optimum is integral on forests (and for attractive binary models) and
 may be fractional on loopy graphs.  :func:`relaxed_map` solves it exactly.
 
-Why dual decomposition first.  The graph's edges are split into forests
+Two labels: the LP is roof duality, one maximum flow in a graph of ``2 n + 2`` nodes
+(:mod:`structlp.graphical.roof_duality`, QPBO's construction), whose half-integral optimum
+is checked against the flow's bound; only if that check fails (or without numba) does the
+path below run.
+
+More labels: why dual decomposition first.  The graph's edges are split into forests
 ``F_1..F_T`` (greedy spanning forests: 2 for a grid); the Lagrangian dual
 ``min_lambda sum_t max_y [sum_i (b_i / T + lambda_{t,i})(y_i) + sum_{e in F_t} B_e(y_e)]``
 (``sum_t lambda_t = 0``) equals the LP over ``M_L`` (each forest's marginal polytope is
@@ -45,6 +50,7 @@ from ..graphical.junction import check_edges
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ..graphical.dual_decomposition import tree_dual_decomposition
 from ..graphical.maxsum import tree_max_sum
+from ..graphical.roof_duality import FlowGraph, binary_lp
 from ..polytope import Polytope
 from ..utils.validation import check_finite_array, check_scalar
 
@@ -245,6 +251,7 @@ class Decomposition:
     tree: bool
     _polytopes: dict = field(default_factory=dict, repr=False)
     _stacked: Any = field(default=None, repr=False)
+    _flow: Any = field(default=None, repr=False)
     #: the LP fallback's last basis for this example (see solve_stacked_lp's ``warm``)
     warm: dict = field(default_factory=dict, repr=False)
 
@@ -265,6 +272,12 @@ class Decomposition:
                 np.ascontiguousarray(np.stack([getattr(f, name) for f in self.forests]))
                 for name in ("order", "parents", "edge_of"))
         return self._stacked
+
+    def flow_graph(self) -> FlowGraph:
+        """The arcs of the graph's roof-duality maximum flow (two labels), built once."""
+        if self._flow is None:
+            self._flow = FlowGraph.of(self.n, self.edges)
+        return self._flow
 
     def polytope(self, k: int) -> Polytope:
         """The local polytope for ``k`` labels, one object per distinct graph (so that the
@@ -302,7 +315,10 @@ def relaxed_map(dec: Decomposition, b: np.ndarray, B: np.ndarray,
     -------
     mu : (n k + E k^2,) an optimal vertex of the local polytope
     y : (n,) int labels (the optimum's, or its node marginals' argmax when fractional)
-    how : {"tree", "dual decomposition", "lp", "lp fractional"}
+    how : {"tree", "max flow", "max flow fractional", "dual decomposition", "lp", "lp fractional"}
+        how it was solved: max-sum on a forest; roof duality by one maximum flow (two
+        labels); certified dual decomposition; HiGHS.  The "fractional" ones returned a
+        fractional vertex.
     """
     n, k = b.shape
     edges = dec.edges
@@ -314,6 +330,14 @@ def relaxed_map(dec: Decomposition, b: np.ndarray, B: np.ndarray,
         f = dec.forests[0]
         y, _ = tree_max_sum(f.order, f.parents, f.edge_of, b, _forest_potentials(f, B, k))
         return encode_labels(n, edges, y, k), y, "tree"
+    if k == 2:
+        res = binary_lp(dec.flow_graph(), b, B, edges)
+        if res is not None and res[2]:          # certified: the point attains the flow's bound
+            z, mu_e, _ = res
+            mu = np.concatenate([np.column_stack([1 - z, z]).ravel(), mu_e.ravel()])
+            fractional = bool(np.any(z == 0.5))
+            return mu, (z > 0.5).astype(np.int64), ("max flow fractional" if fractional
+                                                     else "max flow")
     orders, parents, edge_ofs = dec.stacked()
     Bts = np.stack([_forest_potentials(f, B, k) for f in dec.forests])
     y, certified, _ = tree_dual_decomposition(orders, parents, edge_ofs, Bts, b, B, edges,

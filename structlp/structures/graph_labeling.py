@@ -101,8 +101,9 @@ class GraphLabeling(StructuredModel):
       ``{mu >= 0 : sum_a mu_i(a) = 1, sum_c mu_e(a, c) = mu_u(a), sum_a mu_e(a, c) = mu_v(c)}``,
       exact on forests, an outer relaxation on loopy graphs.  The joint QP is then
       Taskar's M3N with the LP relaxation, and the first-order learners use an exact LP
-      oracle over it (dual decomposition into forests with a certificate, HiGHS when it
-      does not certify: see :mod:`structlp.structures._graph`), whose maximizer may be
+      oracle over it (for two labels roof duality, one maximum flow; otherwise dual
+      decomposition into forests with a certificate; HiGHS when neither certifies: see
+      :mod:`structlp.structures._graph`), whose maximizer may be
       fractional: training optimizes the *relaxed* max-margin problem (Finley & Joachims
       2008), with certified duality gaps for that problem.  Prediction returns the
       labels of the oracle's optimum, rounded (argmax of the node marginals) when it is
@@ -131,8 +132,10 @@ class GraphLabeling(StructuredModel):
     ----------
     inference_counts_ : dict
         How the inferences of this model object were solved: ``"tree"``, ``"junction
-        tree"``, ``"dual decomposition"`` (certified integral LP optimum), ``"lp"``
-        (integral LP vertex) and ``"lp fractional"`` (fractional; rounded at prediction).
+        tree"``, ``"max flow"`` / ``"max flow fractional"`` (two labels: roof duality's
+        certified LP optimum, integral or half-integral), ``"dual decomposition"``
+        (certified integral LP optimum), ``"lp"`` (integral LP vertex) and ``"lp
+        fractional"``; the fractional ones are rounded at prediction.
 
     Examples
     --------

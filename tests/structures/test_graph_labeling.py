@@ -171,19 +171,24 @@ def test_exact_mode_refuses_wide_graphs(rng):
         model.polytope(model.check_x(x))
 
 
-def test_dual_decomposition_certifies_a_large_attractive_grid(rng):
+@pytest.mark.parametrize("k, solver", [(2, "max flow"), (3, "dual decomposition")])
+def test_a_large_attractive_grid_is_certified_without_the_lp(rng, k, solver):
+    """Two labels: roof duality's maximum flow; three: dual decomposition.  Either way the
+    value is HiGHS's over the whole local polytope."""
     r = 32
     dec = Decomposition.of(r * r, grid_edges(r, r))
     assert len(dec.forests) == 2
     img = np.zeros((r, r))
     img[8:24, 8:24] = 1
-    b = np.stack([np.zeros(r * r), 2 * (img.ravel() - 0.5) + rng.normal(size=r * r)], 1)
-    B = np.zeros((len(dec.edges), 2, 2))
-    B[:, 0, 0] = B[:, 1, 1] = 0.5
+    b = np.zeros((r * r, k))
+    b[:, 1] = 2 * (img.ravel() - 0.5) + rng.normal(size=r * r)
+    b[:, 2:] = rng.normal(size=(r * r, k - 2)) - 1.0       # unlikely labels, no ties
+    B = np.zeros((len(dec.edges), k, k))
+    B[:, np.arange(k), np.arange(k)] = 0.5
     mu, y, how = relaxed_map(dec, b, B)
-    assert how == "dual decomposition"
+    assert how == solver
     s = np.concatenate([b.ravel(), B.ravel()])
-    lp = solve_stacked_lp([dec.polytope(2)], [s])[0]
+    lp = solve_stacked_lp([dec.polytope(k)], [s])[0]
     assert s @ mu == pytest.approx(s @ lp, rel=1e-9)
 
 
