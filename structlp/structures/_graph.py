@@ -58,7 +58,7 @@ from ..utils.validation import check_finite_array, check_scalar
 #: earlier when its step size has been halved :data:`DD_MAX_HALVINGS` times: a stalled
 #: dual, as on fractional optima).
 DD_MAX_ITER = 1000
-DD_MAX_HALVINGS = 12
+DD_MAX_HALVINGS = 6
 
 _LOCAL_POLYTOPES: dict = {}      # (n, edges, k) -> local polytope, shared by equal graphs
 
