@@ -76,13 +76,20 @@ def machine() -> dict:
 
 
 def versions(*modules: str) -> dict:
-    """Versions of structlp and of the named modules that are importable."""
+    """Versions of structlp and of the named modules that are importable, and where
+    structlp's compiled kernels came from (``structlp.compiled.status()``: ``ahead of
+    time`` or numba's JIT)."""
     out = {}
     for name in ("structlp", "numpy", "scipy", "cvxpy") + tuple(modules):
         try:
             out[name] = __import__(name).__version__
         except Exception:   # not installed, or no __version__: left out
             pass
+    try:
+        import structlp.compiled
+        out["structlp kernels"] = structlp.compiled.status()
+    except Exception:       # an older structlp
+        pass
     return out
 
 

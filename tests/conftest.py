@@ -46,3 +46,10 @@ def solver(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def no_aot(monkeypatch):
+    """The kernels built ahead of time switched off (numba's JIT or Python runs them)."""
+    import structlp.compiled as compiled
+    monkeypatch.setattr(compiled, "_state", {"module": None, "status": "disabled"})

@@ -31,9 +31,10 @@ from typing import Any, Tuple
 
 import numpy as np
 
+from ..compiled import aot
 from ..exceptions import InvalidInputError
 from . import maxsum
-from .maxsum import _max_sum_kernel, _numba, tree_max_sum
+from .maxsum import _max_sum_kernel, numba_module, tree_max_sum
 
 #: The dual must improve by this fraction of the scores' scale to count as progress.
 _PROGRESS = 1e-12
@@ -154,12 +155,19 @@ _compiled = None
 
 
 def _numba_kernel():
-    """The compiled loop (compiled on first use, cached on disk by numba), or None."""
+    """The compiled loop: built ahead of time (:mod:`structlp.compiled`), else numba's
+    JIT; None without either."""
+    return aot("dual_decomposition") or _jit()
+
+
+def _jit():
+    """The loop compiled by numba's JIT (on first use, cached on disk), or None."""
     global _compiled
+    _numba = numba_module()
     if _compiled is None and _numba is not None:
         # numba resolves the loop's globals when it compiles: bind them to compiled code
         # (max-sum's own dispatcher, so that both share one compilation and its cache)
-        globals()["_max_sum_kernel"] = maxsum._numba_kernel()
+        globals()["_max_sum_kernel"] = maxsum._jit()
         globals()["_score"] = _numba.njit(cache=True, nogil=True)(_score)
         globals()["_step_size"] = _numba.njit(cache=True, nogil=True)(_step_size)
         _compiled = _numba.njit(cache=True, nogil=True)(_dd_kernel)
@@ -199,16 +207,14 @@ def tree_dual_decomposition(orders: np.ndarray, parents: np.ndarray, edge_ofs: n
     scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
     eu = np.ascontiguousarray(edges[:, 0], dtype=np.int64)
     ev = np.ascontiguousarray(edges[:, 1], dtype=np.int64)
-    kernel: Any
-    if backend == "numpy" or (backend == "auto" and _numba is None):
-        kernel = _dd_numpy
-    elif backend in ("auto", "numba"):
-        kernel = _numba_kernel()
-        if kernel is None:
+    if backend not in ("auto", "numba", "numpy"):
+        raise InvalidInputError(f"backend must be 'auto', 'numba' or 'numpy'; got {backend!r}.")
+    kernel: Any = None if backend == "numpy" else _numba_kernel()
+    if kernel is None:
+        if backend == "numba":
             raise InvalidInputError("backend='numba' needs numba, which could not be "
                                     "imported (pip install numba).")
-    else:
-        raise InvalidInputError(f"backend must be 'auto', 'numba' or 'numpy'; got {backend!r}.")
+        kernel = _dd_numpy
     y, certified, iterations = kernel(orders, parents, edge_ofs, Bts, b, B, eu, ev,
                                       int(max_iter), int(max_halvings), float(scale))
     return np.asarray(y, dtype=np.int64), bool(certified), int(iterations)

@@ -24,19 +24,43 @@ that the learners' iterates do not depend on whether numba is installed.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from typing import Any, Tuple
 
 import numpy as np
 
+from ..compiled import aot
 from ..exceptions import InvalidInputError
 
-try:  # optional: the compiled kernel
-    import numba as _numba
-except ImportError:  # pragma: no cover - exercised by forcing the fallback in the tests
-    _numba = None  # type: ignore[assignment]
+_UNSET: Any = object()
+_numba: Any = _UNSET         # numba, imported on first use (None: it does not import)
 
-#: Implementations available here ("numba" only when numba imports).
-BACKENDS = ("numba", "numpy") if _numba is not None else ("numpy",)
+
+def numba_module() -> Any:
+    """numba, imported when first needed (not at import: it costs about 0.5 CPU s and
+    the kernels built ahead of time do not need it), or None when it does not import."""
+    global _numba
+    if _numba is _UNSET:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - exercised by forcing the fallback in the tests
+            _numba = None
+        else:
+            _numba = numba
+    return _numba
+
+
+def _importable(name: str) -> bool:
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    return importlib.util.find_spec(name) is not None
+
+
+#: Implementations available here ("numba": the compiled kernel, built ahead of time or
+#: by numba's JIT).
+BACKENDS = (("numba", "numpy") if _importable("structlp._kernels") or _importable("numba")
+            else ("numpy",))
 
 
 def _max_sum_numpy(order, parents, edge_of, b, B):
@@ -97,12 +121,18 @@ def _max_sum_kernel(order, parents, edge_of, b, B):  # compiled by numba when av
 _compiled = None
 
 
-def _numba_kernel():
-    """The compiled kernel (compiled on first use, cached on disk by numba), or None."""
+def _jit():
+    """The kernel compiled by numba's JIT (on first use, cached on disk), or None."""
     global _compiled
-    if _compiled is None and _numba is not None:
-        _compiled = _numba.njit(cache=True, nogil=True)(_max_sum_kernel)
+    if _compiled is None and numba_module() is not None:
+        _compiled = numba_module().njit(cache=True, nogil=True)(_max_sum_kernel)
     return _compiled
+
+
+def _numba_kernel():
+    """The compiled kernel: built ahead of time (:mod:`structlp.compiled`), else numba's
+    JIT; None without either."""
+    return aot("max_sum") or _jit()
 
 
 def tree_max_sum(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, b: np.ndarray,

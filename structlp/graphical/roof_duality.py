@@ -37,7 +37,8 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from .maxsum import _numba
+from ..compiled import aot
+from .maxsum import numba_module
 
 #: The primal-dual gap, in the scores' scale, at which the cut's point is certified
 #: (as in :mod:`structlp.graphical.dual_decomposition`).
@@ -124,11 +125,18 @@ def _dinic(start, head, rev, cap, s, t, eps):  # compiled by numba when availabl
 _compiled = None
 
 
-def _kernel():
+def _jit():
+    """Dinic's algorithm compiled by numba's JIT (on first use, cached on disk), or None."""
     global _compiled
-    if _compiled is None and _numba is not None:
-        _compiled = _numba.njit(cache=True, nogil=True)(_dinic)
+    if _compiled is None and numba_module() is not None:
+        _compiled = numba_module().njit(cache=True, nogil=True)(_dinic)
     return _compiled
+
+
+def _kernel():
+    """Dinic's algorithm built ahead of time (:mod:`structlp.compiled`), else by numba's
+    JIT; None without either."""
+    return aot("dinic") or _jit()
 
 
 @dataclass(eq=False)

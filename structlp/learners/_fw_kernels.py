@@ -7,6 +7,8 @@ from typing import Any, Callable, Dict
 
 import numpy as np
 
+from ..compiled import aot
+
 
 _DROP = 1e-12          # an output whose weight falls to this leaves the active set
 
@@ -299,23 +301,34 @@ _JITABLE = (_psi_values, _psi_remove, _psi_inner)   # inlined by numba
 _COMPILED: Dict[str, Callable[..., Any]] = {}
 
 
-def _compiled(fn):
-    """``fn`` compiled by numba (on first use; cached on disk) when numba imports, else
-    ``fn`` itself."""
-    kernel = _COMPILED.get(fn.__name__)
-    if kernel is None:
+def _jit_helpers() -> bool:
+    """Make the kernels' helpers numba functions (once); False when numba does not import."""
+    if "helpers" not in _COMPILED:
         try:
-            import numba
+            import numba  # noqa: F401 - first: numba.extending may be cached without numba
             from numba.extending import overload, register_jitable
         except ImportError:  # pragma: no cover - the Python kernels are tested directly
-            kernel = fn
-        else:
-            if not _COMPILED:
-                for helper in _JITABLE:
-                    register_jitable(helper)
-                overload(_dot)(lambda a, b: _dot_loop)
-                overload(_psi_line)(lambda w, p, q, g_dir, cap, C: _psi_line_loop)
-            kernel = numba.njit(cache=True, nogil=True)(fn)
+            return False
+        for helper in _JITABLE:
+            register_jitable(helper)
+        overload(_dot)(lambda a, b: _dot_loop)
+        overload(_psi_line)(lambda w, p, q, g_dir, cap, C: _psi_line_loop)
+        _COMPILED["helpers"] = _jit_helpers
+    return True
+
+
+def _compiled(fn):
+    """``fn`` compiled: built ahead of time (:mod:`structlp.compiled`), else by numba's JIT
+    (on first use; cached on disk) when numba imports, else ``fn`` itself."""
+    kernel = _COMPILED.get(fn.__name__)
+    if kernel is None:
+        kernel = aot(fn.__name__.lstrip("_"))
+        if kernel is None:
+            if _jit_helpers():
+                import numba
+                kernel = numba.njit(cache=True, nogil=True)(fn)
+            else:  # pragma: no cover - the Python kernels are tested directly
+                kernel = fn
         _COMPILED[fn.__name__] = kernel
     return kernel
 

@@ -27,9 +27,10 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 import numpy as np
-import scipy.sparse as sp
 
+from ..compiled import aot
 from ._fw_kernels import _DROP, _pairwise_steps
+from ._fw_kernels import _jit_helpers as _jit_kernel_helpers
 
 
 # ------------------------------------------------------------------ kernels (numba or Python)
@@ -426,27 +427,38 @@ USE_NUMBA = True          # tests switch it off to run the same kernels as Pytho
 ENABLED = True            # tests switch it off to compare the per-block path's iterates
 
 
+def _jit_helpers() -> bool:
+    """Make the kernels' helpers numba functions (once); False when numba does not import."""
+    if "jitable" not in _CACHE:
+        try:
+            import numba  # noqa: F401 - first: numba.extending may be cached without numba
+            from numba.extending import overload, register_jitable
+        except ImportError:  # pragma: no cover - the Python kernels are tested directly
+            return False
+        _jit_kernel_helpers()
+        for h in _HELPERS:
+            register_jitable(h)
+        fast: Any = {"fastmath": True}
+        overload(_word_scores, jit_options=fast)(
+            lambda i, w, k, dv, V, noff, S: _word_scores_loop)
+        register_jitable(**fast)(_psi_dot)
+        _CACHE["jitable"] = True
+    return True
+
+
 def _kernels():
-    """The four kernels, compiled by numba (cached on disk) when it imports and
-    :data:`USE_NUMBA`, else the Python functions themselves."""
+    """The four kernels, compiled (built ahead of time, :mod:`structlp.compiled`, else by
+    numba's JIT, cached on disk) when :data:`USE_NUMBA`, else the Python functions
+    themselves."""
     key = "numba" if USE_NUMBA else "python"
     if key not in _CACHE:
         fns = {name: globals()[name] for name in _KERNELS}
         if key == "numba":
-            try:
+            built = {name: aot(name.lstrip("_")) for name in _KERNELS}
+            if all(f is not None for f in built.values()):
+                fns = built
+            elif _jit_helpers():
                 import numba
-                from numba.extending import overload, register_jitable
-            except ImportError:  # pragma: no cover - the Python kernels are tested directly
-                pass
-            else:
-                if "jitable" not in _CACHE:
-                    for h in _HELPERS:
-                        register_jitable(h)
-                    fast = {"fastmath": True}
-                    overload(_word_scores, jit_options=fast)(
-                        lambda i, w, k, dv, V, noff, S: _word_scores_loop)
-                    register_jitable(**fast)(_psi_dot)
-                    _CACHE["jitable"] = True
                 fns = {name: numba.njit(cache=True, nogil=True)(fn) for name, fn in fns.items()}
         _CACHE[key] = fns
     return _CACHE[key]
@@ -491,6 +503,8 @@ class _TreeBlocks:
     def applicable(model, data):
         """Whether ``data`` (of :func:`structlp.compiler.prepare`) suits these blocks:
         a TreeLabeling with dense node features and losses on the node parts only."""
+        from scipy.sparse import issparse
+
         from ..structures.tree_labeling import TreeFeatures, TreeLabeling
         if not ENABLED or type(model) is not TreeLabeling or data.n_examples == 0:
             return False
@@ -498,7 +512,7 @@ class _TreeBlocks:
             return False
         k = int(model.n_labels)
         for i, (x, op) in enumerate(zip(data.X, data.Phi)):
-            if type(op) is not TreeFeatures or sp.issparse(op.V):
+            if type(op) is not TreeFeatures or issparse(op.V):
                 return False
             idx, _ = data.c.nonzeros(i)
             if idx.size and idx.max() >= x.n_nodes * k:

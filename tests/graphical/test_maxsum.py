@@ -130,7 +130,7 @@ def test_bad_input():
         ms.max_sum(ex, np.zeros((3, 2)), np.zeros((2, 2, 2)), backend="cython")
 
 
-def test_forced_fallback_in_process(monkeypatch):
+def test_forced_fallback_in_process(monkeypatch, no_aot):
     """With the kernel unavailable, "auto" is the numpy path (no error), same result."""
     rng = np.random.default_rng(5)
     ex = random_tree(rng, 8, chain=True)
@@ -147,6 +147,7 @@ def test_forced_fallback_in_process(monkeypatch):
 FIT = """
 import sys, numpy as np
 sys.modules['numba'] = None                      # numba absent: import numba raises
+sys.modules['structlp._kernels'] = None          # and no kernels built ahead of time
 import structlp.graphical.maxsum as ms
 assert ms.BACKENDS == ('numpy',)
 from structlp import FrankWolfeLearner

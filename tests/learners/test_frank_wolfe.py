@@ -382,7 +382,7 @@ def test_psi_step_kernel_equals_python_on_random_outputs(rng):
     assert stores[0].rows.shape[1] > 4
 
 
-def test_without_numba_the_python_kernels_give_the_same_fit(rng, monkeypatch):
+def test_without_numba_the_python_kernels_give_the_same_fit(rng, monkeypatch, no_aot):
     """numba missing: no ImportError, the plain Python kernels run, with the same fit."""
     import sys
     from structlp.learners import _fw_kernels as fw

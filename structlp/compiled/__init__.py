@@ -1,0 +1,138 @@
+"""The compiled kernels, ahead of time when the wheel has them, else by numba's JIT.
+
+Each kernel is one plain Python function, where its idea lives (max-sum in
+:mod:`structlp.graphical.maxsum`, the block-coordinate Frank-Wolfe epochs in
+``structlp.learners._fw_trees``, ...).  It runs in one of three ways, the same code each
+time:
+
+1. **ahead of time**: building the wheel compiles every kernel of :data:`KERNELS` with
+   numba's ahead-of-time compiler (``numba.pycc``) into the extension module
+   ``structlp._kernels`` (:mod:`structlp.compiled.build`).  Importing it takes milliseconds
+   and imports neither numba nor LLVM: a fresh process pays no JIT start-up (numba's
+   import and the loading of its cached kernels, about 1.3 CPU s and 100 MB), and the
+   first fit after installing compiles nothing.  It is used when it was built from the
+   installed kernels' sources (a hash of those files, checked at import);
+2. **numba's JIT** (``cache=True``) when the extension is absent (a source checkout, an
+   install that could not compile it) or stale, or when ``STRUCTLP_AOT=0``;
+3. **plain Python/numpy** where numba cannot be imported (each module's own fallback).
+
+The ahead-of-time and JIT kernels are the same LLVM compilation of the same function, for
+a generic CPU of the platform's family (``STRUCTLP_AOT_CPU=host`` at build time targets the
+building machine's).  Their signatures are fixed (:data:`KERNELS`): int64 and float64,
+C-contiguous arrays, as the call sites pass them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional, Tuple
+
+#: exported name -> (module, function, numba signature)
+KERNELS: Dict[str, Tuple[str, str, str]] = {
+    "max_sum": (
+        "structlp.graphical.maxsum", "_max_sum_kernel",
+        "Tuple((int64[::1], float64, boolean))(int64[::1], int64[::1], int64[::1], "
+        "float64[:, ::1], float64[:, :, ::1])"),
+    "dual_decomposition": (
+        "structlp.graphical.dual_decomposition", "_dd_kernel",
+        "Tuple((int64[::1], boolean, int64))(int64[:, ::1], int64[:, ::1], int64[:, ::1], "
+        "float64[:, :, :, ::1], float64[:, ::1], float64[:, :, ::1], int64[::1], int64[::1], "
+        "int64, int64, float64)"),
+    "dinic": (
+        "structlp.graphical.roof_duality", "_dinic",
+        "Tuple((float64, int64[::1]))(int64[::1], int64[::1], int64[::1], float64[::1], "
+        "int64, int64, float64)"),
+    "psi_step": (
+        "structlp.learners._fw_kernels", "_psi_step",
+        "Tuple((float64, float64, int64))(int64, float64[::1], float64[::1], int64[::1], "
+        "float64[::1], float64[::1], float64, boolean, int64, int64[:, ::1], int64[::1], "
+        "float64[:, ::1], int64[:, ::1], float64[:, ::1], int64[::1], float64[::1], "
+        "float64[::1], int64[::1], int64[::1])"),
+    "psi_pass": (
+        "structlp.learners._fw_kernels", "_psi_pass",
+        "float64(float64[::1], float64, float64, int64[:, ::1], int64[::1], float64[:, ::1], "
+        "int64[:, ::1], float64[:, ::1], int64[::1], float64[::1], float64[::1], int64[::1], "
+        "int64[::1])"),
+    "pairwise_steps": (
+        "structlp.learners._fw_kernels", "_pairwise_steps",
+        "Tuple((float64, int64))(float64[::1], float64[:, ::1], float64[::1], float64[::1], "
+        "int64, int64, float64, int64, float64)"),
+    "tree_epoch": (
+        "structlp.learners._fw_trees", "_tree_epoch",
+        "Tuple((float64, int64))(int64[::1], int64, float64[::1], float64, int64, float64, "
+        "float64[::1], int64, int64, int64, float64[:, ::1], float64[:, ::1], int64[::1], "
+        "int64[::1], int64[::1], int64[::1], float64[:, ::1], float64[::1], int64[::1], "
+        "float64[::1], int64[::1], int64[:, :, ::1], int64[::1], float64[:, ::1], "
+        "float64[:, ::1], float64[:, :, ::1], float64[:, ::1], float64[:, ::1], "
+        "int64[:, ::1], int64[::1], float64[::1], float64[::1], float64[:, ::1])"),
+    "tree_cache_pass": (
+        "structlp.learners._fw_trees", "_tree_cache_pass",
+        "float64(float64[::1], float64, float64, int64, int64, int64, float64[:, ::1], "
+        "float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[:, :, ::1], int64[::1], "
+        "float64[:, ::1], float64[:, ::1], float64[:, :, ::1], float64[::1], float64[::1], "
+        "float64[:, ::1])"),
+    "tree_check": (
+        "structlp.learners._fw_trees", "_tree_check",
+        "void(float64[::1], float64, float64[::1], float64[::1], float64[::1], int64, int64, "
+        "int64, float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], "
+        "int64[::1], float64[:, ::1], int64[::1], int64[:, :, ::1], int64[::1], "
+        "float64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1])"),
+    "tree_primal": (
+        "structlp.learners._fw_trees", "_tree_primal",
+        "float64(float64, float64[::1], float64[::1], int64, int64, int64, float64[:, ::1], "
+        "float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], int64[:, :, ::1], "
+        "int64[::1], float64[:, ::1], float64[:, ::1], boolean, float64[::1], int64[::1], "
+        "float64[::1], int64[::1], float64[:, :, ::1])"),
+}
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+_state: Dict[str, Any] = {}
+
+
+def source_hash(root: Optional[Path] = None) -> int:
+    """A 62-bit hash of the kernels' source files (and of :data:`KERNELS`): what the
+    extension module was built from."""
+    root = _PACKAGE if root is None else root
+    h = hashlib.sha256(repr(sorted(KERNELS.items())).encode())
+    for module in sorted({m for m, _, _ in KERNELS.values()}):
+        rel = Path(*module.split(".")[1:]).with_suffix(".py")
+        h.update(rel.as_posix().encode())
+        h.update((root / rel).read_bytes())
+    return int.from_bytes(h.digest()[:8], "little") >> 2
+
+
+def status() -> str:
+    """Where the kernels come from: ``"ahead of time"``, ``"disabled"`` (``STRUCTLP_AOT=0``),
+    ``"not built"`` or ``"stale"`` (then numba's JIT compiles them, or Python runs them)."""
+    _module()
+    return _state["status"]
+
+
+def _module() -> Any:
+    if "module" not in _state:
+        module, why = None, "ahead of time"
+        if os.environ.get("STRUCTLP_AOT", "1") == "0":
+            why = "disabled"
+        else:
+            try:
+                module = importlib.import_module("structlp._kernels")
+            except ImportError:
+                why = "not built"
+            else:
+                try:
+                    fresh = module.source_hash() == source_hash()
+                except OSError:                       # sources not installed: trust it
+                    fresh = True
+                if not fresh:
+                    module, why = None, "stale"
+        _state["module"], _state["status"] = module, why
+    return _state["module"]
+
+
+def aot(name: str) -> Optional[Callable[..., Any]]:
+    """The ahead-of-time compiled kernel ``name`` (a key of :data:`KERNELS`), or None."""
+    module = _module()
+    return None if module is None else getattr(module, name)

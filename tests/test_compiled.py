@@ -1,0 +1,225 @@
+"""Kernels built ahead of time (``structlp._kernels``, :mod:`structlp.compiled`): the same
+results as numba's JIT compiling the same functions, used only when built from the
+installed sources, and a fresh process that has them imports no numba.
+
+Where the extension is installed (the wheel's test run) the tests use it; in a source
+checkout the slow test builds it into a temporary folder (about 40 s) and loads it."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import types
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import structlp.compiled as compiled
+from structlp import ConvergenceWarning, FrankWolfeLearner
+from structlp.graphical import dual_decomposition as dd
+from structlp.graphical import maxsum, roof_duality
+from structlp.learners import _fw_kernels, _fw_trees
+from structlp.structures import BipartiteMatching, TreeLabeling
+from structlp.structures._graph import Decomposition, _forest_potentials
+from structlp.structures.graph_labeling import GraphLabeling, grid_edges, grid_example
+
+ROOT = Path(__file__).resolve().parents[1]
+STATUSES = {"ahead of time", "not built", "stale", "disabled"}
+
+
+def test_status_is_one_of_the_documented_values():
+    assert compiled.status() in STATUSES
+
+
+def test_the_source_hash_follows_every_kernel_source(tmp_path):
+    package = Path(compiled.__file__).resolve().parents[1]
+    modules = sorted({m for m, _, _ in compiled.KERNELS.values()})
+    for module in modules:
+        rel = Path(*module.split(".")[1:]).with_suffix(".py")
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes((package / rel).read_bytes())
+    h = compiled.source_hash(tmp_path)
+    assert h == compiled.source_hash() and 0 <= h < 2 ** 62
+    for module in modules:
+        rel = Path(*module.split(".")[1:]).with_suffix(".py")
+        text = (tmp_path / rel).read_bytes()
+        (tmp_path / rel).write_bytes(text + b"\n")
+        assert compiled.source_hash(tmp_path) != h
+        (tmp_path / rel).write_bytes(text)
+
+
+def test_a_module_built_from_other_sources_is_not_used(monkeypatch):
+    fake = types.ModuleType("structlp._kernels")
+    fake.max_sum = object()
+    fake.source_hash = lambda: compiled.source_hash() ^ 1
+    monkeypatch.setitem(sys.modules, "structlp._kernels", fake)
+    monkeypatch.setattr(compiled, "_state", {})
+    assert compiled.status() == "stale" and compiled.aot("max_sum") is None
+    fake.source_hash = compiled.source_hash
+    monkeypatch.setattr(compiled, "_state", {})
+    assert compiled.status() == "ahead of time" and compiled.aot("max_sum") is fake.max_sum
+
+
+def test_switched_off_by_the_environment():
+    env = dict(os.environ, STRUCTLP_AOT="0",
+               PYTHONPATH=os.pathsep.join([str(ROOT)] + sys.path))
+    out = subprocess.run([sys.executable, "-c", "import structlp.compiled as c; "
+                          "print(c.status())"], capture_output=True, text=True, env=env,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "disabled"
+
+
+# ---------------------------------------------------------------- the built kernels
+
+def _load_built(tmp_dir):
+    """The extension module built into ``tmp_dir`` from this checkout, loaded."""
+    out = subprocess.run([sys.executable, "-m", "structlp.compiled.build", str(tmp_dir)],
+                         capture_output=True, text=True, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr[-3000:]
+    path = next(Path(tmp_dir).glob("_kernels*"))
+    spec = importlib.util.spec_from_file_location("structlp._kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def built(request, tmp_path, monkeypatch):
+    """The ahead-of-time module: the installed one, or (slow) one built here."""
+    if compiled.status() == "ahead of time":
+        module = compiled._module()
+    elif request.node.get_closest_marker("slow") is None:
+        pytest.skip("no kernels built ahead of time here (a source checkout); the slow "
+                    "test builds them")
+    else:
+        module = _load_built(tmp_path)
+    assert module.source_hash() == compiled.source_hash()
+    return module
+
+
+def _use(monkeypatch, module):
+    """Make the learners use ``module`` (None: numba's JIT)."""
+    state = ({"module": module, "status": "ahead of time"} if module is not None
+             else {"module": None, "status": "disabled"})
+    monkeypatch.setattr(compiled, "_state", state)
+    monkeypatch.setattr(_fw_kernels, "_COMPILED", {})
+    monkeypatch.setattr(_fw_trees, "_CACHE", {})
+
+
+def _fit(est, X, Y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(X, Y)
+
+
+def _compare(built, monkeypatch):
+    rng = np.random.default_rng(0)
+    jit = {"max_sum": maxsum._jit(), "dual_decomposition": dd._jit(),
+           "dinic": roof_duality._jit()}
+    # max-sum on random trees: bit-identical labellings and values
+    for n in (1, 2, 7, 30):
+        parents = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, n)])
+        depth = np.zeros(n, dtype=int)
+        for i in range(1, n):
+            depth[i] = depth[parents[i]] + 1
+        order = np.argsort(depth, kind="stable").astype(np.int64)
+        edge_of = np.r_[-1, np.arange(n - 1)].astype(np.int64)
+        b, B = rng.normal(size=(n, 4)), rng.normal(size=(max(n - 1, 0), 4, 4))
+        a1 = built.max_sum(order, parents, edge_of, b, B)
+        a2 = jit["max_sum"](order, parents, edge_of, b, B)
+        np.testing.assert_array_equal(a1[0], a2[0])
+        assert a1[1:] == a2[1:]
+    # dual decomposition and Dinic's maximum flow on grids
+    for r, c, k in ((3, 4, 3), (5, 5, 2), (6, 4, 4)):
+        dec = Decomposition.of(r * c, grid_edges(r, c))
+        b, B = rng.normal(size=(r * c, k)), rng.normal(size=(len(dec.edges), k, k))
+        Bts = np.stack([_forest_potentials(f, B, k) for f in dec.forests])
+        args = (*dec.stacked(), Bts, b, B, np.ascontiguousarray(dec.edges[:, 0]),
+                np.ascontiguousarray(dec.edges[:, 1]), 300, 6, 1.0 + np.abs(b).sum())
+        y1, c1, i1 = built.dual_decomposition(*args)
+        y2, c2, i2 = jit["dual_decomposition"](*args)
+        np.testing.assert_array_equal(y1, y2)
+        assert (c1, i1) == (c2, i2)
+        if k == 2:
+            g = dec.flow_graph()
+            cap = rng.uniform(0, 1, size=len(g.head))
+            f1, s1 = built.dinic(g.start, g.head, g.rev, cap.copy(), 2 * r * c,
+                                 2 * r * c + 1, 1e-15)
+            f2, s2 = jit["dinic"](g.start, g.head, g.rev, cap.copy(), 2 * r * c,
+                                  2 * r * c + 1, 1e-15)
+            assert f1 == f2
+            np.testing.assert_array_equal(s1, s2)
+    # whole fits: Frank-Wolfe's pool kernels (matchings), its tree kernels (chains) and
+    # the loopy oracles (a binary grid)
+    X = [rng.normal(size=(4, 4, 3)) for _ in range(8)]
+    w0 = rng.normal(size=3)
+    Y = [BipartiteMatching().inference(x, (x @ w0).ravel() + 0.3 * rng.normal(size=16))
+         for x in X]
+    chains = [{"node_features": rng.normal(size=(6, 5)), "edge_features": np.ones((5, 1)),
+               "parents": np.arange(-1, 5)} for _ in range(10)]
+    labels = [rng.integers(0, 3, size=6) for _ in range(10)]
+    grids = [grid_example(rng.normal(size=(5, 6, 2))) for _ in range(4)]
+    pixels = [rng.integers(0, 2, size=30) for _ in range(4)]
+    fits = {}
+    for name, module in (("aot", built), ("jit", None)):
+        _use(monkeypatch, module)
+        fits[name] = [
+            _fit(FrankWolfeLearner(BipartiteMatching(), C=1.0, tol=1e-5, max_iter=1000,
+                                   random_state=0), X, Y),
+            _fit(FrankWolfeLearner(TreeLabeling(3), C=1.0, tol=1e-5, max_iter=1000,
+                                   random_state=0), chains, labels),
+            _fit(FrankWolfeLearner(GraphLabeling(2, mode="relaxed"), C=1.0, tol=1e-5,
+                                   max_iter=1000, random_state=0), grids, pixels)]
+    for exact, a, j in zip((True, False, True), fits["aot"], fits["jit"]):
+        assert a.converged_ and j.converged_
+        if exact:
+            np.testing.assert_array_equal(a.coef_, j.coef_)
+            assert (a.objective_, a.n_iter_) == (j.objective_, j.n_iter_)
+        else:
+            # the tree kernels sum unary scores under fastmath, which vectorizes differently
+            # for the generic CPU and the host's: the same certified optimum (w is unique:
+            # ||w - w*||^2 <= 2 gap), not the same iterates
+            assert abs(a.objective_ - j.objective_) <= a.duality_gap_ + j.duality_gap_
+            assert (np.linalg.norm(a.coef_ - j.coef_)
+                    <= np.sqrt(2 * a.duality_gap_) + np.sqrt(2 * j.duality_gap_))
+
+
+def test_the_built_kernels_equal_numba_jit(built, monkeypatch):
+    _compare(built, monkeypatch)
+
+
+@pytest.mark.slow    # builds the extension here (about 40 s)
+def test_the_kernels_built_from_this_checkout_equal_numba_jit(built, monkeypatch):
+    _compare(built, monkeypatch)
+
+
+FRESH = """
+import sys, numpy as np
+import structlp.compiled as c
+from structlp import FrankWolfeLearner
+from structlp.structures import TreeLabeling
+from structlp.structures.graph_labeling import GraphLabeling, grid_example
+rng = np.random.default_rng(0)
+X = [{'node_features': rng.normal(size=(5, 3)), 'edge_features': np.ones((4, 1)),
+      'parents': np.arange(-1, 4)} for _ in range(6)]
+Y = [rng.integers(0, 3, size=5) for _ in range(6)]
+FrankWolfeLearner(TreeLabeling(3), C=1.0, tol=1e-3, random_state=0).fit(X, Y)
+G = [grid_example(rng.normal(size=(4, 4, 2))) for _ in range(3)]
+P = [rng.integers(0, 2, size=16) for _ in range(3)]
+FrankWolfeLearner(GraphLabeling(2, mode='relaxed'), C=1.0, tol=1e-3, random_state=0).fit(G, P)
+print(c.status(), 'numba' in sys.modules, 'llvmlite' in sys.modules)
+"""
+
+
+def test_a_fresh_process_with_built_kernels_imports_no_numba(tmp_path):
+    if compiled.status() != "ahead of time":
+        pytest.skip("no kernels built ahead of time here (a source checkout)")
+    out = subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True,
+                         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                             [str(Path(compiled.__file__).resolve().parents[2])] + sys.path)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-5:] == ["ahead", "of", "time", "False", "False"]
