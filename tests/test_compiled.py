@@ -52,14 +52,48 @@ def test_the_source_hash_follows_every_kernel_source(tmp_path):
 
 def test_a_module_built_from_other_sources_is_not_used(monkeypatch):
     fake = types.ModuleType("structlp._kernels")
-    fake.max_sum = object()
+    fake.max_sum = print
     fake.source_hash = lambda: compiled.source_hash() ^ 1
     monkeypatch.setitem(sys.modules, "structlp._kernels", fake)
     monkeypatch.setattr(compiled, "_state", {})
     assert compiled.status() == "stale" and compiled.aot("max_sum") is None
     fake.source_hash = compiled.source_hash
     monkeypatch.setattr(compiled, "_state", {})
-    assert compiled.status() == "ahead of time" and compiled.aot("max_sum") is fake.max_sum
+    assert compiled.status() == "ahead of time" and compiled.aot("max_sum") is not None
+
+
+def test_the_compiled_functions_refuse_arguments_of_other_types(monkeypatch):
+    """A compiled function reads its arguments' memory as its signature says: the check in
+    front of it refuses anything else (an int32 or strided array would be read wrongly)."""
+    calls = []
+    fake = types.ModuleType("structlp._kernels")
+    fake.max_sum = lambda *a: calls.append(a) or "ran"
+    fake.source_hash = compiled.source_hash
+    monkeypatch.setitem(sys.modules, "structlp._kernels", fake)
+    monkeypatch.setattr(compiled, "_state", {})
+    kernel = compiled.aot("max_sum")
+    o = np.arange(3)
+    b, B = np.zeros((3, 2)), np.zeros((2, 2, 2))
+    assert kernel(o, o, o, b, B) == "ran"
+    for bad, what in ((o.astype(np.int32), "int32"), (np.arange(6)[::2], "not C-contiguous"),
+                      (o[None], "shape"), (list(o), "list")):
+        with pytest.raises(TypeError, match=f"max_sum: argument 0 .*{what}"):
+            kernel(bad, o, o, b, B)
+    with pytest.raises(TypeError, match="takes 5 arguments"):
+        kernel(o, o, o, b)
+    assert len(calls) == 1
+
+
+def test_the_public_max_sum_takes_any_integer_arrays():
+    rng = np.random.default_rng(3)
+    order, parents, edge_of = np.arange(4), np.array([-1, 0, 1, 1]), np.array([-1, 0, 1, 2])
+    b, B = rng.normal(size=(4, 3)), rng.normal(size=(3, 3, 3))
+    ref = maxsum.tree_max_sum(order, parents, edge_of, b, B)
+    for dtype in (np.int32, np.int16):
+        y, v = maxsum.tree_max_sum(order.astype(dtype), parents.astype(dtype),
+                                   edge_of.astype(dtype), b, B)
+        np.testing.assert_array_equal(y, ref[0])
+        assert v == ref[1]
 
 
 def test_switched_off_by_the_environment():

@@ -30,6 +30,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
+import numpy as np
+
 #: exported name -> (module, function, numba signature)
 KERNELS: Dict[str, Tuple[str, str, str]] = {
     "max_sum": (
@@ -133,6 +135,68 @@ def _module() -> Any:
 
 
 def aot(name: str) -> Optional[Callable[..., Any]]:
-    """The ahead-of-time compiled kernel ``name`` (a key of :data:`KERNELS`), or None."""
-    module = _module()
-    return None if module is None else getattr(module, name)
+    """The ahead-of-time compiled kernel ``name`` (a key of :data:`KERNELS`), or None.
+
+    The compiled function trusts its arguments' types (an int32 or a strided array where
+    its signature says a C-contiguous int64 one reads the wrong memory), so it is returned
+    behind a check of every argument against the signature: a mismatch raises TypeError
+    naming the kernel and the argument (arrays are never copied: kernels write into some).
+    """
+    if name not in _state.setdefault("checked", {}):
+        module = _module()
+        _state["checked"][name] = (None if module is None else
+                                   _checked(name, getattr(module, name), KERNELS[name][2]))
+    return _state["checked"][name]
+
+
+def _arguments(signature: str) -> list:
+    """``[(kind, dtype, ndim)]`` of a signature string of :data:`KERNELS`."""
+    inner = signature[signature.index(")(") + 2:-1] if ")(" in signature else \
+        signature[signature.index("(") + 1:-1]
+    out = []
+    depth, cur, parts = 0, "", []
+    for ch in inner:
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    for tok in parts:
+        if "[" in tok:
+            out.append(("array", np.dtype(tok[:tok.index("[")]), tok.count(",") + 1))
+        else:
+            out.append(({"int64": "int", "float64": "float", "boolean": "bool"}[tok], None, 0))
+    return out
+
+
+def _checked(name: str, fn: Callable[..., Any], signature: str) -> Callable[..., Any]:
+    specs = _arguments(signature)
+    scalar = {"int": int, "float": float, "bool": bool}
+
+    def kernel(*args: Any) -> Any:
+        if len(args) != len(specs):
+            raise TypeError(f"compiled kernel {name} takes {len(specs)} arguments; got "
+                            f"{len(args)}.")
+        conv = []
+        for i, (a, (kind, dtype, ndim)) in enumerate(zip(args, specs)):
+            if kind == "array":
+                if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == ndim
+                        and a.flags.c_contiguous):
+                    got = (f"{a.dtype} array of shape {a.shape}"
+                           f"{'' if a.flags.c_contiguous else ', not C-contiguous'}"
+                           if isinstance(a, np.ndarray) else type(a).__name__)
+                    raise TypeError(f"compiled kernel {name}: argument {i} must be a "
+                                    f"C-contiguous {dtype} array with {ndim} dimension(s); "
+                                    f"got {got}.")
+                conv.append(a)
+            else:
+                conv.append(scalar[kind](a))
+        return fn(*conv)
+
+    kernel.__name__ = name
+    kernel.__doc__ = f"The compiled kernel {name} ({signature}), its arguments checked."
+    return kernel

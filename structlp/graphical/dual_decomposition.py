@@ -202,6 +202,8 @@ def tree_dual_decomposition(orders: np.ndarray, parents: np.ndarray, edge_ofs: n
     b = np.ascontiguousarray(b, dtype=np.float64)
     B = np.ascontiguousarray(B, dtype=np.float64)
     Bts = np.ascontiguousarray(Bts, dtype=np.float64)
+    orders, parents, edge_ofs = (np.ascontiguousarray(a, dtype=np.int64)
+                                 for a in (orders, parents, edge_ofs))
     if not (np.isfinite(b).all() and np.isfinite(B).all()):
         raise InvalidInputError("max-sum scores must be finite; got NaN or infinite values.")
     scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()

@@ -167,6 +167,8 @@ def tree_max_sum(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, b:
     """
     b = np.ascontiguousarray(b, dtype=np.float64)
     B = np.ascontiguousarray(B, dtype=np.float64)
+    order, parents, edge_of = (np.ascontiguousarray(a, dtype=np.int64)
+                               for a in (order, parents, edge_of))
     if b.ndim != 2 or B.shape != (b.shape[0] - 1, b.shape[1], b.shape[1]):
         raise InvalidInputError(
             f"max-sum needs node scores b (n, k) and edge scores B (n - 1, k, k); got "
