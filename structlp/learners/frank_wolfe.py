@@ -60,10 +60,10 @@ class FrankWolfeLearner(_FirstOrderLearner):
     to 256 features or 4 times the nonzeros of an output, as their joint feature
     vectors ``Phi_i^T v`` (d,)), never as dense part vectors: memory is that of
     the data plus ``O(m d)``.  With joint features, a block's step (with its inner
-    steps) and a pass without oracle are each one call of a kernel compiled by
-    numba (a dependency; its first call in a process loads the compiled code cached
-    on disk), the same code run as Python where numba cannot be imported, with
-    bit-identical iterates.
+    steps) and a pass without oracle are each one call of a compiled kernel (built
+    ahead of time into the wheel, else compiled by numba's JIT and cached on disk:
+    :mod:`structlp.compiled`), the same code run as Python where neither is available,
+    with bit-identical iterates.
 
     On :class:`~structlp.structures.TreeLabeling` with dense node features (chains
     and trees; ``batch_size=1``, ``pairwise=True``; whatever ``n_jobs`` and
