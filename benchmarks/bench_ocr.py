@@ -233,6 +233,8 @@ def child(name, spec, scale, tol_rel, budget):
            "lower": lower, "certified": certified, "epochs": n_ep,
            "n_words": len(X), "n_letters": int(sum(len(y) for y in Y))}
     out["process_cpu"] = process_cpu
+    import structlp.compiled
+    out["kernels"] = structlp.compiled.status()     # ahead of time, or numba's JIT
     out.update(floors(est, X, Y))
     return out
 
