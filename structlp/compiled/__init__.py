@@ -92,6 +92,40 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 _state: Dict[str, Any] = {}
+_UNSET: Any = object()
+_numba: Any = _UNSET         # numba, imported on first use (None: it does not import)
+_JITTED: Dict[Any, Any] = {}
+
+
+def numba_module() -> Any:
+    """numba, imported when first needed (not at import: it costs about 0.5 CPU s, and the
+    kernels built ahead of time do not need it), or None when it does not import."""
+    global _numba
+    if _numba is _UNSET:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - exercised by forcing the fallback in the tests
+            _numba = None
+        else:
+            _numba = numba
+    return _numba
+
+
+def jit(fn: Callable[..., Any]) -> Optional[Callable[..., Any]]:
+    """``fn`` compiled by numba's JIT (on first use, cached on disk; one dispatcher per
+    function), or None when numba does not import."""
+    if fn not in _JITTED:
+        numba = numba_module()
+        if numba is None:
+            return None
+        _JITTED[fn] = numba.njit(cache=True, nogil=True)(fn)
+    return _JITTED[fn]
+
+
+def kernel(name: str, fn: Callable[..., Any]) -> Optional[Callable[..., Any]]:
+    """The kernel ``name`` of :data:`KERNELS` built ahead of time, else ``fn`` (its Python
+    function) compiled by numba's JIT; None without either."""
+    return aot(name) or jit(fn)
 
 
 def source_hash(root: Optional[Path] = None) -> int:

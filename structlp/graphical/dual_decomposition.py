@@ -31,10 +31,10 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from ..compiled import aot
+from ..compiled import aot, jit, numba_module
 from ..exceptions import InvalidInputError
 from . import maxsum
-from .maxsum import _max_sum_kernel, numba_module, tree_max_sum
+from .maxsum import _max_sum_kernel, tree_max_sum
 
 #: The dual must improve by this fraction of the scores' scale to count as progress.
 _PROGRESS = 1e-12
@@ -61,6 +61,10 @@ def _step_size(dual, best_d, rho, stall, halvings, scale):
     if stall + 1 >= _STALL:
         return best_d, rho / 2, 0, halvings + 1
     return best_d, rho, stall + 1, halvings
+
+
+#: The loop's helpers as Python functions (the JIT rebinds their names to compiled ones).
+_HELPERS = {"_score": _score, "_step_size": _step_size}
 
 
 def _dd_kernel(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings,
@@ -151,9 +155,6 @@ def _dd_numpy(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvin
     return best_y, False, max_iter
 
 
-_compiled = None
-
-
 def _numba_kernel():
     """The compiled loop: built ahead of time (:mod:`structlp.compiled`), else numba's
     JIT; None without either."""
@@ -162,16 +163,14 @@ def _numba_kernel():
 
 def _jit():
     """The loop compiled by numba's JIT (on first use, cached on disk), or None."""
-    global _compiled
-    _numba = numba_module()
-    if _compiled is None and _numba is not None:
-        # numba resolves the loop's globals when it compiles: bind them to compiled code
-        # (max-sum's own dispatcher, so that both share one compilation and its cache)
-        globals()["_max_sum_kernel"] = maxsum._jit()
-        globals()["_score"] = _numba.njit(cache=True, nogil=True)(_score)
-        globals()["_step_size"] = _numba.njit(cache=True, nogil=True)(_step_size)
-        _compiled = _numba.njit(cache=True, nogil=True)(_dd_kernel)
-    return _compiled
+    if numba_module() is None:
+        return None
+    # numba resolves the loop's globals when it compiles: bind them to compiled code
+    # (max-sum's own dispatcher, so that both share one compilation and its cache)
+    globals()["_max_sum_kernel"] = maxsum._jit()
+    for name, fn in _HELPERS.items():
+        globals()[name] = jit(fn)
+    return jit(_dd_kernel)
 
 
 def tree_dual_decomposition(orders: np.ndarray, parents: np.ndarray, edge_ofs: np.ndarray,

@@ -30,26 +30,8 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from ..compiled import aot
+from ..compiled import jit, kernel
 from ..exceptions import InvalidInputError
-
-_UNSET: Any = object()
-_numba: Any = _UNSET         # numba, imported on first use (None: it does not import)
-
-
-def numba_module() -> Any:
-    """numba, imported when first needed (not at import: it costs about 0.5 CPU s and
-    the kernels built ahead of time do not need it), or None when it does not import."""
-    global _numba
-    if _numba is _UNSET:
-        try:
-            import numba
-        except ImportError:  # pragma: no cover - exercised by forcing the fallback in the tests
-            _numba = None
-        else:
-            _numba = numba
-    return _numba
-
 
 def _importable(name: str) -> bool:
     if name in sys.modules:
@@ -118,21 +100,15 @@ def _max_sum_kernel(order, parents, edge_of, b, B):  # compiled by numba when av
     return y, msg[root, r], nan == 0.0
 
 
-_compiled = None
-
-
 def _jit():
     """The kernel compiled by numba's JIT (on first use, cached on disk), or None."""
-    global _compiled
-    if _compiled is None and numba_module() is not None:
-        _compiled = numba_module().njit(cache=True, nogil=True)(_max_sum_kernel)
-    return _compiled
+    return jit(_max_sum_kernel)
 
 
 def _numba_kernel():
     """The compiled kernel: built ahead of time (:mod:`structlp.compiled`), else numba's
     JIT; None without either."""
-    return aot("max_sum") or _jit()
+    return kernel("max_sum", _max_sum_kernel)
 
 
 def tree_max_sum(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, b: np.ndarray,

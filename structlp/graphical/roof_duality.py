@@ -37,8 +37,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from ..compiled import aot
-from .maxsum import numba_module
+from ..compiled import jit, kernel
 
 #: The primal-dual gap, in the scores' scale, at which the cut's point is certified
 #: (as in :mod:`structlp.graphical.dual_decomposition`).
@@ -106,37 +105,22 @@ def _dinic(start, head, rev, cap, s, t, eps):  # compiled by numba when availabl
                 cap[path[i]] -= f
                 cap[rev[path[i]]] += f
             flow += f
-    side = np.zeros(n, dtype=np.int64)
-    side[s] = 1
-    queue[0] = s
-    qh, qt = 0, 1
-    while qh < qt:
-        v = queue[qh]
-        qh += 1
-        for a in range(start[v], start[v + 1]):
-            w = head[a]
-            if side[w] == 0 and cap[a] > eps:
-                side[w] = 1
-                queue[qt] = w
-                qt += 1
+    side = np.zeros(n, dtype=np.int64)     # the last search found no path: its levels
+    for v in range(n):                      # are the nodes reachable from s
+        if level[v] >= 0:
+            side[v] = 1
     return flow, side
-
-
-_compiled = None
 
 
 def _jit():
     """Dinic's algorithm compiled by numba's JIT (on first use, cached on disk), or None."""
-    global _compiled
-    if _compiled is None and numba_module() is not None:
-        _compiled = numba_module().njit(cache=True, nogil=True)(_dinic)
-    return _compiled
+    return jit(_dinic)
 
 
 def _kernel():
     """Dinic's algorithm built ahead of time (:mod:`structlp.compiled`), else by numba's
     JIT; None without either."""
-    return aot("dinic") or _jit()
+    return kernel("dinic", _dinic)
 
 
 @dataclass(eq=False)

@@ -136,8 +136,9 @@ def test_forced_fallback_in_process(monkeypatch, no_aot):
     ex = random_tree(rng, 8, chain=True)
     b, B = rng.normal(size=(8, 26)), rng.normal(size=(7, 26, 26))
     ref = ms.max_sum(ex, b, B)
-    monkeypatch.setattr(ms, "_numba", None)
-    monkeypatch.setattr(ms, "_compiled", None)
+    import structlp.compiled as compiled
+    monkeypatch.setattr(compiled, "_numba", None)
+    monkeypatch.setattr(compiled, "_JITTED", {})
     y, v = ms.max_sum(ex, b, B)
     assert np.array_equal(y, ref[0]) and v == ref[1]
     with pytest.raises(InvalidInputError, match="needs numba"):
