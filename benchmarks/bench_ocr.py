@@ -164,7 +164,8 @@ def floors(est, X, Y):
     fp = floor_kernel()
     fp(V, noff, Wv, T, yt, out, yout)
     res = {"floor_pass": median_cpu(lambda: fp(V, noff, Wv, T, yt, out, yout))}
-    blocks = getattr(est, "_warm", (None, None))[1]
+    warm = getattr(est, "_warm", None)        # Frank-Wolfe's (fingerprint, blocks)
+    blocks = warm[1] if warm else None
     if blocks is None or not hasattr(blocks, "oracle_pass"):
         return res
     h = blocks.oracle_pass(w)
