@@ -28,7 +28,7 @@ import hashlib
 import importlib
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -183,11 +183,11 @@ def aot(name: str) -> Optional[Callable[..., Any]]:
     return _state["checked"][name]
 
 
-def _arguments(signature: str) -> list:
+def _arguments(signature: str) -> List[Tuple[str, Any, int]]:
     """``[(kind, dtype, ndim)]`` of a signature string of :data:`KERNELS`."""
     inner = signature[signature.index(")(") + 2:-1] if ")(" in signature else \
         signature[signature.index("(") + 1:-1]
-    out = []
+    out: List[Tuple[str, Any, int]] = []
     depth, cur, parts = 0, "", []
     for ch in inner:
         depth += ch == "["
