@@ -2,11 +2,12 @@
 
 ``setup.py`` calls :func:`compile_into` to put the extension module ``structlp._kernels``
 into the built package; it needs numba, scipy (numba's BLAS) and a C compiler at build time
-(``pyproject.toml``'s build requirements), not at run time.  ``python -m structlp.compiled.build DIR`` writes the module into ``DIR`` (for a
-source checkout: ``python -m structlp.compiled.build structlp``).
+(``pyproject.toml``'s build requirements), not at run time.
+``python -m structlp.compiled.build DIR`` writes the module into ``DIR`` (for a source
+checkout: ``python -m structlp.compiled.build structlp``).
 
 The kernels call one another and their helpers as numba functions: each module's own JIT
-set-up (its ``_jit``) binds them before the kernels are exported, as for the JIT.
+set-up binds them before the kernels are exported, as for the JIT.
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ from typing import Any
 
 from . import KERNELS, source_hash
 
-#: Each kernel module's function that binds its helpers to numba functions.
-_SETUP = {"structlp.graphical.maxsum": "_jit",
-          "structlp.graphical.dual_decomposition": "_jit",
-          "structlp.graphical.roof_duality": "_jit",
+#: The kernel modules whose kernels call helpers, and the function that binds those
+#: helpers to numba functions (max-sum and Dinic call none).
+_SETUP = {"structlp.graphical.dual_decomposition": "_jit",
           "structlp.learners._fw_kernels": "_jit_helpers",
           "structlp.learners._fw_trees": "_jit_helpers"}
 

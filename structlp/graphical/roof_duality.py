@@ -25,7 +25,7 @@ marginals is a feasible point of ``M_L`` whose score is computed directly.  The 
 another solver otherwise.
 
 The maximum flow is Dinic's algorithm (breadth-first levels, then blocking flows by
-depth-first search with current-arc pointers), compiled by numba.  The graph's arcs
+depth-first search with current-arc pointers), compiled (:mod:`structlp.compiled`).  The graph's arcs
 depend only on the edges, so their layout is built once per graph
 (:class:`FlowGraph`) and each call only writes the capacities.
 """
@@ -172,7 +172,8 @@ def binary_lp(graph: FlowGraph, b: np.ndarray, B: np.ndarray,
 
     Returns
     -------
-    None when numba is not available; else ``(z, mu_e, certified)``:
+    None when no compiled kernel is available (neither built ahead of time nor numba);
+    else ``(z, mu_e, certified)``:
 
     z : float array (n,)
         The marginal of label 1 of each node, in {0, 1/2, 1}.

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict
 
 import numpy as np
 
-from ..compiled import aot
+from ..compiled import aot, jit
 
 
 _DROP = 1e-12          # an output whose weight falls to this leaves the active set
@@ -322,13 +322,7 @@ def _compiled(fn):
     (on first use; cached on disk) when numba imports, else ``fn`` itself."""
     kernel = _COMPILED.get(fn.__name__)
     if kernel is None:
-        kernel = aot(fn.__name__.lstrip("_"))
-        if kernel is None:
-            if _jit_helpers():
-                import numba
-                kernel = numba.njit(cache=True, nogil=True)(fn)
-            else:  # pragma: no cover - the Python kernels are tested directly
-                kernel = fn
+        kernel = aot(fn.__name__.lstrip("_")) or (jit(fn) if _jit_helpers() else None) or fn
         _COMPILED[fn.__name__] = kernel
     return kernel
 

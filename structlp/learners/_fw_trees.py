@@ -28,7 +28,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from ..compiled import aot
+from ..compiled import aot, jit
 from ._fw_kernels import _DROP, _pairwise_steps
 from ._fw_kernels import _jit_helpers as _jit_kernel_helpers
 
@@ -458,8 +458,7 @@ def _kernels():
             if all(f is not None for f in built.values()):
                 fns = built
             elif _jit_helpers():
-                import numba
-                fns = {name: numba.njit(cache=True, nogil=True)(fn) for name, fn in fns.items()}
+                fns = {name: jit(fn) or fn for name, fn in fns.items()}
         _CACHE[key] = fns
     return _CACHE[key]
 

@@ -15,8 +15,8 @@ may be fractional on loopy graphs.  :func:`relaxed_map` solves it exactly.
 
 Two labels: the LP is roof duality, one maximum flow in a graph of ``2 n + 2`` nodes
 (:mod:`structlp.graphical.roof_duality`, QPBO's construction), whose half-integral optimum
-is checked against the flow's bound; only if that check fails (or without numba) does the
-path below run.
+is checked against the flow's bound; only if that check fails (or without a compiled
+kernel) does the path below run.
 
 More labels: why dual decomposition first.  The graph's edges are split into forests
 ``F_1..F_T`` (greedy spanning forests: 2 for a grid); the Lagrangian dual
