@@ -35,7 +35,7 @@ def test_status_is_one_of_the_documented_values():
 
 def test_the_source_hash_follows_every_kernel_source(tmp_path):
     package = Path(compiled.__file__).resolve().parents[1]
-    modules = sorted({m for m, _, _ in compiled.KERNELS.values()})
+    modules = sorted({m for m, _, _ in compiled.KERNELS.values()} | set(compiled._HELPER_MODULES))
     for module in modules:
         rel = Path(*module.split(".")[1:]).with_suffix(".py")
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -94,6 +94,30 @@ def test_the_public_max_sum_takes_any_integer_arrays():
                                    edge_of.astype(dtype), b, B)
         np.testing.assert_array_equal(y, ref[0])
         assert v == ref[1]
+
+
+def test_the_prefetch_hint_changes_no_result():
+    """The hint is a no-op in Python, and compiled it is an instruction that never faults:
+    even for indexes past the end of the array."""
+    from structlp.compiled.prefetch import prefetch, register
+    a = np.arange(10.0)
+    assert prefetch(a, 10 ** 6) is None
+    numba = compiled.numba_module()
+    if numba is None:
+        pytest.skip("numba does not import")
+    register()
+
+    @numba.njit
+    def total(a, G):
+        t = 0.0
+        for i in range(a.shape[0]):
+            prefetch(a, i + 8)
+            prefetch(G, 4 * i + 1000)
+            t += a[i] * G[i % 3, i % 4]
+        return t
+
+    G = np.arange(12.0).reshape(3, 4)
+    assert total(a, G) == sum(a[i] * G[i % 3, i % 4] for i in range(10))
 
 
 def test_switched_off_by_the_environment():

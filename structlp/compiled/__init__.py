@@ -90,6 +90,8 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "float64[::1], int64[::1], float64[:, :, ::1])"),
 }
 
+#: modules the kernels compile in without exporting a kernel of their own
+_HELPER_MODULES = ("structlp.compiled.prefetch",)
 _PACKAGE = Path(__file__).resolve().parents[1]
 _state: Dict[str, Any] = {}
 _UNSET: Any = object()
@@ -133,7 +135,7 @@ def source_hash(root: Optional[Path] = None) -> int:
     extension module was built from."""
     root = _PACKAGE if root is None else root
     h = hashlib.sha256(repr(sorted(KERNELS.items())).encode())
-    for module in sorted({m for m, _, _ in KERNELS.values()}):
+    for module in sorted({m for m, _, _ in KERNELS.values()} | set(_HELPER_MODULES)):
         rel = Path(*module.split(".")[1:]).with_suffix(".py")
         h.update(rel.as_posix().encode())
         h.update((root / rel).read_bytes())

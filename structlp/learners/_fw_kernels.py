@@ -19,7 +19,7 @@ def _pairwise_steps(act, G, alpha, lv, n, j, C, inner_steps, g_min):
     ``act[l] = a . v_l`` (n,) are the loss-augmented values of the active outputs at the
     current ``w`` and ``G[l, r] = psi_l . psi_r`` their Gram matrix, so that a step of
     ``gamma`` from output ``f`` to ``b`` (``w -= gamma C (psi_b - psi_f)``) changes the
-    values by ``-gamma C (G[:, b] - G[:, f])`` and the dual objective by
+    values by ``-gamma C (G[b] - G[f])`` (``G`` is symmetric) and the dual objective by
     ``gamma g - gamma^2 C^2 |psi_b - psi_f|^2 / 2`` with ``g = C (act[b] - act[f])``: the
     exact line search is ``gamma = min(alpha[f], g / (C^2 |psi_b - psi_f|^2))``.
 
@@ -71,7 +71,7 @@ def _pairwise_steps(act, G, alpha, lv, n, j, C, inner_steps, g_min):
         dl += gamma * (lv[hi] - lv[lo])
         t = gamma * C
         for l in range(n):
-            act[l] -= t * (G[l, hi] - G[l, lo])
+            act[l] -= t * (G[hi, l] - G[lo, l])       # G is symmetric: rows are contiguous
         steps += 1
         if s == 0 and alpha[lo] <= _DROP:
             pair_only = False          # a drop step: the others may still move

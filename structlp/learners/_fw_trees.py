@@ -29,6 +29,8 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ..compiled import aot, jit
+from ..compiled.prefetch import prefetch
+from ..compiled.prefetch import register as _register_prefetch
 from ._fw_kernels import _DROP, _pairwise_steps
 from ._fw_kernels import _jit_helpers as _jit_kernel_helpers
 
@@ -57,16 +59,6 @@ def _word_scores_loop(i, w, k, dv, V, noff, S):
                 v += V[b + j, t] * w[o + t]
             S[j, a] = v
     return b, n
-
-
-def _edge_score(i, b, j, pa, ch, k, dv, de, w, E, edge_of):
-    """``E_e . theta_e[pa k + ch]`` of the edge of node ``b + j`` to its parent."""
-    e = b - i + edge_of[b + j]
-    o = k * dv + (pa * k + ch) * de
-    v = 0.0
-    for t in range(de):
-        v += E[e, t] * w[o + t]
-    return v
 
 
 def _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back, edge, y):
@@ -118,34 +110,42 @@ def _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back, ed
     return msg[root, r]
 
 
-def _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, y):
-    """``sum_j S[j, y_j]`` plus the edge scores of the labelling ``y`` (n,)."""
+def _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, yv, o):
+    """``sum_j S[j, y_j]`` plus the edge scores of the labelling ``y = yv[o:o + n]``.
+
+    Labellings are read from a flat array at an offset, here and in the other helpers: a
+    view per call costs more than the sum on OCR's words."""
     v = 0.0
+    base = k * dv
     for j in range(n):
-        v += S[j, y[j]]
-    for j in range(n):
+        yj = yv[o + j]
+        v += S[j, yj]
         p = parents[b + j]
         if p >= 0:
-            v += _edge_score(i, b, j, y[p], y[j], k, dv, de, w, E, edge_of)
+            e = b - i + edge_of[b + j]
+            q = base + (yv[o + p] * k + yj) * de
+            for t in range(de):
+                v += E[e, t] * w[q + t]
     return v
 
 
-def _label_loss(b, n, cn, y):
-    """``c . v`` of the labelling ``y`` (node losses ``cn`` (N, k))."""
+def _label_loss(b, n, cn, yv, o):
+    """``c . v`` of the labelling ``yv[o:o + n]`` (node losses ``cn`` (N, k))."""
     v = 0.0
     for j in range(n):
-        v += cn[b + j, y[j]]
+        v += cn[b + j, yv[o + j]]
     return v
 
 
-def _label_gram(i, b, n, k, y, z, parents, edge_of, Kn, koff, Ke, keoff):
-    """``psi(y) . psi(z)`` from the example's node and edge Gram matrices."""
+def _label_gram(i, b, n, k, yv, oy, oz, parents, edge_of, Kn, koff, Ke, keoff):
+    """``psi(y) . psi(z)`` of ``y = yv[oy:oy + n]``, ``z = yv[oz:oz + n]`` from the
+    example's node and edge Gram matrices."""
     g = 0.0
     ko = koff[i]
     for j in range(n):
-        yj = y[j]
+        yj = yv[oy + j]
         for l in range(n):
-            if z[l] == yj:
+            if yv[oz + l] == yj:
                 g += Kn[ko + j * n + l]
     ke = keoff[i]
     for j in range(n):
@@ -153,42 +153,43 @@ def _label_gram(i, b, n, k, y, z, parents, edge_of, Kn, koff, Ke, keoff):
         if p < 0:
             continue
         e = edge_of[b + j]
-        pair = y[p] * k + y[j]
+        pair = yv[oy + p] * k + yv[oy + j]
         for l in range(n):
             q = parents[b + l]
-            if q >= 0 and z[q] * k + z[l] == pair:
+            if q >= 0 and yv[oz + q] * k + yv[oz + l] == pair:
                 g += Ke[ke + e * (n - 1) + edge_of[b + l]]
     return g
 
 
-def _add_psi(i, b, n, k, dv, de, coef, y, w, V, E, parents, edge_of):
-    """``w += coef psi(y)``: rows of ``V_i`` (``E_i``) added to the label rows of ``w``."""
+def _add_psi(i, b, n, k, dv, de, coef, yv, oy, w, V, E, parents, edge_of):
+    """``w += coef psi(y)`` (``y = yv[oy:oy + n]``): rows of ``V_i`` (``E_i``) added to the
+    label rows of ``w``."""
     for j in range(n):
-        o = y[j] * dv
+        o = yv[oy + j] * dv
         for t in range(dv):
             w[o + t] += coef * V[b + j, t]
     base = k * dv
     for j in range(n):
         p = parents[b + j]
         if p >= 0:
-            o = base + (y[p] * k + y[j]) * de
+            o = base + (yv[oy + p] * k + yv[oy + j]) * de
             e = b - i + edge_of[b + j]
             for t in range(de):
                 w[o + t] += coef * E[e, t]
 
 
-def _psi_dot(i, b, n, k, dv, de, y, w, V, E, parents, edge_of):
-    """``psi(y) . w`` (compiled with reassociated sums)."""
+def _psi_dot(i, b, n, k, dv, de, yv, oy, w, V, E, parents, edge_of):
+    """``psi(y) . w`` of ``y = yv[oy:oy + n]`` (compiled with reassociated sums)."""
     v = 0.0
     for j in range(n):
-        o = y[j] * dv
+        o = yv[oy + j] * dv
         for t in range(dv):
             v += w[o + t] * V[b + j, t]
     base = k * dv
     for j in range(n):
         p = parents[b + j]
         if p >= 0:
-            o = base + (y[p] * k + y[j]) * de
+            o = base + (yv[oy + p] * k + yv[oy + j]) * de
             e = b - i + edge_of[b + j]
             for t in range(de):
                 v += w[o + t] * E[e, t]
@@ -217,35 +218,38 @@ def _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, Y, ns, alpha, lv, 
 
     The changes are first summed per (node, label) and per (edge, label pair) in ``coef``
     (nmax, k + k^2, zero on entry and on return): where the outputs agree they cancel, and
-    only the rows of ``V_i`` (``E_i``) of the others are added to ``w``."""
+    only the rows of ``V_i`` (``E_i``) of the others are added to ``w``, read off the
+    changed outputs only (no other output has a nonzero entry)."""
     scale = 0.0
     for s in range(ns[i]):
         dlt = alpha[i, s] - before[s]
         if dlt != 0.0:
             scale += abs(dlt)
-            y = Y[i, s]
             for j in range(n):
-                coef[j, y[j]] += dlt
+                yj = Y[i, s, j]
+                coef[j, yj] += dlt
                 p = parents[b + j]
                 if p >= 0:
-                    coef[edge_of[b + j], k + y[p] * k + y[j]] += dlt
+                    coef[edge_of[b + j], k + Y[i, s, p] * k + yj] += dlt
     tiny = 1e-14 * scale                     # rounding residue of changes that cancel
     base = k * dv
     for s in range(ns[i]):
-        y = Y[i, s]
+        if alpha[i, s] == before[s]:         # its entries are those of the changed ones
+            continue
         for j in range(n):
-            cj = coef[j, y[j]]
+            yj = Y[i, s, j]
+            cj = coef[j, yj]
             if cj != 0.0:
-                coef[j, y[j]] = 0.0
+                coef[j, yj] = 0.0
                 if abs(cj) > tiny:
-                    o = y[j] * dv
+                    o = yj * dv
                     f = -C * cj
                     for t in range(dv):
                         w[o + t] += f * V[b + j, t]
             p = parents[b + j]
             if p >= 0:
                 e = edge_of[b + j]
-                pair = y[p] * k + y[j]
+                pair = Y[i, s, p] * k + yj
                 ce = coef[e, k + pair]
                 if ce != 0.0:
                     coef[e, k + pair] = 0.0
@@ -259,6 +263,28 @@ def _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, Y, ns, alpha, lv, 
             _drop_slot(i, s, ns, Y, alpha, lv, G)
 
 
+def _prefetch_block(i, k, dv, V, noff, cn, Kn, koff, Y, ns, alpha, lv, G):
+    """Ask for the cache lines of block ``i``'s data (feature rows, node losses, node Gram
+    matrix, active outputs and their Gram rows) ahead of its turn in a random order."""
+    b = noff[i]
+    n = noff[i + 1] - b
+    for t in range(b * dv, (b + n) * dv, 8):
+        prefetch(V, t)
+    for t in range(b * k, (b + n) * k, 8):
+        prefetch(cn, t)
+    for t in range(koff[i], koff[i] + n * n, 8):
+        prefetch(Kn, t)
+    cap = Y.shape[1]
+    nmax = Y.shape[2]
+    for s in range(ns[i]):
+        o = (i * cap + s) * nmax
+        prefetch(Y, o)
+        prefetch(Y, o + nmax - 1)
+        prefetch(G, (i * cap + s) * cap)
+    prefetch(alpha, i * cap)
+    prefetch(lv, i * cap)
+
+
 def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, noff, order,
                 parents, edge_of, cn, Kn, koff, Ke, keoff, Y, ns, alpha, lv, G, S, msg, back,
                 ybuf, act, before, coef):
@@ -268,8 +294,12 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
     the position in ``perm`` of a block whose new output found no free slot (nothing of it
     was changed: grow the slots and call again from there)."""
     cap = Y.shape[1]
+    nmax = Y.shape[2]
+    Yf = Y.reshape(-1)
     for pos in range(start, perm.shape[0]):
         i = perm[pos]
+        if pos + 1 < perm.shape[0]:
+            _prefetch_block(perm[pos + 1], k, dv, V, noff, cn, Kn, koff, Y, ns, alpha, lv, G)
         b, n = _word_scores(i, w, k, dv, V, noff, S)
         for j in range(n):
             for a in range(k):
@@ -280,7 +310,8 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
         mean = 0.0
         jj = -1
         for s in range(ni):
-            act[s] = _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, Y[i, s])
+            act[s] = _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, Yf,
+                                  (i * cap + s) * nmax)
             mean += alpha[i, s] * act[s]
             if jj < 0:
                 same = True
@@ -301,10 +332,10 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
             for j in range(n):
                 Y[i, jj, j] = ybuf[j]
             alpha[i, jj] = 0.0
-            lv[i, jj] = _label_loss(b, n, cn, ybuf)
+            lv[i, jj] = _label_loss(b, n, cn, ybuf, 0)
             for s in range(ni + 1):
-                gg = _label_gram(i, b, n, k, Y[i, jj], Y[i, s], parents, edge_of, Kn, koff,
-                                 Ke, keoff)
+                gg = _label_gram(i, b, n, k, Yf, (i * cap + jj) * nmax, (i * cap + s) * nmax,
+                                 parents, edge_of, Kn, koff, Ke, keoff)
                 G[i, jj, s] = gg
                 G[i, s, jj] = gg
             act[jj] = amu
@@ -328,6 +359,9 @@ def _tree_cache_pass(w, C, ell, k, dv, de, V, E, noff, parents, edge_of, Y, ns, 
                      G, act, before, coef):
     """A pass without oracle: each block with two or more active outputs takes a pairwise
     step between its best and worst at the current ``w`` (values ``psi_s . w + lv_s``)."""
+    cap = Y.shape[1]
+    nmax = Y.shape[2]
+    Yf = Y.reshape(-1)
     for i in range(ns.shape[0]):
         ni = ns[i]
         if ni < 2:
@@ -335,8 +369,8 @@ def _tree_cache_pass(w, C, ell, k, dv, de, V, E, noff, parents, edge_of, Y, ns, 
         b = noff[i]
         n = noff[i + 1] - b
         for s in range(ni):
-            act[s] = _psi_dot(i, b, n, k, dv, de, Y[i, s], w, V, E, parents, edge_of) \
-                + lv[i, s]
+            act[s] = _psi_dot(i, b, n, k, dv, de, Yf, (i * cap + s) * nmax, w, V, E, parents,
+                              edge_of) + lv[i, s]
             before[s] = alpha[i, s]
         dl, steps = _pairwise_steps(act, G[i], alpha[i], lv[i], ni, -1, C, 1, 0.0)
         if steps:
@@ -352,12 +386,15 @@ def _tree_check(w, C, dd, hinge, g_est, k, dv, de, V, E, noff, order, parents, e
     loss-augmented max-sum, the hinge loss ``hinge[i]`` and the block gap ``g_est[i]``
     (``C (a . mu* - a . m_i)``).  Without blocks (``ns`` empty): the oracle pass only."""
     m = noff.shape[0] - 1
+    cap = Y.shape[1]
+    nmax = Y.shape[2]
+    Yf = Y.reshape(-1)
     SA = np.dot(V, w[:k * dv].reshape((k, dv)).T)              # (N, k)
     for i in range(m):
         b = noff[i]
         n = noff[i + 1] - b
         S = SA[b:b + n]
-        truth = _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, ytrue[b:b + n])
+        truth = _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, ytrue, b)
         for j in range(n):
             for a in range(k):
                 S[j, a] += cn[b + j, a]
@@ -368,7 +405,7 @@ def _tree_check(w, C, dd, hinge, g_est, k, dv, de, V, E, noff, order, parents, e
             mean = 0.0
             for s in range(ns[i]):
                 mean += alpha[i, s] * _label_value(i, b, n, k, dv, de, S, w, E, parents,
-                                                   edge_of, Y[i, s])
+                                                   edge_of, Yf, (i * cap + s) * nmax)
             g = C * (amu - mean)
             g_est[i] = g if g > 0.0 else 0.0
 
@@ -381,6 +418,9 @@ def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, Y, ns
     Gram matrices ``Kn``, ``Ke`` and the Gram matrices ``G`` of the active outputs."""
     w[:] = 0.0
     ell = 0.0
+    cap = Y.shape[1]
+    nmax = Y.shape[2]
+    Yf = Y.reshape(-1)
     for i in range(ns.shape[0]):
         b = noff[i]
         n = noff[i + 1] - b
@@ -400,8 +440,8 @@ def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, Y, ns
                     Ke[keoff[i] + e * (n - 1) + f] = v
             for s in range(ns[i]):
                 for t in range(s + 1):
-                    g = _label_gram(i, b, n, k, Y[i, s], Y[i, t], parents, edge_of, Kn, koff,
-                                    Ke, keoff)
+                    g = _label_gram(i, b, n, k, Yf, (i * cap + s) * nmax, (i * cap + t) * nmax,
+                                    parents, edge_of, Kn, koff, Ke, keoff)
                     G[i, s, t] = g
                     G[i, t, s] = g
         tot = 0.0
@@ -411,15 +451,16 @@ def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, Y, ns
         for s in range(ns[i]):
             alpha[i, s] /= tot
             loss += alpha[i, s] * lv[i, s]
-        _add_psi(i, b, n, k, dv, de, 1.0, ytrue[b:b + n], w, V, E, parents, edge_of)
+        _add_psi(i, b, n, k, dv, de, 1.0, ytrue, b, w, V, E, parents, edge_of)
         for s in range(ns[i]):
-            _add_psi(i, b, n, k, dv, de, -alpha[i, s], Y[i, s], w, V, E, parents, edge_of)
+            _add_psi(i, b, n, k, dv, de, -alpha[i, s], Yf, (i * cap + s) * nmax, w, V, E,
+                     parents, edge_of)
         ell += dd[i] + loss
     w *= C
     return C * ell
 
 
-_HELPERS = (_edge_score, _viterbi, _label_value, _label_loss, _label_gram, _add_psi,
+_HELPERS = (_prefetch_block, _viterbi, _label_value, _label_loss, _label_gram, _add_psi,
             _drop_slot, _finish, _pairwise_steps)
 _KERNELS = ("_tree_epoch", "_tree_cache_pass", "_tree_check", "_tree_primal")
 _CACHE: Dict[str, Any] = {}
@@ -436,6 +477,7 @@ def _jit_helpers() -> bool:
         except ImportError:  # pragma: no cover - the Python kernels are tested directly
             return False
         _jit_kernel_helpers()
+        _register_prefetch()
         for h in _HELPERS:
             register_jitable(h)
         fast: Any = {"fastmath": True}
