@@ -1,9 +1,10 @@
-"""Builds the wheel's compiled kernels (``structlp._kernels``) ahead of time with numba.
+"""Builds the wheel's compiled kernels (``structlp._kernels``, and on x86-64 also
+``structlp._kernels_v3`` with the CPU check ``structlp.compiled._cpu``) ahead of time.
 
 Everything else about the package is in ``pyproject.toml``.  When the kernels cannot be
 compiled here (no numba or no C compiler at build time, or ``STRUCTLP_AOT=0``), the wheel
 is built without them and numba's JIT compiles them on first use instead
-(:mod:`structlp.compiled`).
+(:mod:`structlp.compiled`); the CPU check is optional in the same way.
 """
 
 import os
@@ -11,7 +12,7 @@ import sys
 import types
 from pathlib import Path
 
-from setuptools import Distribution, setup
+from setuptools import Distribution, Extension, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
@@ -51,4 +52,7 @@ class PlatformDistribution(Distribution):
         return True
 
 
-setup(cmdclass={"build_py": BuildPyWithKernels}, distclass=PlatformDistribution)
+CPU_CHECK = Extension("structlp.compiled._cpu", ["structlp/compiled/_cpu.c"], optional=True)
+
+setup(cmdclass={"build_py": BuildPyWithKernels}, distclass=PlatformDistribution,
+      ext_modules=[] if os.environ.get("STRUCTLP_AOT", "1") == "0" else [CPU_CHECK])

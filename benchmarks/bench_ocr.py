@@ -37,6 +37,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -236,15 +237,23 @@ def child(name, spec, scale, tol_rel, budget):
     out["process_cpu"] = process_cpu
     import structlp.compiled
     out["kernels"] = structlp.compiled.status()     # ahead of time, or numba's JIT
+    out["kernels_target"] = structlp.compiled.target()
     out.update(floors(est, X, Y))
     return out
 
 
 def run_child(name, spec, scale, tol_rel, budget, pythonpath):
-    env = dict(os.environ, PYTHONPATH=str(pythonpath), **ENV)
-    out = subprocess.run(["nice", "-n", "10", sys.executable, __file__, "--child", name, spec,
-                          str(int(scale)), str(tol_rel), str(budget)], capture_output=True,
-                         text=True, env=env, cwd=ROOT)
+    """One fit in a fresh process: structlp from ``pythonpath`` (a source tree), or with
+    ``pythonpath=None`` the installed one (run from a temporary folder)."""
+    env = dict(os.environ, **ENV)
+    env.pop("PYTHONPATH", None)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(["nice", "-n", "10", sys.executable, str(Path(__file__).resolve()),
+                              "--child", name, spec, str(int(scale)), str(tol_rel),
+                              str(budget)], capture_output=True, text=True, env=env,
+                             cwd=ROOT if pythonpath is not None else tmp)
     if out.returncode:
         raise RuntimeError(f"{name} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -312,6 +321,8 @@ def main(argv=None):
                     help="relative tolerance of the cutting planes")
     ap.add_argument("--repeats", type=int, default=3, help="fresh processes per learner")
     ap.add_argument("--budget", type=float, default=600.0, help="CPU seconds per fit")
+    ap.add_argument("--installed", action="store_true",
+                    help="fit with the installed structlp (its wheel's kernels), not this tree")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     runs = []
@@ -320,7 +331,7 @@ def main(argv=None):
             if name not in LEARNERS:
                 raise SystemExit(f"unknown learner {name!r}; choose from {list(LEARNERS)}")
             runs.append(run_child(name, LEARNERS[name], args.scale, args.tol, args.budget,
-                                  ROOT))
+                                  None if args.installed else ROOT))
             r = runs[-1]
             print(f"{name} #{rep}: fit {r['cpu']:.2f} CPU s (+{r['import_cpu']:.2f} imports), "
                   f"peak RSS {r['rss_mb']:.0f} MB, final F {r['curve'][-1][2]:.6f}",

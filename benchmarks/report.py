@@ -78,7 +78,7 @@ def machine() -> dict:
 def versions(*modules: str) -> dict:
     """Versions of structlp and of the named modules that are importable, and where
     structlp's compiled kernels came from (``structlp.compiled.status()``: ``ahead of
-    time`` or numba's JIT)."""
+    time`` with its build, ``structlp.compiled.target()``, or numba's JIT)."""
     out = {}
     for name in ("structlp", "numpy", "scipy", "cvxpy") + tuple(modules):
         try:
@@ -88,6 +88,9 @@ def versions(*modules: str) -> dict:
     try:
         import structlp.compiled
         out["structlp kernels"] = structlp.compiled.status()
+        target = getattr(structlp.compiled, "target", lambda: None)()
+        if target:
+            out["structlp kernels"] += f" ({target})"
     except Exception:       # an older structlp
         pass
     return out

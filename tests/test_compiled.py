@@ -1,9 +1,11 @@
-"""Kernels built ahead of time (``structlp._kernels``, :mod:`structlp.compiled`): the same
-results as numba's JIT compiling the same functions, used only when built from the
-installed sources, and a fresh process that has them imports no numba.
+"""Kernels built ahead of time (``structlp._kernels`` and, on x86-64, ``_kernels_v3``,
+:mod:`structlp.compiled`): the same results as numba's JIT compiling the same functions,
+used only when built from the installed sources (the x86-64-v3 build only where the CPU
+has it), and a fresh process that has them imports no numba.
 
-Where the extension is installed (the wheel's test run) the tests use it; in a source
-checkout the slow test builds it into a temporary folder (about 40 s) and loads it."""
+Where the extensions are installed (the wheel's test run) the tests use them; in a source
+checkout the slow test builds them into a temporary folder (about 40 s each) and loads
+them."""
 
 import importlib.util
 import os
@@ -55,6 +57,7 @@ def test_a_module_built_from_other_sources_is_not_used(monkeypatch):
     fake.max_sum = print
     fake.source_hash = lambda: compiled.source_hash() ^ 1
     monkeypatch.setitem(sys.modules, "structlp._kernels", fake)
+    monkeypatch.setattr(compiled, "_has_v3", lambda: False)     # the fake, not the v3 build
     monkeypatch.setattr(compiled, "_state", {})
     assert compiled.status() == "stale" and compiled.aot("max_sum") is None
     fake.source_hash = compiled.source_hash
@@ -70,6 +73,7 @@ def test_the_compiled_functions_refuse_arguments_of_other_types(monkeypatch):
     fake.max_sum = lambda *a: calls.append(a) or "ran"
     fake.source_hash = compiled.source_hash
     monkeypatch.setitem(sys.modules, "structlp._kernels", fake)
+    monkeypatch.setattr(compiled, "_has_v3", lambda: False)     # the fake, not the v3 build
     monkeypatch.setattr(compiled, "_state", {})
     kernel = compiled.aot("max_sum")
     o = np.arange(3)
@@ -94,6 +98,65 @@ def test_the_public_max_sum_takes_any_integer_arrays():
                                    edge_of.astype(dtype), b, B)
         np.testing.assert_array_equal(y, ref[0])
         assert v == ref[1]
+
+
+def _fake_build(name, source_hash):
+    module = types.ModuleType("structlp." + name)
+    module.max_sum = lambda *a: name
+    module.source_hash = source_hash
+    return module
+
+
+@pytest.mark.parametrize("has_v3, mode, v3_built, expected", [
+    (True, "1", True, "x86-64-v3"), (False, "1", True, "baseline"),
+    (True, "generic", True, "baseline"), (True, "1", False, "baseline")])
+def test_the_x86_64_v3_build_is_used_where_the_cpu_has_it(monkeypatch, has_v3, mode, v3_built,
+                                                          expected):
+    monkeypatch.setitem(sys.modules, "structlp._kernels",
+                        _fake_build("_kernels", compiled.source_hash))
+    monkeypatch.setitem(sys.modules, "structlp._kernels_v3",
+                        _fake_build("_kernels_v3", compiled.source_hash) if v3_built else None)
+    monkeypatch.setattr(compiled, "_has_v3", lambda: has_v3)
+    monkeypatch.setenv("STRUCTLP_AOT", mode)
+    monkeypatch.setattr(compiled, "_state", {})
+    assert compiled.status() == "ahead of time" and compiled.target() == expected
+    o, b, B = np.arange(3), np.zeros((3, 2)), np.zeros((2, 2, 2))
+    assert compiled.aot("max_sum")(o, o, o, b, B) == (
+        "_kernels_v3" if expected == "x86-64-v3" else "_kernels")
+
+
+def test_a_stale_x86_64_v3_build_is_not_used(monkeypatch):
+    monkeypatch.setitem(sys.modules, "structlp._kernels",
+                        _fake_build("_kernels", compiled.source_hash))
+    monkeypatch.setitem(sys.modules, "structlp._kernels_v3",
+                        _fake_build("_kernels_v3", lambda: compiled.source_hash() ^ 1))
+    monkeypatch.setattr(compiled, "_has_v3", lambda: True)
+    monkeypatch.setenv("STRUCTLP_AOT", "1")
+    monkeypatch.setattr(compiled, "_state", {})
+    assert compiled.status() == "stale" and compiled.target() is None
+    assert compiled.aot("max_sum") is None
+
+
+def test_the_cpu_check_agrees_with_llvm():
+    """``structlp.compiled._cpu`` (compiled with the wheel) against LLVM's own reading of
+    the CPU: x86-64-v3 is AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT and MOVBE."""
+    cpu = pytest.importorskip("structlp.compiled._cpu",
+                              reason="the CPU check is compiled only into the wheel")
+    llvm = pytest.importorskip("llvmlite.binding")
+    features = llvm.get_host_cpu_features()
+    wanted = ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe")
+    assert cpu.x86_64_v3() == all(features.get(f, False) for f in wanted)
+
+
+def test_the_build_targets(monkeypatch):
+    from structlp.compiled import build
+    monkeypatch.delenv("STRUCTLP_AOT_CPU", raising=False)
+    monkeypatch.setattr(build.platform, "machine", lambda: "x86_64")
+    assert build.targets() == {"_kernels": "", "_kernels_v3": "x86-64-v3"}
+    monkeypatch.setattr(build.platform, "machine", lambda: "aarch64")
+    assert build.targets() == {"_kernels": ""}
+    monkeypatch.setenv("STRUCTLP_AOT_CPU", "host")
+    assert build.targets() == {"_kernels": "host"}
 
 
 def test_the_prefetch_hint_changes_no_result():
@@ -132,29 +195,55 @@ def test_switched_off_by_the_environment():
 
 # ---------------------------------------------------------------- the built kernels
 
-def _load_built(tmp_dir):
-    """The extension module built into ``tmp_dir`` from this checkout, loaded."""
-    out = subprocess.run([sys.executable, "-m", "structlp.compiled.build", str(tmp_dir)],
-                         capture_output=True, text=True, cwd=ROOT,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert out.returncode == 0, out.stderr[-3000:]
-    path = next(Path(tmp_dir).glob("_kernels*"))
-    spec = importlib.util.spec_from_file_location("structlp._kernels", path)
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location("structlp." + name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-@pytest.fixture
-def built(request, tmp_path, monkeypatch):
-    """The ahead-of-time module: the installed one, or (slow) one built here."""
+@pytest.fixture(scope="module")
+def built_here(tmp_path_factory):
+    """The extension modules built from this checkout into a temporary folder (both
+    builds where the machine has them: about 40 s each), loaded: {name: module}."""
+    tmp_dir = tmp_path_factory.mktemp("kernels")
+    out = subprocess.run([sys.executable, "-m", "structlp.compiled.build", str(tmp_dir)],
+                         capture_output=True, text=True, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr[-3000:]
+    return {p.name.split(".")[0]: p for p in Path(tmp_dir).glob("_kernels*")}
+
+
+def _runnable(name):
+    """Whether this machine runs the build ``name`` (x86-64-v3 needs AVX2 and FMA)."""
+    if name != compiled.V3_MODULE:
+        return True
+    llvm = pytest.importorskip("llvmlite.binding")
+    features = llvm.get_host_cpu_features()
+    return all(features.get(f, False) for f in ("avx", "avx2", "bmi", "bmi2", "f16c", "fma",
+                                                 "lzcnt", "movbe"))
+
+
+@pytest.fixture(params=["_kernels", compiled.V3_MODULE])
+def built(request):
+    """An ahead-of-time build (each of the two): the installed one, or (slow) one built
+    here."""
+    name = request.param
+    if not _runnable(name):
+        pytest.skip(f"this CPU cannot run {name}")
     if compiled.status() == "ahead of time":
-        module = compiled._module()
+        try:
+            module = importlib.import_module("structlp." + name)
+        except ImportError:
+            pytest.skip(f"{name} is not installed")
     elif request.node.get_closest_marker("slow") is None:
         pytest.skip("no kernels built ahead of time here (a source checkout); the slow "
                     "test builds them")
     else:
-        module = _load_built(tmp_path)
+        paths = request.getfixturevalue("built_here")
+        if name not in paths:
+            pytest.skip(f"{name} is not built on this platform")
+        module = _load(paths[name], name)
     assert module.source_hash() == compiled.source_hash()
     return module
 
@@ -250,7 +339,7 @@ def test_the_built_kernels_equal_numba_jit(built, monkeypatch):
     _compare(built, monkeypatch)
 
 
-@pytest.mark.slow    # builds the extension here (about 40 s)
+@pytest.mark.slow    # builds the extension modules here (about 40 s each)
 def test_the_kernels_built_from_this_checkout_equal_numba_jit(built, monkeypatch):
     _compare(built, monkeypatch)
 

@@ -16,10 +16,14 @@ time:
    install that could not compile it) or stale, or when ``STRUCTLP_AOT=0``;
 3. **plain Python/numpy** where numba cannot be imported (each module's own fallback).
 
-The ahead-of-time and JIT kernels are the same LLVM compilation of the same function, for
-a generic CPU of the platform's family (``STRUCTLP_AOT_CPU=host`` at build time targets the
-building machine's).  Their signatures are fixed (:data:`KERNELS`): int64 and float64,
-C-contiguous arrays, as the call sites pass them.
+The ahead-of-time and JIT kernels are the same LLVM compilation of the same function.
+The JIT compiles for the machine it runs on; the wheel holds two builds on x86-64: one for
+the generic CPU of the family (``structlp._kernels``) and one for the x86-64-v3 level
+(``structlp._kernels_v3``: AVX2 and FMA, SIMD twice as wide), used where the CPU has it
+(a check compiled with the wheel, ``structlp.compiled._cpu``; :func:`target` says which
+is in use, ``STRUCTLP_AOT=generic`` keeps to the first; ``STRUCTLP_AOT_CPU=host`` at build
+time builds one module for the building machine's CPU).  Their signatures are fixed
+(:data:`KERNELS`): int64 and float64, C-contiguous arrays, as the call sites pass them.
 """
 
 from __future__ import annotations
@@ -90,6 +94,8 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "float64[::1], int64[::1], float64[:, :, ::1])"),
 }
 
+#: the wheel's second build of the kernels, for x86-64-v3 CPUs (:func:`target`)
+V3_MODULE = "_kernels_v3"
 #: modules the kernels compile in without exporting a kernel of their own
 _HELPER_MODULES = ("structlp.compiled.prefetch",)
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -149,15 +155,40 @@ def status() -> str:
     return _state["status"]
 
 
+def target() -> Optional[str]:
+    """The build of the kernels in use: ``"x86-64-v3"`` (the wheel's second build, for
+    CPUs with AVX2 and FMA), ``"baseline"`` (``structlp._kernels``: the generic CPU of the
+    family, or the CPU named by ``STRUCTLP_AOT_CPU`` at build time), or None when they were
+    not built ahead of time.  ``STRUCTLP_AOT=generic`` keeps to the baseline."""
+    _module()
+    return _state["target"]
+
+
+def _has_v3() -> bool:
+    """Whether the CPU runs x86-64-v3 code (False without the compiled check)."""
+    try:
+        from . import _cpu  # type: ignore[attr-defined]
+    except ImportError:
+        return False
+    return bool(_cpu.x86_64_v3())
+
+
 def _module() -> Any:
     if "module" not in _state:
-        module, why = None, "ahead of time"
-        if os.environ.get("STRUCTLP_AOT", "1") == "0":
+        module, why, target = None, "ahead of time", None
+        mode = os.environ.get("STRUCTLP_AOT", "1")
+        if mode == "0":
             why = "disabled"
         else:
-            try:
-                module = importlib.import_module("structlp._kernels")
-            except ImportError:
+            names = ([V3_MODULE] if mode != "generic" and _has_v3() else []) + ["_kernels"]
+            for name in names:
+                try:
+                    module = importlib.import_module("structlp." + name)
+                except ImportError:
+                    continue
+                target = "x86-64-v3" if name == V3_MODULE else "baseline"
+                break
+            if module is None:
                 why = "not built"
             else:
                 try:
@@ -165,8 +196,8 @@ def _module() -> Any:
                 except OSError:                       # sources not installed: trust it
                     fresh = True
                 if not fresh:
-                    module, why = None, "stale"
-        _state["module"], _state["status"] = module, why
+                    module, why, target = None, "stale", None
+        _state["module"], _state["status"], _state["target"] = module, why, target
     return _state["module"]
 
 

@@ -1,10 +1,14 @@
 """Build-time only: compile :data:`structlp.compiled.KERNELS` ahead of time (numba.pycc).
 
 ``setup.py`` calls :func:`compile_into` to put the extension module ``structlp._kernels``
-into the built package; it needs numba, scipy (numba's BLAS) and a C compiler at build time
-(``pyproject.toml``'s build requirements), not at run time.
-``python -m structlp.compiled.build DIR`` writes the module into ``DIR`` (for a source
-checkout: ``python -m structlp.compiled.build structlp``).
+into the built package, compiled for the generic CPU of the platform's family, and on
+x86-64 also ``structlp._kernels_v3``, compiled for the x86-64-v3 level (AVX2, FMA: SIMD
+twice as wide; used where ``structlp.compiled._cpu`` says the CPU has it).  It needs
+numba, scipy (numba's BLAS) and a C compiler at build time (``pyproject.toml``'s build
+requirements), not at run time.  ``STRUCTLP_AOT_CPU=NAME`` (an LLVM CPU name, ``host``
+for the building machine's) builds ``_kernels`` for that CPU instead, and no second
+module.  ``python -m structlp.compiled.build DIR`` writes the modules into ``DIR`` (for a
+source checkout: ``python -m structlp.compiled.build structlp``).
 
 The kernels call one another and their helpers as numba functions: each module's own JIT
 set-up binds them before the kernels are exported, as for the JIT.
@@ -14,11 +18,12 @@ from __future__ import annotations
 
 import importlib
 import os
+import platform
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Dict, Optional
 
-from . import KERNELS, source_hash
+from . import KERNELS, V3_MODULE, source_hash
 
 #: The kernel modules whose kernels call helpers, and the function that binds those
 #: helpers to numba functions (max-sum and Dinic call none).
@@ -27,11 +32,22 @@ _SETUP = {"structlp.graphical.dual_decomposition": "_jit",
           "structlp.learners._fw_trees": "_jit_helpers"}
 
 
-def _cc() -> Any:
+def targets() -> Dict[str, str]:
+    """The modules to build, and the LLVM CPU of each (``''``: the family's generic)."""
+    cpu = os.environ.get("STRUCTLP_AOT_CPU", "")
+    if cpu:
+        return {"_kernels": cpu}
+    out = {"_kernels": ""}
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        out[V3_MODULE] = "x86-64-v3"
+    return out
+
+
+def _cc(name: str = "_kernels", cpu: str = "") -> Any:
     from numba.pycc import CC
 
-    cc = CC("_kernels", source_module=sys.modules[__name__])
-    cc.target_cpu = os.environ.get("STRUCTLP_AOT_CPU", "")     # '' = the family's generic
+    cc = CC(name, source_module=sys.modules[__name__])
+    cc.target_cpu = cpu
     for module in _SETUP:
         getattr(importlib.import_module(module), _SETUP[module])()
     for name, (module, fn, sig) in KERNELS.items():
@@ -46,11 +62,13 @@ def _constant(value: int) -> Any:
     return source_hash
 
 
-def compile_into(directory: str) -> None:
-    """Compile the extension module ``_kernels`` into ``directory`` (the package's)."""
-    cc = _cc()
-    cc.output_dir = str(directory)
-    cc.compile()
+def compile_into(directory: str, modules: Optional[Dict[str, str]] = None) -> None:
+    """Compile the extension modules ``modules`` (name -> LLVM CPU; default
+    :func:`targets`) into ``directory`` (the package's)."""
+    for name, cpu in (targets() if modules is None else modules).items():
+        cc = _cc(name, cpu)
+        cc.output_dir = str(directory)
+        cc.compile()
 
 
 def main(argv: Any = None) -> None:

@@ -149,6 +149,7 @@ FIT = """
 import sys, numpy as np
 sys.modules['numba'] = None                      # numba absent: import numba raises
 sys.modules['structlp._kernels'] = None          # and no kernels built ahead of time
+sys.modules['structlp._kernels_v3'] = None
 import structlp.graphical.maxsum as ms
 assert ms.BACKENDS == ('numpy',)
 from structlp import FrankWolfeLearner
