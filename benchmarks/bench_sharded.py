@@ -1,22 +1,24 @@
 """ShardedFrankWolfeLearner on a LocalCluster: memory of the driver and the workers,
-bytes per round, time per round, on synthetic assignments generated on the workers.
+bytes per round, time per round, on synthetic examples generated on the workers.
 
-Each partition makes its own 3 x 3 assignment examples (3 features per edge, a planted
-w shared by all, Gaussian noise) from its own seed, so the driver never holds an
-example.  Reported: the driver's peak RSS (this process, which also runs the local
-scheduler), each worker's peak RSS before and after the fit, the bytes the driver
-sends and receives per round, the seconds per round and per exact check, the rounds
-and the certified gap.  With ``--kill-after R`` one worker process is killed after
-round R, and the fit must still certify its objective.
+Each partition makes its own examples from its own seed, so the driver never holds an
+example: 3 x 3 assignments (3 features per edge, a planted w shared by all, Gaussian
+noise; ``--model assignment``, the default) or chains (6 letters, 4 labels, 5 node
+features; ``--model chain``, whose passes run as compiled kernels on the workers).
+Reported: the driver's peak RSS (this process, which also runs the local scheduler),
+each worker's peak RSS before and after the fit, the bytes the driver sends and receives
+per round, the seconds per round and per exact check, the rounds and the certified gap.
+With ``--kill-after R`` one worker process is killed after round R, and the fit must
+still certify its objective.
 
-    nice -n 10 python benchmarks/bench_sharded.py --n-examples 1000000 \
-        --json benchmarks/results/sharded.json
+    nice -n 10 python benchmarks/bench_sharded.py --model chain --n-examples 1000000 \
+        --C 1e-5 --json benchmarks/results/sharded.json
 
-``--json PATH`` adds this run to the raw runs in ``raw/`` beside PATH (replacing an earlier
-run of the same examples, partitions, workers, C and kill) and writes the benchmarks page's
-file (``benchmarks/report.py``'s schema) to PATH: one row per run.  The floor is the
-driver's own memory before the cluster starts: the driver's peak should stay near it
-whatever the number of examples, while each worker grows with its share.
+``--json PATH`` adds this run to the raw runs in ``raw/`` beside PATH (replacing an
+earlier run of the same model, examples, partitions, workers, C and kill) and writes the
+benchmarks page's file (``benchmarks/report.py``'s schema) to PATH: one row per run.  The
+floor is the driver's own memory before the cluster starts: the driver's peak should stay
+near it whatever the number of examples, while each worker grows with its share.
 """
 
 import argparse
@@ -34,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import report  # benchmarks/report.py: the results schema
 
-RUN_KEY = ("n_examples", "partitions", "workers", "C", "kill_after")
+RUN_KEY = ("model", "n_examples", "partitions", "workers", "C", "kill_after")
 
 
 def make_partition(seed, m, w0, noise=0.5):
@@ -50,6 +52,29 @@ def make_partition(seed, m, w0, noise=0.5):
         y[r, c] = 1
         out.append((x, y))
     return out
+
+
+def make_chain_partition(seed, m, theta, n=6, k=4, dv=5, noise=0.5):
+    """``m`` planted chains (``n`` letters, ``k`` labels, ``dv`` node features, one constant
+    edge feature), made on the worker from ``seed``: the labels are the Viterbi labelling
+    of the planted scores plus Gaussian noise, all examples at once."""
+    rng = np.random.default_rng(seed)
+    V = rng.normal(size=(m, n, dv))
+    Wv, T = theta[:k * dv].reshape(k, dv), theta[k * dv:].reshape(k, k)
+    S = V @ Wv.T + noise * rng.normal(size=(m, n, k))
+    msg, back = S[:, 0], np.zeros((m, n, k), dtype=np.int64)
+    for t in range(1, n):
+        cand = msg[:, :, None] + T[None]                 # (m, parent label, child label)
+        back[:, t] = cand.argmax(axis=1)
+        msg = cand.max(axis=1) + S[:, t]
+    y = np.zeros((m, n), dtype=np.int64)
+    y[:, -1] = msg.argmax(axis=1)
+    rows = np.arange(m)
+    for t in range(n - 1, 0, -1):
+        y[:, t - 1] = back[rows, t, y[:, t]]
+    edge, parents = np.ones((n - 1, 1)), np.arange(-1, n - 1)
+    return [({"node_features": V[i], "edge_features": edge, "parents": parents}, y[i])
+            for i in range(m)]
 
 
 def peak_rss_mb():
@@ -74,7 +99,8 @@ def row_of(run):
     times = run["round_end_times_s"]
     idle, peak = run["worker_rss_idle_mb"], run["worker_peak_rss_mb"]
     m = run["n_examples"]
-    row = {"m": m, "parts": run["partitions"], "workers": run["workers"], "C": run["C"],
+    row = {"model": run.get("model", "assignment"), "m": m, "parts": run["partitions"],
+           "workers": run["workers"], "C": run["C"],
            "kill": run.get("kill_after") or None, "rounds": run["rounds"],
            "restarts": run["restarts"], "gap": run["relative_gap"],
            "converged": "yes" if run["converged"] else "no",
@@ -94,8 +120,10 @@ def row_of(run):
 
 def write_schema(path, doc):
     """The benchmarks page's file (``benchmarks/report.py``'s schema) from the raw runs."""
-    runs = sorted(doc["runs"], key=lambda r: (r["n_examples"], r.get("kill_after") or 0))
-    columns = [{"key": "m", "label": "examples"},
+    runs = sorted(doc["runs"], key=lambda r: (r.get("model", "assignment"), r["n_examples"],
+                                              r.get("kill_after") or 0))
+    columns = [{"key": "model", "label": "examples of"},
+               {"key": "m", "label": "examples"},
                {"key": "parts", "label": "partitions"},
                {"key": "workers", "label": "workers"},
                {"key": "C", "label": "C", "format": "g"},
@@ -119,9 +147,12 @@ def write_schema(path, doc):
                {"key": "received", "label": "received per round", "unit": "bytes"},
                {"key": "load", "label": "load average", "format": ".1f"},
                {"key": "date", "label": "finished (UTC)"}]
-    notes = ["Each partition generates its own 3 x 3 assignment examples on its worker from "
-             "a seed, so the driver never holds an example; the first round includes that "
-             "generation.  The driver process also runs the local scheduler.",
+    notes = ["Each partition generates its own examples on its worker from a seed, so the "
+             "driver never holds an example; the first round includes that generation.  "
+             "assignment: 3 x 3 assignments, 3 features per edge, each BCFW step with its "
+             "Hungarian oracle in Python; chain: chains of 6 letters, 4 labels, 5 node "
+             "features and a constant edge feature, each worker's pass over its partition one "
+             "compiled kernel call.  The driver process also runs the local scheduler.",
              "Workers' growth per example: the workers' peak RSS summed, less their RSS "
              "when idle, over the number of examples.",
              "Relative gap: the certified duality gap over the objective at the end of "
@@ -135,8 +166,9 @@ def write_schema(path, doc):
     data = report.write(path, name="sharded",
                         title="ShardedFrankWolfeLearner on a dask LocalCluster: memory, "
                               "traffic, rounds",
-                        description="ShardedFrankWolfeLearner (BipartiteMatching, 3 x 3 "
-                                    "assignments) on a LocalCluster of worker processes, one "
+                        description="ShardedFrankWolfeLearner (BipartiteMatching on 3 x 3 "
+                                    "assignments, TreeLabeling on chains) on a LocalCluster "
+                                    "of worker processes, one "
                                     "thread each: the driver's and the workers' peak RSS, the "
                                     "bytes the driver sends and receives per round, rounds, "
                                     "certified gap and wall seconds, one row per run.",
@@ -177,15 +209,23 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, default=1e-2)
     ap.add_argument("--max-iter", type=int, default=30)
     ap.add_argument("--kill-after", type=int, default=0)
+    ap.add_argument("--model", choices=("assignment", "chain"), default="assignment",
+                    help="3 x 3 assignments (per-example oracles in Python) or chains of 6 "
+                         "letters, 4 labels, 5 features (whole passes compiled)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
 
     import dask
     import distributed
     from structlp.learners.sharded import ShardedFrankWolfeLearner
-    from structlp.structures import BipartiteMatching
+    from structlp.structures import BipartiteMatching, TreeLabeling
 
-    w0 = np.random.default_rng(0).normal(size=3)
+    if args.model == "chain":
+        model, make = TreeLabeling(4), make_chain_partition
+        w0 = np.random.default_rng(0).normal(size=4 * 5 + 4 * 4)
+    else:
+        model, make = BipartiteMatching(), make_partition
+        w0 = np.random.default_rng(0).normal(size=3)
     K, m = args.partitions, args.n_examples
     sizes = [m // K + (k < m % K) for k in range(K)]
     rss_start = peak_rss_mb()
@@ -197,7 +237,7 @@ def main(argv=None):
         client.run(lambda: None)
         rss_idle = client.run(peak_rss_mb)
         pids = list(client.run(os.getpid).values())
-        parts = [dask.delayed(make_partition)(1000 + k, sizes[k], w0) for k in range(K)]
+        parts = [dask.delayed(make)(1000 + k, sizes[k], w0) for k in range(K)]
         rounds = []
 
         def on_round(info):
@@ -211,7 +251,7 @@ def main(argv=None):
                 print("killed worker", pids[0], flush=True)
 
         cpu0, t0 = time.process_time(), time.perf_counter()
-        est = ShardedFrankWolfeLearner(BipartiteMatching(), C=args.C, tol=args.tol,
+        est = ShardedFrankWolfeLearner(model, C=args.C, tol=args.tol,
                                        max_iter=args.max_iter, random_state=0,
                                        client=client, scheduler_timeout=120,
                                        callback=on_round)
@@ -227,7 +267,8 @@ def main(argv=None):
                          + (sys.argv[1:] if argv is None else list(argv))),
         floor=("driver peak RSS independent of the number of examples: the driver's RSS "
                "before the cluster starts; each worker about its share"),
-        n_examples=est.n_examples_, partitions=K, workers=args.workers, C=args.C,
+        model=args.model, n_examples=est.n_examples_, partitions=K, workers=args.workers,
+        C=args.C,
         tol=args.tol, kill_after=args.kill_after, rounds=est.n_iter_,
         converged=est.converged_,
         objective=est.objective_, duality_gap=est.duality_gap_,

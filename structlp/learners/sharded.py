@@ -33,6 +33,11 @@ from each partition's exact ``(w_p, ell_p)``; it holds whatever happened to a
 partition, because every reported ``(w_p, ell_p)`` belongs to a feasible dual point
 of that partition and ``w = sum_p w_p``.
 
+Chains and trees (:class:`~structlp.structures.TreeLabeling` with dense features, pairwise
+steps) keep their blocks as in the single-process fit's compiled path: a worker's pass
+over its partition, its passes without oracle and its exact check are each one call of a
+compiled kernel, with no Python per example.
+
 Faults: the driver keeps every partition's contribution ``(w_p, ell_p)`` (d + 1
 floats).  A worker lost mid-fit loses its partitions; dask recomputes them from
 their lineage (the bag's graph: a file read or a seeded generator) with their blocks
@@ -59,6 +64,7 @@ from ..utils.validation import check_bool, check_scalar
 from ..solvers import check_solver
 from ._first_order import _augment
 from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss, run_cache_passes
+from ._fw_trees import _TreeBlocks
 from .cutting_plane import _needs_polytopes
 from .frank_wolfe import _PSI_MAX_D
 
@@ -70,7 +76,7 @@ class _Shard:
     Made by :func:`_make_shard` from the partition's ``(x, y)`` pairs; the tasks of a
     fit change its blocks in place (each task runs where the shard is held)."""
 
-    def __init__(self, model, items, part, solver, opts):
+    def __init__(self, model, items, part, solver, opts, pairwise=True):
         xs, ys = _split_pairs(items, part)
         try:
             data = prepare(model, xs, ys, need_polytopes=_needs_polytopes(model),
@@ -83,10 +89,16 @@ class _Shard:
         self.data = data
         self.state = (model, data.X, polys, solver, opts)   # what solve_chunk takes
         m, d = data.n_examples, data.n_features
-        self.c = [_compact_loss(*data.c.nonzeros(i)) for i in range(m)]
-        width = max(data.mu_true.nonzeros(i)[0].size for i in range(m))
-        self.blocks = (_PsiBlocks(data.Phi, data.mu_true, self.c)
-                       if d <= max(_PSI_MAX_D, 4 * width) else _GramBlocks(data.mu_true, self.c))
+        self.tree = pairwise and _TreeBlocks.applicable(model, data)
+        if self.tree:              # chains and trees: whole passes in one compiled kernel
+            self.c = None
+            self.blocks = _TreeBlocks(model, data)
+        else:
+            self.c = [_compact_loss(*data.c.nonzeros(i)) for i in range(m)]
+            width = max(data.mu_true.nonzeros(i)[0].size for i in range(m))
+            self.blocks = (_PsiBlocks(data.Phi, data.mu_true, self.c)
+                           if d <= max(_PSI_MAX_D, 4 * width)
+                           else _GramBlocks(data.mu_true, self.c))
         self.rounds = 0
         # the prepared examples (feature operators, losses, truths) and the blocks:
         # about 5 kB per small example as measured, more for large ones
@@ -127,9 +139,9 @@ def _split_pairs(items, part):
     return xs, ys
 
 
-def _make_shard(items, model, part, solver, opts):
+def _make_shard(items, model, part, solver, opts, pairwise=True):
     """Task: the partition's shard and its starting contribution (``m_i = mu_i``)."""
-    return _Shard(model, items, part, solver, opts)
+    return _Shard(model, items, part, solver, opts, pairwise)
 
 
 def _shard_info(shard, C):
@@ -137,7 +149,7 @@ def _shard_info(shard, C):
     counter and contribution."""
     w_p, ell_p = shard.contribution(C)
     return dict(n=shard.data.n_examples, d=shard.data.n_features, rounds=shard.rounds,
-                w=w_p, ell=ell_p, nbytes=shard.nbytes)
+                w=w_p, ell=ell_p, nbytes=shard.nbytes, compiled=shard.tree)
 
 
 def _local_pass(shard, w, C, K, seed, epochs, pairwise, inner_steps, cache_passes, expect):
@@ -156,8 +168,14 @@ def _local_pass(shard, w, C, K, seed, epochs, pairwise, inner_steps, cache_passe
     _, ell = blocks.primal(ops, data.mu_true, data.d, Cp, data.n_features)
     dual_before = ell - 0.5 * float(w_loc.dot(w_loc))
     g_sum = 0.0
+    g_est = np.zeros(m)
     for _ in range(epochs):
         g_sum = 0.0
+        if shard.tree:                 # the epoch in one compiled kernel call
+            ell = blocks.epoch(rng.permutation(m).astype(np.int64), w_loc, Cp, inner_steps,
+                               ell, g_est)
+            g_sum = float(g_est.sum())
+            continue
         for i in rng.permutation(m).tolist():
             a = _augment(ops[i].scores(w_loc), c[i])
             mu = shard.oracle(i, a)
@@ -178,6 +196,9 @@ def _exact_check(shard, w, C):
     """Task: the shard's exact hinge losses and block gaps at ``w`` (one oracle per
     example), summed."""
     data, blocks = shard.data, shard.blocks
+    if shard.tree:                     # one compiled pass
+        h, g = blocks.check(np.asarray(w, dtype=float), C, np.asarray(data.d, dtype=float))
+        return dict(hinge=float(h.sum()), block_gaps=float(g.sum()), rounds=shard.rounds)
     hinge = gaps = 0.0
     for i in range(data.n_examples):
         s = data.Phi[i].scores(w)
@@ -428,7 +449,7 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
 
         def build(k):
             return client.compute(dask.delayed(_make_shard)(
-                parts[k], self.model, k, p["solver"], p["opts"]))
+                parts[k], self.model, k, p["solver"], p["opts"], bool(self.pairwise)))
 
         shards = [build(k) for k in range(K)]
         infos = self._gather_each(client, timeout, [client.submit(_shard_info, s, C)
@@ -443,6 +464,7 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
                     f"Partition {k} of X has {info['d']} features per part; partition 0 has "
                     f"{d}: every example needs the same feature count.")
         sizes = [info["n"] for info in infos]
+        self._compiled_partitions = [bool(info["compiled"]) for info in infos]
         w_parts = np.array([info["w"] for info in infos])         # (K, d)
         ell_parts = np.array([info["ell"] for info in infos])     # (K,)
         rounds = [0] * K

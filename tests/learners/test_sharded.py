@@ -127,7 +127,18 @@ def test_delayed_partitions_made_on_the_workers(rng, client):
                                   random_state=0, client=client).fit(parts)
     pairs = [p for k in range(4) for p in _chain_partition(100 + k, 15, theta)]
     X, Y = [p[0] for p in pairs], [p[1] for p in pairs]
-    _within_gap(sh, _serial(TreeLabeling(3), X, Y, 0.02))
+    serial = _serial(TreeLabeling(3), X, Y, 0.02)
+    _within_gap(sh, serial)
+    # chains: each worker runs its passes as one compiled kernel call (the tree blocks);
+    # the per-block Python path (pairwise=False: classical steps) certifies the same optimum
+    assert sh._compiled_partitions == [True] * 4
+    again = ShardedFrankWolfeLearner(TreeLabeling(3), C=0.02, tol=1e-3, max_iter=300,
+                                     random_state=0, client=client).fit(parts)
+    np.testing.assert_array_equal(sh.coef_, again.coef_)
+    classic = ShardedFrankWolfeLearner(TreeLabeling(3), C=0.02, tol=1e-3, max_iter=3000,
+                                       random_state=0, pairwise=False, client=client).fit(parts)
+    assert classic._compiled_partitions == [False] * 4
+    _within_gap(classic, serial)
 
 
 def test_bad_partitions(rng, client):
