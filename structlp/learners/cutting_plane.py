@@ -475,8 +475,10 @@ class _WorkingSet:
         """Append rows (dense (k, d) for one-slack, sparse for n-slack)."""
         k = len(b)
         if self.one:
-            if self.n_rows + k > len(self.R):
-                self.R = np.vstack([self.R, np.zeros((max(k, len(self.R)), self.d))])
+            if self.n_rows + k > len(self.R):   # the unused rows stay untouched (calloc)
+                R = np.zeros((self.n_rows + max(k, len(self.R)), self.d))
+                R[:self.n_rows] = self.R[:self.n_rows]
+                self.R = R
             self.R[self.n_rows:self.n_rows + k] = rows
         else:
             self.R = sp.vstack([self.R, rows], format="csr")
@@ -561,7 +563,9 @@ class _WorkingSet:
         G = self._gram()[np.ix_(keep, keep)]
         self.Gbuf[:T, :T] = G
         self.n_gram = T
-        self.R[:T] = self.R[keep]
+        for t, r in enumerate(keep):           # in place (keep increases): no copy of R
+            if t != r:
+                self.R[t] = self.R[r]
         self.b = [self.b[t] for t in keep]
         self.group = [self.group[t] for t in keep]
         self.alpha, self.idle = self.alpha[keep], self.idle[keep]
