@@ -25,7 +25,7 @@ it unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -72,6 +72,40 @@ class PartFeatures:
         indices add up)."""
         return self.joint(np.bincount(idx, vals, minlength=self.shape[0]))
 
+    def scores_at(self, w: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """The part scores ``(Phi w)[idx]`` of some parts only (indices may repeat).
+
+        The default computes all the scores; an operator that can score single parts
+        cheaply (e.g. a stacked one, see :meth:`stack`) overrides it.
+
+        Parameters
+        ----------
+        w : ndarray, shape (d,)
+        idx : ndarray of int, shape (p,)
+
+        Returns
+        -------
+        ndarray, shape (p,)
+        """
+        return self.scores(w)[np.asarray(idx, dtype=np.int64)]
+
+    @classmethod
+    def stack(cls, ops: Sequence["PartFeatures"]) -> Optional["StackedFeatures"]:
+        """The part features of several examples as one operator, or None.
+
+        See :class:`StackedFeatures`.  The default, None, means that this class has no
+        stacked form: learners then call the operators one by one.
+
+        Parameters
+        ----------
+        ops : sequence of instances of ``cls`` with the same number of features
+
+        Returns
+        -------
+        StackedFeatures or None
+        """
+        return None
+
     # matrix-like spelling, for code written against Phi and Phi^T
     def dot(self, w: np.ndarray) -> np.ndarray:
         return self.scores(w)
@@ -100,6 +134,33 @@ class _Adjoint:
 
     def dot(self, mu: np.ndarray) -> np.ndarray:
         return self.op.joint(mu)
+
+
+class StackedFeatures(PartFeatures):
+    """The part features of several examples as one operator (:meth:`PartFeatures.stack`).
+
+    Its shape is ``(sum_i L_i, d)``: every part of every example is one row, in an order
+    of the operator's own (:meth:`rows` maps parts of examples to rows), so that a
+    learner scores any parts of any examples (:meth:`scores_at`) and forms the joint
+    feature of part counts spread over the examples (:meth:`joint_sparse`) in a few
+    products instead of one call per example.
+    """
+
+    def rows(self, ex: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """The rows of the parts ``idx[t]`` of the examples ``ex[t]``.
+
+        Parameters
+        ----------
+        ex : ndarray of int, shape (p,)
+            Positions of the examples in the sequence that was stacked.
+        idx : ndarray of int, shape (p,)
+            Part indices within each example.
+
+        Returns
+        -------
+        ndarray of int64, shape (p,)
+        """
+        raise NotImplementedError(f"{type(self).__name__} must define rows(ex, idx).")
 
 
 class MatrixFeatures(PartFeatures):

@@ -14,12 +14,12 @@ from ..utils.progress import Progress, check_callback, check_verbose
 from ..utils.validation import check_bool, check_scalar
 from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import prepare
-from ..part_features import MatrixFeatures
 from ..exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
 from ..exceptions import SolverError
 from ..inference import argmax_parts
 from ..solvers import solve
 from ..utils.fingerprint import training_fingerprint
+from ._cp_cache import _Cache, _key, _nonzeros, _Parts
 from .master import RIDGE, single_threaded_blas, solve_master_dual  # noqa: F401  (RIDGE: here in 0.1.0)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,108 +44,6 @@ def _needs_polytopes(model):
     # models that offer the min-max formulation can build their polytopes (and
     # validate y against them); certificate-only models validate y in encode
     return "minmax" in tuple(getattr(model, "formulations", ("minmax",)))
-
-
-class _Parts:
-    """Part scores ``Phi_i w`` and joint features ``Phi_i^T mu_i`` of a training set.
-
-    The one place where the cutting plane touches the part features: explicit
-    ``Phi_i`` are stacked into one sparse matrix (one product for all examples);
-    factored operators (:meth:`~structlp.model.StructuredModel.feature_operator`,
-    e.g. :class:`~structlp.structures.tree_labeling.TreeFeatures`) are called per
-    example and never build the matrix."""
-
-    def __init__(self, data):
-        self.d = data.n_features
-        self.sizes = np.array([P.shape[0] for P in data.Phi])
-        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)])
-        self.ops = None
-        if all(isinstance(P, MatrixFeatures) for P in data.Phi):
-            self.Phi = sp.vstack([sp.csr_array(P.matrix) for P in data.Phi], format="csr")
-        else:
-            self.ops = list(data.Phi)
-
-    def scores(self, w):
-        """``[Phi_i w]``: list of (L_i,) arrays."""
-        if self.ops is not None:
-            return [P.scores(w) for P in self.ops]
-        return np.split(self.Phi @ w, self.offsets[1:-1])
-
-    def joint(self, mus, idx=None):
-        """``Phi_i^T mu_i`` of the examples ``idx`` (default: all): sparse (len(mus), d)."""
-        m = len(mus)
-        if self.ops is not None:
-            idx = range(m) if idx is None else idx
-            if not m:
-                return sp.csr_array((0, self.d))
-            return sp.csr_array(np.vstack([self.ops[i].joint(mu) for i, mu in zip(idx, mus)]))
-        offsets = self.offsets[:-1] if idx is None else self.offsets[np.asarray(idx)]
-        nz = [np.flatnonzero(mu != 0) for mu in mus]
-        cols = np.concatenate([z + o for z, o in zip(nz, offsets)]) if m else []
-        vals = np.concatenate([mu[z] for mu, z in zip(mus, nz)]) if m else []
-        rows = np.repeat(np.arange(m), [len(z) for z in nz])
-        S = sp.csr_array((vals, (rows, cols)), shape=(m, self.Phi.shape[0]))
-        return S @ self.Phi
-
-
-class _Cache:
-    """Per-example inference cache (Joachims, Finley & Yu 2009): outputs already found,
-    stored compactly as their joint-feature rows ``f_i(y_i) - f_i(y)`` (sparse, (d,))
-    and losses; at most ``size`` per example, the least recently used dropped first."""
-
-    def __init__(self, m, d, size):
-        self.m, self.d, self.size = m, d, size
-        self.rows = sp.csr_array((0, d))
-        self.ex = np.zeros(0, dtype=np.int64)
-        self.loss = np.zeros(0)
-        self.used = np.zeros(0)
-        self.keys = [set() for _ in range(m)]
-        self.rowkeys = []
-
-    def add(self, ex, keys, rows, losses, now):
-        """Add new outputs (``rows`` sparse (n, d)) and drop the excess."""
-        new = [k for k, (i, key) in enumerate(zip(ex, keys)) if key not in self.keys[i]]
-        if not new:
-            return
-        for k in new:
-            self.keys[ex[k]].add(keys[k])
-        block = sp.csr_array(rows)[new]
-        self.rows = sp.vstack([self.rows, block], format="csr")
-        self.ex = np.concatenate([self.ex, np.asarray(ex)[new]])
-        self.loss = np.concatenate([self.loss, np.asarray(losses)[new]])
-        self.used = np.concatenate([self.used, np.full(len(new), float(now))])
-        self.rowkeys += [keys[k] for k in new]
-        counts = np.bincount(self.ex, minlength=self.m)
-        if counts.max() > self.size:               # least recently used out
-            order = np.lexsort((-self.used, self.ex))
-            rank = np.arange(len(order)) - np.searchsorted(self.ex[order], self.ex[order])
-            keep = np.sort(order[rank < self.size])
-            for t in np.setdiff1d(np.arange(len(self.ex)), keep):
-                self.keys[self.ex[t]].discard(self.rowkeys[t])
-            self.rows = self.rows[keep]
-            self.ex, self.loss, self.used = self.ex[keep], self.loss[keep], self.used[keep]
-            self.rowkeys = [self.rowkeys[t] for t in keep]
-
-    def best(self, w, base_loss, now):
-        """The most violating cached output of every example (the truth if none is):
-        the joint cut ``(mean_i row_i, mean_i loss_i)`` and the mean cached hinge."""
-        m = self.m
-        h = self.loss - self.rows @ w if len(self.ex) else np.zeros(0)
-        best = np.asarray(base_loss, dtype=float).copy()    # the truth: row 0
-        pick = np.full(m, -1)
-        if len(h):
-            order = np.lexsort((-h, self.ex))
-            first = order[np.r_[True, self.ex[order][1:] != self.ex[order][:-1]]]
-            better = h[first] > best[self.ex[first]]
-            first = first[better]
-            best[self.ex[first]] = h[first]
-            pick[self.ex[first]] = first
-        chosen = pick[pick >= 0]
-        self.used[chosen] = now
-        g = np.asarray(self.rows[chosen].sum(axis=0)).ravel() / m if len(chosen) \
-            else np.zeros(self.d)
-        lsum = float(base_loss[pick < 0].sum() + self.loss[chosen].sum()) / m
-        return np.asarray(g, dtype=float).ravel(), lsum, float(best.mean())
 
 
 class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
@@ -188,8 +86,9 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     lower bound on the optimum), is at most ``C * m * tol``.  The **inference
     cache** (``inference_cache`` outputs per example, as in Joachims et al.)
     makes most rounds cheap: each example's
-    outputs already found are kept as joint-feature rows (sparse, (d,)) with
-    their losses, and a round first builds its cut from the most violating
+    outputs already found are kept by their part supports (the parts they switch
+    on, not their joint features) with their losses, scored from the part scores
+    ``Phi_i w``, and a round first builds its cut from the most violating
     cached output of every example; only when that cut is violated by less than
     ``max(tol, CACHE_FRACTION * gap)`` (``gap``: the last exact violation) is the
     real oracle called.  The stopping test and ``objective_`` always come from the
@@ -315,13 +214,34 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         return C, tol, max_iter, (None if self.solver is None else solver), opts, int(cache)
 
     def _oracle(self, data, parts, w, polys):
-        """Loss-augmented maximizers (as 0/1 vectors) and exact hinge losses at ``w``."""
-        s = parts.scores(w)
-        aug = [si + ci for si, ci in zip(s, data.c)]
-        mus = argmax_parts(self.model, data.X, aug, polys)
-        hinge = np.array([a @ mu + dd - si @ mt for a, mu, dd, si, mt
-                          in zip(aug, mus, data.d, s, data.mu_true)])
-        return mus, hinge
+        """Loss-augmented maximizers and exact hinge losses at ``w``: ``(sups, losses,
+        hinge)``, each maximizer by its nonzeros ``(idx, vals)`` with its loss.
+
+        The dense part vectors (scores, maximizers) are made for a group of examples at a
+        time (:meth:`_Parts.score_chunks`), never for the whole training set."""
+        m = data.n_examples
+        sups, losses, hinge = [], np.empty(m), np.empty(m)
+        for idx, s in parts.score_chunks(w):
+            i0, i1 = idx.start, idx.stop
+            off = parts.offsets[i0:i1 + 1] - parts.offsets[i0]   # the group's own offsets
+            s = np.concatenate(s)
+            c = parts.chunk_dense(data.c, idx)
+            aug = s + c
+            mus = argmax_parts(self.model, data.X[i0:i1], np.split(aug, off[1:-1]),
+                               None if polys is None else polys[i0:i1])
+            mu = np.concatenate(mus)
+            z = np.flatnonzero(mu)
+            v = mu[z]
+            owner = np.searchsorted(off, z, side="right") - 1
+            tz, tv, towner = parts.chunk_support(data.mu_true, idx)
+            dd = data.d[i0:i1]
+            hinge[i0:i1] = np.bincount(owner, aug[z] * v, minlength=len(idx)) + dd \
+                - np.bincount(towner, s[tz] * tv, minlength=len(idx))
+            losses[i0:i1] = dd + np.bincount(owner, c[z] * v, minlength=len(idx))
+            cuts = np.searchsorted(z, off[1:-1])
+            sups += [(zi - o, vi) for zi, vi, o in zip(np.split(z, cuts), np.split(v, cuts),
+                                                        off[:-1])]
+        return sups, losses, hinge
 
     def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> "CuttingPlaneLearner":
         """Run the cutting-plane method on ``(X, Y)``.
@@ -370,7 +290,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         for it in range(1, max_iter + 2):
             if use_oracle or it == max_iter + 1:
                 ti = time.perf_counter()
-                mus, hinge = self._oracle(data, parts, w, polys)
+                sups, losses, hinge = self._oracle(data, parts, w, polys)
                 t_inf += time.perf_counter() - ti
                 n_oracle += 1
                 viol = ws.violation(hinge)
@@ -396,7 +316,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                 if it == max_iter + 1 or stopped:
                     break
                 ti = time.perf_counter()
-                added = ws.add_oracle_cuts(mus, viol, tol, it)
+                added = ws.add_oracle_cuts(sups, losses, viol, tol, it)
                 t_cache += time.perf_counter() - ti
                 if not added:
                     # every violating output is already a row of the master QP: its
@@ -476,12 +396,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
             prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
                     operators=True))
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
-        return self._oracle(data, _Parts(data), self.coef_, polys)[1]
-
-
-def _key(mu):
-    """Hashable identity of an integral output (its active parts)."""
-    return np.flatnonzero(mu > 0.5).tobytes()
+        return self._oracle(data, _Parts(data), self.coef_, polys)[2]
 
 
 class _WorkingSet:
@@ -498,8 +413,9 @@ class _WorkingSet:
         m, d = data.n_examples, data.n_features
         self.m, self.d, self.one, self.C = m, d, one, C
         self.fingerprint = None
-        self.loss_true = np.array([float(dd + c @ mt) for dd, c, mt
-                                   in zip(data.d, data.c, data.mu_true)])
+        truth = [_nonzeros(data.mu_true, i) for i in range(m)]
+        self.loss_true = np.array([float(data.d[i] + data.c[i][z] @ v)
+                                   for i, (z, v) in enumerate(truth)])
         self.n_groups = 1 if one else m
         self.cap = np.full(self.n_groups, C * m if one else C)
         if one:
@@ -518,16 +434,22 @@ class _WorkingSet:
         self.w = np.zeros(d)
         self.xi = np.array(self.b[:self.n_groups])
         self.master_value = float(self.cap @ self.xi)
-        self.seen = [{_key(mt)} for mt in data.mu_true] if not one else None
-        self.truth_keys = [_key(mt) for mt in data.mu_true]
-        self.cache = _Cache(m, d, cache_size) if cache_size else None
+        self.truth_keys = [_key(z, v) for z, v in truth]
+        self.seen = [{key} for key in self.truth_keys] if not one else None
+        self.cache = _Cache(m, cache_size) if cache_size else None
         self.reattach(data, parts, C)
 
     # ------------------------------------------------------------ data
     def reattach(self, data, parts, C):
         """Use the data of a new fit (the same training set), with weight ``C``."""
         self.data, self.parts = data, parts
-        self.ftrue = parts.joint(data.mu_true)
+        truth = [_nonzeros(data.mu_true, i) for i in range(self.m)]
+        # one-slack: the true outputs as stacked rows (the cuts are formed from part
+        # counts); n-slack: their joint features, one sparse row per example
+        self.truth = parts.stacked_rows(truth, range(self.m)) if self.one else None
+        self.ftrue = None if self.one else parts.joint(truth)
+        if self.cache is not None:
+            self.cache.set_truth(self.truth)
         if C != self.C:                                  # the same rows, scaled weights
             self.alpha = self.alpha * (C / self.C)
             self.cap = self.cap * (C / self.C)
@@ -536,27 +458,27 @@ class _WorkingSet:
         return self
 
     def detach(self):
-        self.data = self.parts = self.ftrue = None
+        self.data = self.parts = self.ftrue = self.truth = None
 
     def _rows(self):
         return self.R[:self.n_rows] if self.one else self.R
 
-    def _cuts(self, idx, mus):
-        """Rows ``f_i(y_i) - f_i(y)`` (sparse (k, d)) and losses of outputs ``mus`` of the
-        examples ``idx``."""
-        rows = self.ftrue[idx] - self.parts.joint(mus, idx) if len(idx) else \
+    def _cuts(self, idx, sups):
+        """n-slack: rows ``f_i(y_i) - f_i(y)`` (sparse (k, d)) of the outputs ``sups`` (by
+        their nonzeros) of the examples ``idx``."""
+        rows = self.ftrue[idx] - self.parts.joint(sups, idx) if len(idx) else \
             sp.csr_array((0, self.d))
-        losses = np.array([float(self.data.d[i] + self.data.c[i] @ mu)
-                           for i, mu in zip(idx, mus)])
-        return sp.csr_array(rows), losses
+        return sp.csr_array(rows)
 
     # ------------------------------------------------------------ rows
     def _append(self, rows, b, group):
         """Append rows (dense (k, d) for one-slack, sparse for n-slack)."""
         k = len(b)
         if self.one:
-            if self.n_rows + k > len(self.R):
-                self.R = np.vstack([self.R, np.zeros((max(k, len(self.R)), self.d))])
+            if self.n_rows + k > len(self.R):   # the unused rows stay untouched (calloc)
+                R = np.zeros((self.n_rows + max(k, len(self.R)), self.d))
+                R[:self.n_rows] = self.R[:self.n_rows]
+                self.R = R
             self.R[self.n_rows:self.n_rows + k] = rows
         else:
             self.R = sp.vstack([self.R, rows], format="csr")
@@ -570,34 +492,43 @@ class _WorkingSet:
         """Hinge losses beyond the master slacks: (1,) one-slack, (m,) n-slack."""
         return np.array([hinge.mean()]) - self.xi if self.one else hinge - self.xi
 
-    def add_oracle_cuts(self, mus, viol, tol, now):
-        """Add the oracle's outputs (and feed the cache); returns the number of rows added."""
+    def add_oracle_cuts(self, sups, losses, viol, tol, now):
+        """Add the oracle's outputs (by their nonzeros ``sups``, with their ``losses``) and
+        feed the cache; returns the number of rows added."""
         m = self.m
         if self.one:
-            keys = [_key(mu) for mu in mus]
-            rows, losses = self._cuts(np.arange(m), mus)
-            if self.cache is not None:
+            rows, vals, owner = self.parts.stacked_rows(sups, range(m))
+            if self.cache is not None:      # the outputs other than the truth
+                keys = [_key(z, v) for z, v in sups]
                 new = [i for i in range(m) if keys[i] != self.truth_keys[i]]
-                self.cache.add(new, [keys[i] for i in new], rows[new], losses[new], now)
-            # a cut violated beyond tol is not in the master QP (solved to 1e-3 tol)
-            g = np.asarray(rows.sum(axis=0)).ravel() / m
+                pos = np.full(m, -1)
+                pos[new] = np.arange(len(new))
+                e = pos[owner] >= 0
+                self.cache.add(new, [keys[i] for i in new], rows[e], vals[e], pos[owner[e]],
+                               losses[new], now)
+            # the joint cut mean_i (f_i(y_i) - f_i(y)) from part counts (the parts shared
+            # with the truth cancel before any product).  A cut violated beyond tol is not
+            # in the master QP (solved to 1e-3 tol).
+            trows, tvals, _ = self.truth
+            g = self.parts.joint_at(np.concatenate((trows, rows)),
+                                    np.concatenate((tvals, -vals))) / m
             self._append(g[None, :], [float(losses.mean())], [0])
             return 1
         todo = []
         for i in np.flatnonzero(viol > tol):
-            key = _key(mus[i])
+            key = _key(*sups[i])
             if key not in self.seen[i]:
                 self.seen[i].add(key)
                 todo.append(int(i))
         if todo:
-            rows, losses = self._cuts(np.array(todo), [mus[i] for i in todo])
-            self._append(rows, list(losses), todo)
+            rows = self._cuts(np.array(todo), [sups[i] for i in todo])
+            self._append(rows, list(losses[todo]), todo)
         return len(todo)
 
     def add_cache_cut(self, threshold, now):
         """One-slack: add the cut of the most violating cached outputs when it is violated
         by more than ``threshold``; returns whether it was added."""
-        g, b, mean_hinge = self.cache.best(self.w, self.loss_true, now)
+        g, b, mean_hinge = self.cache.best(self.parts, self.w, self.loss_true, now)
         if mean_hinge - self.xi[0] <= threshold:
             return False
         self._append(g[None, :], [b], [0])
@@ -632,7 +563,9 @@ class _WorkingSet:
         G = self._gram()[np.ix_(keep, keep)]
         self.Gbuf[:T, :T] = G
         self.n_gram = T
-        self.R[:T] = self.R[keep]
+        for t, r in enumerate(keep):           # in place (keep increases): no copy of R
+            if t != r:
+                self.R[t] = self.R[r]
         self.b = [self.b[t] for t in keep]
         self.group = [self.group[t] for t in keep]
         self.alpha, self.idle = self.alpha[keep], self.idle[keep]

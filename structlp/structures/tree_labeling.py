@@ -18,7 +18,7 @@ from ..exceptions import InvalidInputError, InvalidParameterError
 from ..graphical.maxsum import max_sum
 from ..model import StructuredModel
 from ..polytope import Polytope
-from ..part_features import PartFeatures
+from ..part_features import PartFeatures, StackedFeatures
 
 
 class TreeLabeling(StructuredModel):
@@ -198,3 +198,100 @@ class TreeFeatures(PartFeatures):
         me = mu[nk:].reshape(self.m, k * k)
         gv = self.V.T.dot(mv).T if sp.issparse(self.V) else mv.T.dot(self.V)  # (k, d_v)
         return np.concatenate((np.asarray(gv).ravel(), me.T.dot(self.Ef).ravel()))
+
+    @classmethod
+    def stack(cls, ops: Any) -> Optional[StackedFeatures]:
+        """Several examples' tree features stacked (see :meth:`PartFeatures.stack`):
+        their node and edge features packed into one matrix each (a copy of the node
+        features), or None when they differ in labels or feature sizes."""
+        ops = list(ops)
+        if not ops or any(type(op) is not cls for op in ops):
+            return None
+        first = ops[0]
+        if any((op.k, op.V.shape[1], op.Ef.shape[1]) != (first.k, first.V.shape[1],
+                                                          first.Ef.shape[1]) for op in ops):
+            return None
+        return _StackedTreeFeatures(ops)
+
+
+def _vstack(blocks):
+    """Row blocks, dense or scipy.sparse, as one matrix (CSR when any is sparse)."""
+    if any(sp.issparse(b) for b in blocks):
+        return sp.vstack([sp.csr_array(b) for b in blocks], format="csr")
+    return np.vstack([np.asarray(b, dtype=float) for b in blocks])
+
+
+class _StackedTreeFeatures(StackedFeatures):
+    """The part features of several tree examples stacked, in factored form.
+
+    The node features ``V`` (N, d_v) and edge features ``Ef`` (M, d_e) of all examples
+    are packed (nodes and edges numbered across the examples); the rows are all node
+    parts, ``r k + a`` for label ``a`` of packed node ``r``, then all edge parts,
+    ``N k + e k^2 + a k + b`` for labels ``(a, b)`` of packed edge ``e``.  The scores of
+    any parts (:meth:`scores_at`: the node scores ``V theta_v^T`` (N, k) as one product,
+    edge parts' scores as row products) and the joint feature of part counts spread over
+    the examples (:meth:`joint_sparse`: one sparse product per kind of part) take a few
+    array operations for all examples.  Made by :meth:`TreeFeatures.stack`.
+    """
+
+    __slots__ = ("V", "Ef", "k", "kdv", "n_node_parts", "node_start", "edge_start", "shape")
+
+    def __init__(self, ops: Any) -> None:
+        k = ops[0].k
+        self.k = k
+        self.kdv = ops[0].kdv
+        self.V = _vstack([op.V for op in ops])
+        self.Ef = _vstack([op.Ef for op in ops])
+        self.n_node_parts = np.array([op.nk for op in ops], dtype=np.int64)
+        self.node_start = np.concatenate([[0], np.cumsum([op.n for op in ops])])[:-1]
+        self.edge_start = np.concatenate([[0], np.cumsum([op.m for op in ops])])[:-1]
+        self.shape = (self.V.shape[0] * k + self.Ef.shape[0] * k * k, ops[0].shape[1])
+
+    def rows(self, ex: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        ex = np.asarray(ex, dtype=np.int64)
+        j = np.asarray(idx, dtype=np.int64)
+        k, nk = self.k, self.n_node_parts[ex]
+        return np.where(j < nk, self.node_start[ex] * k + j,
+                        self.V.shape[0] * k + self.edge_start[ex] * (k * k) + (j - nk))
+
+    def scores_at(self, w: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        k, kdv = self.k, self.kdv
+        idx = np.asarray(idx, dtype=np.int64)
+        Nk = self.V.shape[0] * k
+        node = idx < Nk
+        out = np.empty(len(idx))
+        NS = np.asarray(self.V.dot(w[:kdv].reshape(k, -1).T))              # (N, k)
+        out[node] = NS.ravel()[idx[node]]
+        edge = ~node
+        if edge.any():
+            We = w[kdv:].reshape(k * k, -1)                                  # (k^2, d_e)
+            er, ep = np.divmod(idx[edge] - Nk, k * k)
+            if sp.issparse(self.Ef) or len(er) * We.shape[1] > self.Ef.shape[0] * k * k:
+                out[edge] = np.asarray(self.Ef.dot(We.T))[er, ep]          # (M, k^2)
+            else:                      # the parts' rows only: fewer products than all
+                out[edge] = np.einsum("ij,ij->i", self.Ef[er], We[ep])
+        return out
+
+    def scores(self, w: np.ndarray) -> np.ndarray:
+        return self.scores_at(w, np.arange(self.shape[0]))
+
+    def joint_sparse(self, idx: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        k = self.k
+        idx = np.asarray(idx, dtype=np.int64)
+        vals = np.asarray(vals, dtype=float)
+        Nk = self.V.shape[0] * k
+        node = idx < Nk
+        r, a = np.divmod(idx[node], k)
+        e, p = np.divmod(idx[~node] - Nk, k * k)
+        # column-major counts: the products then read V and Ef once, in order
+        Sv = sp.csc_array((vals[node], (a, r)), shape=(k, self.V.shape[0]))
+        Se = sp.csc_array((vals[~node], (p, e)), shape=(k * k, self.Ef.shape[0]))
+        gv, ge = Sv @ self.V, Se @ self.Ef                      # (k, d_v), (k^2, d_e)
+        gv = gv.toarray() if sp.issparse(gv) else gv
+        ge = ge.toarray() if sp.issparse(ge) else ge
+        return np.concatenate((np.asarray(gv).ravel(), np.asarray(ge).ravel()))
+
+    def joint(self, mu: np.ndarray) -> np.ndarray:
+        mu = np.asarray(mu, dtype=float)
+        idx = np.flatnonzero(mu)
+        return self.joint_sparse(idx, mu[idx])
