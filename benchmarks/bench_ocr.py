@@ -237,7 +237,7 @@ def child(name, spec, scale, tol_rel, budget):
     out["process_cpu"] = process_cpu
     import structlp.compiled
     out["kernels"] = structlp.compiled.status()     # ahead of time, or numba's JIT
-    out["kernels_target"] = structlp.compiled.target()
+    out["kernels_target"] = getattr(structlp.compiled, "target", lambda: None)()  # (older)
     out.update(floors(est, X, Y))
     return out
 
