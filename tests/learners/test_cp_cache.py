@@ -9,37 +9,12 @@ from structlp import CuttingPlaneLearner, MaxMarginLearner
 from structlp.compiler import prepare
 from structlp.learners import _cp_cache
 from structlp.learners._cp_cache import _Cache, _Parts
-from structlp.part_features import PartFeatures
 from structlp.structures import BipartiteMatching, TreeLabeling
 from structlp.structures.graph_labeling import GraphLabeling, grid_example
-
-
-class FactoredBipartite(BipartiteMatching):
-    """BipartiteMatching whose features are an operator without a stacked form (the
-    cutting plane then calls it example by example)."""
-
-    def feature_operator(self, x):
-        return _EinsumFeatures(x)
-
-
-class _EinsumFeatures(PartFeatures):
-    def __init__(self, x):
-        self.x = x
-        self.shape = (x.shape[0] * x.shape[1], x.shape[2])
-
-    def scores(self, w):
-        return np.einsum("jkf,f->jk", self.x, w).ravel()
-
-    def joint(self, mu):
-        return np.einsum("jkf,jk->f", self.x, np.reshape(mu, self.x.shape[:2]))
-
-
-def tree_example(rng, n, dv=3, de=2, sparse=False, chain=True):
-    parents = np.arange(-1, n - 1) if chain else \
-        np.array([-1] + [int(rng.integers(0, i)) for i in range(1, n)])
-    V = rng.normal(size=(n, dv))
-    return {"node_features": sp.csr_array(V) if sparse else V,
-            "edge_features": rng.normal(size=(n - 1, de)), "parents": parents}
+# a BipartiteMatching whose features are an operator without a stacked form (the cutting
+# plane then calls it example by example), and small random trees
+from test_frank_wolfe import FactoredBipartite
+from test_stacked_features import tree_example
 
 
 def instance(kind, rng, m=7):
