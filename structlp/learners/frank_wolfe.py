@@ -24,6 +24,28 @@ _UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling
 _PSI_MAX_D = 256       # up to this many features, active outputs also keep their psi
 
 
+def compact_losses(data):
+    """Each example's loss vector by its nonzeros (no dense (L_i,) c)."""
+    return [_compact_loss(*data.c.nonzeros(i)) for i in range(data.n_examples)]
+
+
+def new_blocks(model, data, tree):
+    """The block store of ``data`` at ``m_i = mu_i``, and the compact losses it steps with.
+
+    ``tree``: the compiled tree blocks (whole passes in one kernel call; no losses
+    returned).  Otherwise an active output is kept as its nonzeros, and also as its joint
+    feature psi (d,) when d is small beside its support (then inner steps need no part
+    scores)."""
+    if tree:
+        return _TreeBlocks(model, data), None
+    c = compact_losses(data)
+    mt = data.mu_true
+    width = max(mt.nonzeros(i)[0].size for i in range(data.n_examples))
+    if data.n_features <= max(_PSI_MAX_D, 4 * width):
+        return _PsiBlocks(data.Phi, mt, c), c
+    return _GramBlocks(mt, c), c
+
+
 class FrankWolfeLearner(_FirstOrderLearner):
     """Structured max-margin learning by block-coordinate Frank–Wolfe (BCFW).
 
@@ -271,24 +293,16 @@ class FrankWolfeLearner(_FirstOrderLearner):
         # depend on them, and one compiled epoch is faster than dispatching its oracles)
         tree = pairwise and batch_size == 1 and _TreeBlocks.applicable(self.model, data)
         blocks = self._warm_blocks(data)
-        if tree:
+        if blocks is not None and isinstance(blocks, _TreeBlocks) != tree:
+            blocks = None          # the other kind of store: start afresh
+        if blocks is None:         # m_i = the truth
+            blocks, c = new_blocks(self.model, data, tree)
+        elif tree:                 # the features may differ: what depends on them made afresh
             c = None
-            if isinstance(blocks, _TreeBlocks):
-                blocks.restart(data)
-            else:
-                blocks = _TreeBlocks(self.model, data)
+            blocks.restart(data)
         else:
-            c = [_compact_loss(*data.c.nonzeros(i)) for i in range(m)]   # no dense (L_i,) c
-            # an active output is kept as its nonzeros, and also as its joint feature psi
-            # (d,) when d is small beside its support (then inner steps need no part scores)
-            width = max(mt.nonzeros(i)[0].size for i in range(m))
-            psi_mode = d <= max(_PSI_MAX_D, 4 * width)
-            if isinstance(blocks, _TreeBlocks):
-                blocks = None
-            if blocks is None:     # m_i = the truth
-                blocks = _PsiBlocks(ops, mt, c) if psi_mode else _GramBlocks(mt, c)
-            else:                  # the features may differ: what depends on them made afresh
-                blocks.restart(ops, mt)
+            c = compact_losses(data)
+            blocks.restart(ops, mt)
         w, ell = blocks.primal(ops, mt, dd, C, d)
         dual_before = ell - 0.5 * float(w.dot(w))
         g_est = np.full(m, np.inf)

@@ -63,10 +63,10 @@ from ..utils.progress import Progress, check_callback, check_verbose
 from ..utils.validation import check_bool, check_scalar
 from ..solvers import check_solver
 from ._first_order import _augment
-from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss, run_cache_passes
+from ._fw_blocks import run_cache_passes
 from ._fw_trees import _TreeBlocks
 from .cutting_plane import _needs_polytopes
-from .frank_wolfe import _PSI_MAX_D
+from .frank_wolfe import new_blocks
 
 
 # ---------------------------------------------------------------- worker side
@@ -89,16 +89,9 @@ class _Shard:
         self.data = data
         self.state = (model, data.X, polys, solver, opts)   # what solve_chunk takes
         m, d = data.n_examples, data.n_features
+        # chains and trees: whole passes in one compiled kernel
         self.tree = pairwise and _TreeBlocks.applicable(model, data)
-        if self.tree:              # chains and trees: whole passes in one compiled kernel
-            self.c = None
-            self.blocks = _TreeBlocks(model, data)
-        else:
-            self.c = [_compact_loss(*data.c.nonzeros(i)) for i in range(m)]
-            width = max(data.mu_true.nonzeros(i)[0].size for i in range(m))
-            self.blocks = (_PsiBlocks(data.Phi, data.mu_true, self.c)
-                           if d <= max(_PSI_MAX_D, 4 * width)
-                           else _GramBlocks(data.mu_true, self.c))
+        self.blocks, self.c = new_blocks(model, data, self.tree)
         self.rounds = 0
         # the prepared examples (feature operators, losses, truths) and the blocks:
         # about 5 kB per small example as measured, more for large ones
