@@ -437,13 +437,15 @@ class _WorkingSet:
         self.truth_keys = [_key(z, v) for z, v in truth]
         self.seen = [{key} for key in self.truth_keys] if not one else None
         self.cache = _Cache(m, cache_size) if cache_size else None
-        self.reattach(data, parts, C)
+        self.reattach(data, parts, C, truth)
 
     # ------------------------------------------------------------ data
-    def reattach(self, data, parts, C):
-        """Use the data of a new fit (the same training set), with weight ``C``."""
+    def reattach(self, data, parts, C, truth=None):
+        """Use the data of a new fit (the same training set), with weight ``C``
+        (``truth``: the true outputs by their nonzeros, when already read)."""
         self.data, self.parts = data, parts
-        truth = [_nonzeros(data.mu_true, i) for i in range(self.m)]
+        if truth is None:
+            truth = [_nonzeros(data.mu_true, i) for i in range(self.m)]
         # one-slack: the true outputs as stacked rows (the cuts are formed from part
         # counts); n-slack: their joint features, one sparse row per example
         self.truth = parts.stacked_rows(truth, range(self.m)) if self.one else None
