@@ -109,6 +109,10 @@ class StructuredModel:
         Validate (and convert) one example, raising
         :class:`~structlp.InvalidInputError` naming what is wrong; the
         converted example is what the other hooks receive.
+    ``costly_inference`` (class attribute)
+        True when :meth:`inference_parts` solves an LP or costs as much (default
+        False); the first-order learners then trade memory (each active output's
+        joint features, ``d`` floats) for steps without oracle calls.
     ``formulations`` (class attribute)
         The names of the formulations the model supports (default
         ``("minmax",)``, LP duality; graph structures add ``"certificate"``).
@@ -150,6 +154,11 @@ class StructuredModel:
 
     #: Formulations this model supports, by name (see :mod:`structlp.formulations`).
     formulations: tuple = ("minmax",)
+    #: True when the model's decoder (:meth:`inference_parts`) solves a linear program or
+    #: costs as much: the first-order learners then keep each active output's joint
+    #: features, so that their steps without an oracle call stay far cheaper than one.
+    #: Models without a decoder (the inference LP) count as such.
+    costly_inference: bool = False
 
     # ------------------------------------------------------------ required
     def n_parts(self, x: Any) -> int:

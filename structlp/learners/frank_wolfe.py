@@ -29,19 +29,27 @@ def compact_losses(data):
     return [_compact_loss(*data.c.nonzeros(i)) for i in range(data.n_examples)]
 
 
+def costly_oracle(model, data):
+    """Whether an oracle call is an LP (or costs as much): the model says so
+    (``costly_inference``), or it has no decoder and the inference LP answers."""
+    from ..inference import has_fast_path
+    return bool(getattr(model, "costly_inference", False)) or not has_fast_path(
+        model, data.X[0], data.Phi[0].shape[0])
+
+
 def new_blocks(model, data, tree):
     """The block store of ``data`` at ``m_i = mu_i``, and the compact losses it steps with.
 
     ``tree``: the compiled tree blocks (whole passes in one kernel call; no losses
     returned).  Otherwise an active output is kept as its nonzeros, and also as its joint
-    feature psi (d,) when d is small beside its support (then inner steps need no part
-    scores)."""
+    feature psi (d,) when d is small beside its support or the oracle is costly (then
+    inner steps and passes without oracle need no part scores)."""
     if tree:
         return _TreeBlocks(model, data), None
     c = compact_losses(data)
     mt = data.mu_true
     width = max(mt.nonzeros(i)[0].size for i in range(data.n_examples))
-    if data.n_features <= max(_PSI_MAX_D, 4 * width):
+    if data.n_features <= max(_PSI_MAX_D, 4 * width) or costly_oracle(model, data):
         return _PsiBlocks(data.Phi, mt, c), c
     return _GramBlocks(mt, c), c
 
@@ -79,9 +87,10 @@ class FrankWolfeLearner(_FirstOrderLearner):
     :meth:`~structlp.model.StructuredModel.feature_operator` (factored where the
     model offers it: chains and trees never build their part-feature matrices), and
     a block's active outputs are stored compactly, as their nonzeros (and, for up
-    to 256 features or 4 times the nonzeros of an output, as their joint feature
+    to 256 features or 4 times the nonzeros of an output, or when an oracle call is
+    an LP (the model's ``costly_inference``, or no decoder), as their joint feature
     vectors ``Phi_i^T v`` (d,)), never as dense part vectors: memory is that of
-    the data plus ``O(m d)``.  With joint features, a block's step (with its inner
+    the data plus ``O(m d)`` per active output.  With joint features, a block's step (with its inner
     steps) and a pass without oracle are each one call of a compiled kernel (built
     ahead of time into the wheel, else compiled by numba's JIT and cached on disk:
     :mod:`structlp.compiled`), the same code run as Python where neither is available,
@@ -145,7 +154,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
         of oracle calls did (5%; 50% on tree labellings, where a pass costs about half
         an epoch).  0 disables them.  They run only when the active outputs
         keep their joint features (up to 256 features or 4 times an output's
-        nonzeros), where a whole pass is one compiled kernel call costing a small
+        nonzeros, or a costly oracle), where a whole pass is one compiled kernel call costing a small
         share of an epoch: on noisy bipartite data (m = 1000, 10 x 10, d = 20, C = 0.1;
         random_state 0-5) they cut the epochs from 34-46 (at most 10 passes) to
         23-27, and on small chains (k = 4, 4 node features, C = 1) from 112 (at most 10)

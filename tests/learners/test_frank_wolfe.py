@@ -160,6 +160,38 @@ def test_lp_oracle_when_no_fast_path(rng):
     check_certified(fw, qp.objective_, atol=1e-6)
 
 
+class CostlyMatching(BipartiteMatching):
+    """The same model, declaring its decoder as costly as an LP."""
+    costly_inference = True
+
+
+def test_costly_inference_keeps_joint_features_and_the_same_optimum(rng):
+    """d = 600 features beside 4 nonzeros per output: active outputs are kept by their
+    nonzeros only (Gram blocks), unless the model declares a costly decoder (or has none):
+    then also by their joint features, with passes without oracle calls.  Both certify
+    the joint QP's optimum."""
+    from structlp.learners._fw_blocks import _GramBlocks, _PsiBlocks
+    from structlp.learners.frank_wolfe import new_blocks
+    w0 = rng.normal(size=600)
+    X = [rng.normal(size=(4, 4, 600)) / 20 for _ in range(12)]
+    Y = [BipartiteMatching().inference(x, (x @ w0 + rng.normal(size=(4, 4))).ravel())
+         for x in X]
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    two = enumerate_bmatchings(4, 4, 2, 2)[0]     # an output of the model without decoder
+    calls = {}
+    for model, kind in ((BipartiteMatching(), _GramBlocks), (CostlyMatching(), _PsiBlocks),
+                        (BipartiteMatching(R=2, P=2), _PsiBlocks)):
+        fw = FrankWolfeLearner(model, C=1.0, tol=1e-6, random_state=0)
+        data, _ = fw._prepare(X, Y if model.R == 1 else [two] * len(X))
+        assert isinstance(new_blocks(model, data, False)[0], kind)
+        if model.R == 1:
+            fw.fit(X, Y)
+            check_certified(fw, qp.objective_, atol=1e-6)
+            calls[kind] = fw.n_oracle_calls_
+    # the passes without oracle replace oracle calls
+    assert calls[_PsiBlocks] < calls[_GramBlocks]
+
+
 # ---------------------------------------------------------------- the gap is a bound
 @pytest.mark.parametrize("max_iter", [1, 2, 5, 20])
 def test_duality_gap_bounds_suboptimality_early(rng, max_iter):
