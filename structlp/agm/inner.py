@@ -93,6 +93,7 @@ class InnerLP:
         P = inner_polytope(ex, k, node_losses) if polytope is None else polytope
         self.ex, self.k = ex, k
         self.n_cols = P.A.shape[1]
+        self.bounds = (P.lb, P.ub)
         M = sp.vstack([P.A, P.E], format="csc")
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = self.n_cols, M.shape[0]

@@ -101,7 +101,7 @@ class AdversarialGraphicalModel(BaseEstimator):
         labelling becomes a weighted average, as in the paper's experiments).
     reg : float >= 0, default 1e-2
         ``lambda``.
-    method : {"subgradient", "qp", "cutting_plane"}
+    method : {"subgradient", "qp", "cutting_plane", "frank_wolfe"}
         "subgradient": the paper's stochastic algorithm (AdaGrad on theta; per
         example the inner max-min by Eq. 7 dual decomposition + Eq. 9 recovery,
         ``inner="dual_decomposition"``, or by one exact LP, ``inner="lp"``).
@@ -121,7 +121,15 @@ class AdversarialGraphicalModel(BaseEstimator):
         ``lower_bound_`` (up to HiGHS's feasibility tolerance, 1e-7, on the
         vertices).  Needs ``reg > 0``.  It forms no KKT matrix coupling the shared
         parameters to every row, which makes it faster than "qp" on the CK+ per-class
-        problems (``benchmarks/bench_agm_emotion.py``).
+        problems (``benchmarks/bench_agm_emotion.py``).  Its master grows with the
+        vertices kept (a dense Gram matrix over them), which limits it to a few
+        hundred examples.
+        "frank_wolfe": the same optimum by block-coordinate Frank–Wolfe
+        (:class:`~structlp.FrankWolfeLearner` on :class:`~structlp.agm.game_model.AdversarialGame`,
+        the inner game as a structured model, ``C = 1 / (reg m)``): one inner LP
+        (hot-started HiGHS) per step, memory linear in the examples, and a certified
+        duality gap: it stops when ``objective_ - lower_bound_ <= tol * objective_``.
+        Needs ``reg > 0``.  The route for thousands of examples.
     inner : {"lp", "dual_decomposition"}, default "lp"
         Inner solver of the subgradient method: "lp" keeps each example's LP in a
         HiGHS instance and hot-starts it from the previous basis (an epoch costs
@@ -163,13 +171,18 @@ class AdversarialGraphicalModel(BaseEstimator):
         epoch (the average then covers the second-half iterates done so far, or is the
         last iterate).  Cutting plane: after every round's LPs (``iteration``,
         ``objective``, ``lower_bound``, ``max_violation``, ``n_constraints``, ``time``);
-        True stops there.  Not called by ``method="qp"``.
-    tol : float > 0, default 1e-8
+        True stops there.  Frank–Wolfe: after every epoch (``iteration``,
+        ``gap_estimate``, and at exact checks ``objective`` and ``duality_gap``, in the
+        objective's units, ``time``); True stops there (the last ``theta`` is then
+        certified by an exact pass).  Not called by ``method="qp"``.
+    tol : float > 0 or None, default None
         ``method="cutting_plane"``: stop when no example's inner maximum exceeds its
         master bound by more than ``tol`` (loss units; the objective is then within
-        ``tol`` of the minimum).
+        ``tol`` of the minimum); None: 1e-8.  ``method="frank_wolfe"``: stop when the
+        certified duality gap is at most ``tol`` times the objective; None: 1e-4.
     max_iter : int >= 1, default 1000
-        ``method="cutting_plane"``: the most rounds (then a ConvergenceWarning).
+        ``method="cutting_plane"``: the most rounds; ``"frank_wolfe"``: the most epochs
+        (then a ConvergenceWarning).
 
     Attributes
     ----------
@@ -181,13 +194,15 @@ class AdversarialGraphicalModel(BaseEstimator):
         example) after the subgradient method and in the cutting plane's last round;
         the QP's optimal value for "qp".
     n_iter_ : int
-        Stochastic updates (subgradient), rounds (cutting_plane) or 1 (qp).
+        Stochastic updates (subgradient), rounds (cutting_plane), epochs
+        (frank_wolfe) or 1 (qp).
     lower_bound_ : float
-        ``method="cutting_plane"``: the last master QP's dual value, a lower bound on
-        the minimum (``objective_ - lower_bound_`` is the certified gap).
+        ``method="cutting_plane"``: the last master QP's dual value;
+        ``"frank_wolfe"``: the dual objective; a lower bound on the minimum
+        (``objective_ - lower_bound_`` is the certified gap).
     converged_ : bool
-        ``method="cutting_plane"``: whether it stopped at ``tol`` (not ``max_iter`` or
-        the callback).
+        ``method="cutting_plane"`` or ``"frank_wolfe"``: whether it stopped at ``tol``
+        (not ``max_iter`` or the callback).
     n_constraints_ : int
         ``method="cutting_plane"``: the vertices in the final master QP.
     adagrad_sum_ : ndarray (n_params,)
@@ -212,7 +227,7 @@ class AdversarialGraphicalModel(BaseEstimator):
                  solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
                  max_treewidth: int = MAX_TREEWIDTH, init: Union[float, ArrayLike] = 0.0,
                  verbose: int = 0, callback: Optional[Callable[..., Any]] = None,
-                 warm_start: bool = False, tol: float = 1e-8, max_iter: int = 1000) -> None:
+                 warm_start: bool = False, tol: Optional[float] = None, max_iter: int = 1000) -> None:
         self.n_labels = n_labels
         self.loss = loss
         self.node_weights = node_weights
@@ -242,12 +257,15 @@ class AdversarialGraphicalModel(BaseEstimator):
         k = check_scalar(self.n_labels, "n_labels", kind=numbers.Integral, low=2, owner=name)
         loss_name, L = check_loss(self.loss, k, owner=name)
         check_scalar(self.reg, "reg", kind=numbers.Real, low=0, owner=name)
-        check_choice(self.method, "method", ("subgradient", "qp", "cutting_plane"), owner=name)
-        check_scalar(self.tol, "tol", kind=numbers.Real, low=0, low_inclusive=False, owner=name)
+        check_choice(self.method, "method", ("subgradient", "qp", "cutting_plane",
+                                             "frank_wolfe"), owner=name)
+        if self.tol is not None:
+            check_scalar(self.tol, "tol", kind=numbers.Real, low=0, low_inclusive=False,
+                         owner=name)
         check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1, owner=name)
-        if self.method == "cutting_plane" and not float(self.reg) > 0:
+        if self.method in ("cutting_plane", "frank_wolfe") and not float(self.reg) > 0:
             raise InvalidParameterError(
-                f"The 'reg' parameter of {name} must be > 0 with method='cutting_plane' "
+                f"The 'reg' parameter of {name} must be > 0 with method={self.method!r} "
                 f"(its master QPs are bounded only by the regularizer); got {self.reg!r}.")
         check_choice(self.inner, "inner", ("lp", "dual_decomposition"), owner=name)
         check_scalar(self.max_epochs, "max_epochs", kind=numbers.Integral, low=1, owner=name)
@@ -298,7 +316,9 @@ class AdversarialGraphicalModel(BaseEstimator):
         NL = [w[:, None, None] * L[None] for w in W]
         self.n_features_in_ = (d_v, d_e)
         self.inner_stats_ = {"solves": 0, "lp_fallbacks": 0, "dd_iterations": 0}
-        qp, cutting = self.method == "qp", self.method == "cutting_plane"
+        qp = self.method == "qp"
+        # the routes whose last pass is exact and certified against a lower bound
+        cutting = self.method in ("cutting_plane", "frank_wolfe")
         progress = Progress(self, check_verbose(self.verbose), None if qp else self.callback,
                             total=None if qp else int(self.max_iter if cutting
                                                       else self.max_epochs))
@@ -307,8 +327,10 @@ class AdversarialGraphicalModel(BaseEstimator):
                 polytopes: List[Any] = []
                 theta = routes.fit_qp(self, exs, Ys, NL, k, d_v, d_e, progress, polytopes)
                 self.n_iter_ = 1
-            elif cutting:
+            elif self.method == "cutting_plane":
                 theta = routes.fit_cutting_plane(self, exs, Ys, NL, k, d_v, d_e, progress)
+            elif self.method == "frank_wolfe":
+                theta = routes.fit_frank_wolfe(self, exs, Ys, NL, k, progress)
             else:
                 theta, lps = routes.fit_subgradient(self, exs, Ys, W, NL, k, d_v, d_e, loss_name, L,
                                                    progress)

@@ -5,6 +5,8 @@
   decomposition;
 * :func:`fit_cutting_plane`: the n-slack cutting plane over the adversary's vertices, the
   master solved in its dual (:func:`structlp.learners.master.solve_master_dual`);
+* :func:`fit_frank_wolfe`: block-coordinate Frank–Wolfe on the same objective, the inner
+  game as a structured model (:mod:`structlp.agm.game_model`);
 * :func:`fit_qp`: the whole training set as one QP (the inner LPs dualized).
 
 Each takes the estimator (its parameters) and the checked data, and returns ``theta``.
@@ -123,7 +125,8 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     # scaling 1/2 |theta|^2 + C sum xi (C = 1 / (reg m)) a vertex x of example i is the
     # master row  g . theta + xi_i >= b  with g = psi_i - Phi_i^T x, b = c_i . x.
     from ..learners.master import single_threaded_blas, solve_master_dual
-    m, reg, tol = len(exs), float(est.reg), float(est.tol)
+    m, reg = len(exs), float(est.reg)
+    tol = 1e-8 if est.tol is None else float(est.tol)
     C = 1.0 / (reg * m)
     D = n_params(d_v, d_e, k)
     Fs = [lp_features(ex, k) for ex in exs]
@@ -208,6 +211,41 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     est.n_constraints_ = T - m
     est.inner_stats_["solves"] = it * m
     return theta
+
+def fit_frank_wolfe(est, exs, Ys, NL, k, progress):
+    # The same objective as the cutting plane, divided by reg: 1/2 |theta|^2 + C sum h_i
+    # with C = 1 / (reg m), each h_i the structured hinge of the inner game
+    # (agm.game_model), trained by FrankWolfeLearner (its certified duality gap; the
+    # inner LP as the oracle).
+    from ..learners.frank_wolfe import FrankWolfeLearner
+    from .game_model import AdversarialGame, GameExample
+    reg = float(est.reg)
+    tol = 1e-4 if est.tol is None else float(est.tol)
+
+    def report(info):
+        scaled = {key: (reg * v if key in ("objective", "duality_gap", "gap_estimate") else v)
+                  for key, v in info.items() if key != "time"}
+        return progress.update(**scaled)
+
+    fw = FrankWolfeLearner(AdversarialGame(k), C=1.0 / (reg * len(exs)), tol=tol,
+                           max_iter=int(est.max_iter), random_state=est.random_state,
+                           callback=report)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        fw.fit([GameExample(ex, nl) for ex, nl in zip(exs, NL)], Ys)
+    if any(issubclass(w.category, ConvergenceWarning) for w in caught) or (
+            not fw.converged_ and fw.n_iter_ >= int(est.max_iter)):
+        warnings.warn(
+            f"{type(est).__name__} (method='frank_wolfe') stopped after max_iter="
+            f"{int(est.max_iter)} epochs at a relative duality gap "
+            f"{fw.duality_gap_ / fw.objective_:.3g} above tol={tol:g}; raise "
+            "max_iter or tol.", ConvergenceWarning, stacklevel=3)
+    est.n_iter_ = fw.n_iter_
+    est.converged_ = bool(fw.converged_)
+    est.objective_ = reg * float(fw.objective_)
+    est.lower_bound_ = reg * float(fw.dual_objective_)
+    est.inner_stats_["solves"] = int(fw.n_oracle_calls_)
+    return np.asarray(fw.coef_, dtype=float)
 
 def fit_qp(est, exs, Ys, NL, k, d_v, d_e, progress, polytopes):
     name = type(est).__name__
