@@ -209,6 +209,7 @@ def _subclasses(cls):
 LIBRARY_CLASSES = (
     "structlp.agm.crf.JunctionTreeCRF",
     "structlp.agm.crf.TreeCRF",
+    "structlp.agm.game_model.AdversarialGame",
     "structlp.agm.model.AdversarialGraphicalModel",
     "structlp.base.BaseEstimator",
     "structlp.certificates.graphs.GraphStructure",
