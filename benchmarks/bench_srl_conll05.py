@@ -5,6 +5,8 @@ plane) on the same ``--n-train`` propositions of test.wsj at a fixed ``--reg``, 
 in this process, ``--repeats`` times, and scores them on test.brown.  Prints CPU and
 wall seconds per model (the median over repeats) and the ratio of each model's CPU
 time to the CRF's (the floor: the one model without an inner LP or QP per round).
+``--frank-wolfe`` also fits the exact AGM by ``method="frank_wolfe"`` (the same objective)
+and reports its CPU ratio to the cutting plane's.
 ``--json PATH`` writes the benchmarks page's file (``benchmarks/report.py``'s schema) to
 PATH and the raw timings (machine, date, per-model seconds, rounds, ratios) to ``raw/``
 beside it.  The test losses are printed only: the JSON holds timings, nothing derived from
@@ -14,7 +16,7 @@ Needs the CoNLL-2005 test sets (``../shared/data/conll05_srl`` or
 ``$STRUCTLP_CONLL05_PATH``; research use only, not shipped).
 
 Run: python benchmarks/bench_srl_conll05.py [--n-train 30] [--reg 10] [--repeats 1]
-     [--json PATH]
+     [--frank-wolfe] [--json PATH]
 """
 
 import argparse
@@ -50,16 +52,23 @@ def write_schema(path, doc):
     rows = [{"model": m, "cpu": r["cpu"], "wall": r["wall"], "rounds": r["rounds"] or None,
              "ratio": ratios[m], "wall_ratio": r["wall"] / res["CRF"]["wall"]}
             for m, r in res.items()]
+    if FW in res:
+        rows[list(res).index(FW)]["vs_cp"] = res[FW]["cpu"] / res["AGM"]["cpu"]
     columns = [{"key": "model", "label": "model"},
                {"key": "cpu", "label": "fit", "unit": "CPU s"},
                {"key": "wall", "label": "fit", "unit": "wall s"},
                {"key": "rounds", "label": "rounds"},
                {"key": "ratio", "label": "CPU / CRF CPU", "ratio": True},
                {"key": "wall_ratio", "label": "wall / CRF wall", "ratio": True}]
+    if FW in res:
+        columns.append({"key": "vs_cp", "label": "CPU / AGM cutting plane CPU",
+                        "ratio": True})
     notes = [f"{doc['n_train']} training propositions, regularization {doc['reg']:g}, "
              f"median of {doc['repeats']} fit(s) per model, each in the benchmark's process; "
              "AGM = adversarial graphical model (cutting plane), AGM-SG = the same by "
-             "subgradient, SSVM = structured SVM (cutting plane).",
+             "subgradient, SSVM = structured SVM (cutting plane), AGM-FW = the exact AGM by "
+             "Frank-Wolfe (method='frank_wolfe', relative duality gap 1e-3; the cutting plane "
+             "stops at 1e-4 in loss units).",
              "The machine is shared: wall seconds include the time spent waiting for a "
              "core, CPU seconds are the comparable figure.",
              "The CoNLL-2005 data are research use only and not shipped; these are timings "
@@ -85,12 +94,29 @@ def write_schema(path, doc):
     return data
 
 
+FW = "AGM-FW"
+
+
+def _make(P, model, reg, cfg):
+    """The problem's model, or the exact AGM by Frank–Wolfe (``FW``) to the relative
+    duality gap 1e-3."""
+    if model == FW:
+        from structlp.agm import AdversarialGraphicalModel
+        return AdversarialGraphicalModel(len(P.LABELS), loss=cfg["L"], normalize_weights=True,
+                                         reg=reg, method="frank_wolfe", tol=1e-3,
+                                         max_iter=1000, random_state=cfg["seed"])
+    return P._make(model, reg, cfg["m"], cfg)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-train", type=int, default=30)
     ap.add_argument("--reg", type=float, default=10.0)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--frank-wolfe", action="store_true",
+                    help="also fit the exact AGM by method='frank_wolfe' (the same objective "
+                         "as the cutting plane's) and report its CPU ratio to it")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     machine = report.machine()
@@ -107,17 +133,20 @@ def main(argv=None):
     L, _ = ordinal_loss_matrix(0)
     idx = np.random.default_rng(a.seed).choice(len(Xw), a.n_train, replace=False)
     Xtr, Ytr = [Xw[i] for i in idx], [Yw[i] for i in idx]
-    cfg = {"L": L, "epochs": 10, "seed": a.seed}
+    cfg = {"L": L, "epochs": 10, "seed": a.seed, "m": len(Xtr)}
     out = {}
-    for model in P.MODELS:
+    for model in P.MODELS + ((FW,) if a.frank_wolfe else ()):
         cpu, wall = [], []
         for _ in range(a.repeats):
             c0, t0 = time.process_time(), time.perf_counter()
-            est = P._make(model, a.reg, len(Xtr), cfg).fit(Xtr, Ytr)
+            est = _make(P, model, a.reg, cfg).fit(Xtr, Ytr)
             cpu.append(time.process_time() - c0)
             wall.append(time.perf_counter() - t0)
         out[model] = {"cpu": float(np.median(cpu)), "wall": float(np.median(wall)),
                       "rounds": int(getattr(est, "n_iter_", 0) or 0),
+                      "objective": float(getattr(est, "objective_", np.nan)),
+                      "gap": float(getattr(est, "objective_", np.nan)
+                                   - getattr(est, "lower_bound_", np.nan)),
                       "test_loss": P.mean_loss(est.predict(Xb), Yb, L)}
     floor = out["CRF"]["cpu"]
     print(f"SRL fits on {a.n_train} test.wsj propositions, reg {a.reg:g}; ratio = CPU / CRF CPU")
@@ -125,6 +154,10 @@ def main(argv=None):
     for m, r in out.items():
         print(f"{m:<7} {r['cpu']:8.2f} {r['wall']:8.2f} {r['cpu'] / floor:7.2f} "
               f"{r['rounds']:7d} {r['test_loss']:11.4f}")
+    if FW in out:
+        print(f"{FW}: CPU {out[FW]['cpu'] / out['AGM']['cpu']:.3f} x the cutting plane's; "
+              f"objectives {out[FW]['objective']:.6f} (gap {out[FW]['gap']:.2e}) and "
+              f"{out['AGM']['objective']:.6f} (gap {out['AGM']['gap']:.2e})")
     if a.json:
         path = Path(a.json)
         raw = path.parent / "raw" / path.name
@@ -134,7 +167,8 @@ def main(argv=None):
                                    + (sys.argv[1:] if argv is None else list(argv))),
                "floor": "TreeCRF fit (L-BFGS), CPU seconds", "n_train": a.n_train,
                "reg": a.reg, "repeats": a.repeats, "seed": a.seed,
-               "results": {m: {k: v for k, v in r.items() if k != "test_loss"}
+               "results": {m: {k: v for k, v in r.items()
+                               if k not in ("test_loss", "objective", "gap")}
                            for m, r in out.items()},
                "ratios": {m: r["cpu"] / floor for m, r in out.items()}}
         raw.write_text(json.dumps(doc, indent=1) + "\n")
