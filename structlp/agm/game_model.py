@@ -31,7 +31,7 @@ not for predicting with them.
 
 from __future__ import annotations
 
-from typing import Any, Hashable
+from typing import Any, Hashable, Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,8 +57,8 @@ class GameExample:
         self.example = example
         self.node_losses = np.asarray(node_losses, dtype=float)
         self.key = (example.key(), self.node_losses.tobytes())
-        self._features = None
-        self._lp = None
+        self._features: Any = None
+        self._lp: Optional[InnerLP] = None
 
     def __getstate__(self):      # the HiGHS instance is not picklable: rebuilt on demand
         return (self.example, self.node_losses)
@@ -128,9 +128,9 @@ class AdversarialGame(StructuredModel):
     def inference_parts(self, x: GameExample, scores: np.ndarray) -> np.ndarray:
         """The inner LP's optimal vertex for part scores ``scores`` (exact, HiGHS; each
         example keeps its instance and hot-starts from its last basis)."""
-        if x._lp is None:
-            x._lp = InnerLP(x.example, self.n_labels, x.node_losses,
-                            polytope=self.polytope(x))
-        _, v = x._lp.solve_costs(np.asarray(scores, dtype=float))
-        P = x._lp.bounds
-        return np.clip(v, P[0], P[1])
+        lp = x._lp
+        if lp is None:
+            lp = x._lp = InnerLP(x.example, self.n_labels, x.node_losses,
+                                 polytope=self.polytope(x))
+        _, v = lp.solve_costs(np.asarray(scores, dtype=float))
+        return np.clip(v, lp.bounds[0], lp.bounds[1])
