@@ -40,7 +40,7 @@ from ..exceptions import InvalidInputError
 from ..model import StructuredModel
 from ..polytope import Polytope
 from .inner import InnerLP, inner_polytope
-from .polytopes import lp_encode, lp_features
+from .polytopes import lp_encode, lp_features, marginal_rows
 
 
 class GameExample:
@@ -51,17 +51,23 @@ class GameExample:
     example : TreeExample or GraphExample (as :func:`~structlp.agm.model.check_tree_dataset`
         returns them)
     node_losses : ndarray (n, k, k), each node's weighted non-negative loss matrix
+    polytope : Polytope, optional
+        Its :func:`~structlp.agm.inner.inner_polytope`, when already built (examples of one
+        shape and node losses can share one: :func:`~structlp.agm.inner.shared_inner_polytopes`);
+        else built on first use.
     """
 
-    def __init__(self, example: Any, node_losses: np.ndarray) -> None:
+    def __init__(self, example: Any, node_losses: np.ndarray,
+                 polytope: Optional[Polytope] = None) -> None:
         self.example = example
         self.node_losses = np.asarray(node_losses, dtype=float)
         self.key = (example.key(), self.node_losses.tobytes())
+        self.polytope = polytope
         self._features: Any = None
         self._lp: Optional[InnerLP] = None
 
     def __getstate__(self):      # the HiGHS instance is not picklable: rebuilt on demand
-        return (self.example, self.node_losses)
+        return (self.example, self.node_losses, self.polytope)
 
     def __setstate__(self, state):
         self.__init__(*state)
@@ -103,7 +109,9 @@ class AdversarialGame(StructuredModel):
         return x._features
 
     def polytope(self, x: GameExample) -> Polytope:
-        return inner_polytope(x.example, self.n_labels, x.node_losses)
+        if x.polytope is None:     # one per example: the learners' check and its LP share it
+            x.polytope = inner_polytope(x.example, self.n_labels, x.node_losses)
+        return x.polytope
 
     def polytope_key(self, x: GameExample) -> Hashable:
         return x.key
@@ -121,7 +129,6 @@ class AdversarialGame(StructuredModel):
     def decode(self, x: GameExample, mu: np.ndarray) -> np.ndarray:
         n, k = x.example.n_nodes, self.n_labels
         # the node marginals lead the parts on trees; graph examples map parts to them
-        from .polytopes import marginal_rows
         N = marginal_rows(x.example, k)[2]
         return np.asarray(N.T @ mu[:N.shape[0]]).reshape(n, k).argmax(axis=1)
 

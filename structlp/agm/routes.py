@@ -219,7 +219,7 @@ def fit_frank_wolfe(est, exs, Ys, NL, k, progress):
     # inner LP as the oracle).
     from ..learners.frank_wolfe import FrankWolfeLearner
     from .game_model import AdversarialGame, GameExample
-    reg = float(est.reg)
+    reg, max_iter = float(est.reg), int(est.max_iter)
     tol = 1e-4 if est.tol is None else float(est.tol)
 
     def report(info):
@@ -228,16 +228,17 @@ def fit_frank_wolfe(est, exs, Ys, NL, k, progress):
         return progress.update(**scaled)
 
     fw = FrankWolfeLearner(AdversarialGame(k), C=1.0 / (reg * len(exs)), tol=tol,
-                           max_iter=int(est.max_iter), random_state=est.random_state,
-                           callback=report)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        fw.fit([GameExample(ex, nl) for ex, nl in zip(exs, NL)], Ys)
-    if any(issubclass(w.category, ConvergenceWarning) for w in caught) or (
-            not fw.converged_ and fw.n_iter_ >= int(est.max_iter)):
+                           max_iter=max_iter, random_state=est.random_state, callback=report)
+    games = [GameExample(ex, nl, polytope=P)
+             for ex, nl, P in zip(exs, NL, shared_inner_polytopes(exs, NL, k))]
+    with warnings.catch_warnings():
+        # the learner's max_iter warning names FrankWolfeLearner: the AGM's own is issued below
+        warnings.filterwarnings("ignore", category=ConvergenceWarning)
+        fw.fit(games, Ys)
+    if not fw.converged_ and fw.n_iter_ >= max_iter:
         warnings.warn(
             f"{type(est).__name__} (method='frank_wolfe') stopped after max_iter="
-            f"{int(est.max_iter)} epochs at a relative duality gap "
+            f"{max_iter} epochs at a relative duality gap "
             f"{fw.duality_gap_ / fw.objective_:.3g} above tol={tol:g}; raise "
             "max_iter or tol.", ConvergenceWarning, stacklevel=3)
     est.n_iter_ = fw.n_iter_
