@@ -68,30 +68,32 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "int64, int64, float64, int64, float64)"),
     "tree_epoch": (
         "structlp.learners._fw_trees", "_tree_epoch",
-        "Tuple((float64, int64))(int64[::1], int64, float64[::1], float64, int64, float64, "
-        "float64[::1], int64, int64, int64, float64[:, ::1], float64[:, ::1], int64[::1], "
-        "int64[::1], int64[::1], int64[::1], float64[:, ::1], float64[::1], int64[::1], "
-        "float64[::1], int64[::1], int64[:, :, ::1], int64[::1], float64[:, ::1], "
-        "float64[:, ::1], float64[:, :, ::1], float64[:, ::1], float64[:, ::1], "
-        "int64[:, ::1], int64[::1], float64[::1], float64[::1], float64[:, ::1])"),
+        "Tuple((float64, int64))(int64[::1], int64, float64[::1], float64, int64, "
+        "float64, float64[::1], int64, int64, int64, float64[:, ::1], float64[:, ::1], "
+        "int64[::1], int64[::1], int64[::1], int64[::1], float64[:, ::1], float64[::1], "
+        "int64[::1], float64[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
+        "int64[::1], int64[::1], int64[:, ::1], float64[::1], float64[::1], "
+        "float64[::1], float64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], "
+        "float64[::1], float64[::1], float64[:, ::1])"),
     "tree_cache_pass": (
         "structlp.learners._fw_trees", "_tree_cache_pass",
         "float64(float64[::1], float64, float64, int64, int64, int64, float64[:, ::1], "
-        "float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[:, :, ::1], int64[::1], "
-        "float64[:, ::1], float64[:, ::1], float64[:, :, ::1], float64[::1], float64[::1], "
-        "float64[:, ::1])"),
+        "float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
+        "int64[::1], int64[::1], int64[:, ::1], float64[::1], float64[::1], "
+        "float64[::1], float64[::1], float64[::1], float64[:, ::1])"),
     "tree_check": (
         "structlp.learners._fw_trees", "_tree_check",
-        "void(float64[::1], float64, float64[::1], float64[::1], float64[::1], int64, int64, "
-        "int64, float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], "
-        "int64[::1], float64[:, ::1], int64[::1], int64[:, :, ::1], int64[::1], "
-        "float64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1])"),
+        "void(float64[::1], float64, float64[::1], float64[::1], float64[::1], int64, "
+        "int64, int64, float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], "
+        "int64[::1], int64[::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], "
+        "int64[:, ::1], float64[::1], float64[:, ::1], int64[:, ::1], int64[::1])"),
     "tree_primal": (
         "structlp.learners._fw_trees", "_tree_primal",
-        "float64(float64, float64[::1], float64[::1], int64, int64, int64, float64[:, ::1], "
-        "float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], int64[:, :, ::1], "
-        "int64[::1], float64[:, ::1], float64[:, ::1], boolean, float64[::1], int64[::1], "
-        "float64[::1], int64[::1], float64[:, :, ::1])"),
+        "float64(float64, float64[::1], float64[::1], int64, int64, int64, "
+        "float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], "
+        "int64[::1], int64[::1], int64[::1], int64[::1], int64[::1], int64[:, ::1], "
+        "float64[::1], float64[::1], boolean, float64[::1], int64[::1], float64[::1], "
+        "int64[::1], float64[::1])"),
 }
 
 #: the wheel's second build of the kernels, for x86-64-v3 CPUs (:func:`target`)

@@ -19,7 +19,8 @@ example, the inner product of two outputs' joint features is
 so the pairwise steps inside the active set (:func:`._fw_kernels._pairwise_steps`) run on
 ``n``-vectors, and ``w = (theta_v (k, d_v), theta_e (k^2, d_e))`` moves by adding rows of
 ``V_i`` and ``E_i`` to the rows of the labels concerned.  Memory: the data, their Gram
-matrices (sum of n_i^2), and per block a few labellings and an (S, S) Gram matrix.
+matrices (sum of n_i^2), and per block its active labellings and their Gram matrix, in
+slots of its own (a power of two, at least 4, at most twice its largest active set).
 """
 
 from __future__ import annotations
@@ -223,24 +224,54 @@ def _psi_dot(i, b, n, k, dv, de, yv, oy, w, V, E, parents, edge_of):
     return v
 
 
-def _drop_slot(i, s, ns, Y, alpha, lv, G):
+def _drop_slot(i, s, ns, so, go, cap, Y, alpha, lv, G):
     """Block ``i``'s slot ``s`` leaves; its last slot takes the place."""
     last = ns[i] - 1
+    o = so[i]
+    g = go[i]
+    c = cap[i]
     if s != last:
-        Y[i, s] = Y[i, last]
-        alpha[i, s] = alpha[i, last]
-        lv[i, s] = lv[i, last]
+        Y[o + s] = Y[o + last]
+        alpha[o + s] = alpha[o + last]
+        lv[o + s] = lv[o + last]
         for t in range(last):
             if t != s:
-                G[i, s, t] = G[i, last, t]
-                G[i, t, s] = G[i, last, t]
-        G[i, s, s] = G[i, last, last]
-    alpha[i, last] = 0.0
+                G[g + s * c + t] = G[g + last * c + t]
+                G[g + t * c + s] = G[g + last * c + t]
+        G[g + s * c + s] = G[g + last * c + last]
+    alpha[o + last] = 0.0
     ns[i] = last
 
 
-def _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, Y, ns, alpha, lv, G, before,
-            coef):
+def _relocate(i, ns, so, go, cap, top, Y, alpha, lv, G):
+    """Twice the slots of block ``i``, moved to the free ends of the pools (the old place
+    is left unused); False (nothing changed) when the pools have no room."""
+    c = cap[i]
+    c2 = 2 * c
+    no = top[0]
+    ng = top[1]
+    if no + c2 > alpha.shape[0] or ng + c2 * c2 > G.shape[0]:
+        return False
+    o = so[i]
+    g = go[i]
+    for s in range(ns[i]):
+        Y[no + s] = Y[o + s]
+        alpha[no + s] = alpha[o + s]
+        lv[no + s] = lv[o + s]
+        for t in range(ns[i]):
+            G[ng + s * c2 + t] = G[g + s * c + t]
+    for s in range(ns[i], c2):
+        alpha[no + s] = 0.0
+    so[i] = no
+    go[i] = ng
+    cap[i] = c2
+    top[0] = no + c2
+    top[1] = ng + c2 * c2
+    return True
+
+
+def _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, ns, so, go, cap, Y, alpha, lv,
+            G, before, coef):
     """``w -= C sum_s (alpha_s - before_s) psi(y_s)``, then the outputs without weight go.
 
     The changes are first summed per (node, label) and per (edge, label pair) in ``coef``
@@ -248,23 +279,24 @@ def _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, Y, ns, alpha, lv, 
     only the rows of ``V_i`` (``E_i``) of the others are added to ``w``, read off the
     changed outputs only (no other output has a nonzero entry)."""
     scale = 0.0
+    r0 = so[i]
     for s in range(ns[i]):
-        dlt = alpha[i, s] - before[s]
+        dlt = alpha[r0 + s] - before[s]
         if dlt != 0.0:
             scale += abs(dlt)
             for j in range(n):
-                yj = Y[i, s, j]
+                yj = Y[r0 + s, j]
                 coef[j, yj] += dlt
                 p = parents[b + j]
                 if p >= 0:
-                    coef[edge_of[b + j], k + Y[i, s, p] * k + yj] += dlt
+                    coef[edge_of[b + j], k + Y[r0 + s, p] * k + yj] += dlt
     tiny = 1e-14 * scale                     # rounding residue of changes that cancel
     base = k * dv
     for s in range(ns[i]):
-        if alpha[i, s] == before[s]:         # its entries are those of the changed ones
+        if alpha[r0 + s] == before[s]:        # its entries are those of the changed ones
             continue
         for j in range(n):
-            yj = Y[i, s, j]
+            yj = Y[r0 + s, j]
             cj = coef[j, yj]
             if cj != 0.0:
                 coef[j, yj] = 0.0
@@ -278,7 +310,7 @@ def _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, Y, ns, alpha, lv, 
             p = parents[b + j]
             if p >= 0:
                 e = edge_of[b + j]
-                pair = Y[i, s, p] * k + yj
+                pair = Y[r0 + s, p] * k + yj
                 ce = coef[e, k + pair]
                 if ce != 0.0:
                     coef[e, k + pair] = 0.0
@@ -288,11 +320,11 @@ def _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, Y, ns, alpha, lv, 
                         for t in range(de):
                             w[o + t] += f * E[b - i + e, t]
     for s in range(ns[i] - 1, -1, -1):
-        if alpha[i, s] <= _DROP:
-            _drop_slot(i, s, ns, Y, alpha, lv, G)
+        if alpha[r0 + s] <= _DROP:
+            _drop_slot(i, s, ns, so, go, cap, Y, alpha, lv, G)
 
 
-def _prefetch_block(i, k, dv, V, noff, cn, Kn, koff, Y, ns, alpha, lv, G):
+def _prefetch_block(i, k, dv, V, noff, cn, Kn, koff, ns, so, go, cap, Y, alpha, lv, G):
     """Ask for the cache lines of block ``i``'s data (feature rows, node losses, node Gram
     matrix, active outputs and their Gram rows) ahead of its turn in a random order."""
     b = noff[i]
@@ -303,32 +335,32 @@ def _prefetch_block(i, k, dv, V, noff, cn, Kn, koff, Y, ns, alpha, lv, G):
         prefetch(cn, t)
     for t in range(koff[i], koff[i] + n * n, 8):
         prefetch(Kn, t)
-    cap = Y.shape[1]
-    nmax = Y.shape[2]
+    nmax = Y.shape[1]
+    o = so[i]
+    c = cap[i]
     for s in range(ns[i]):
-        o = (i * cap + s) * nmax
-        prefetch(Y, o)
-        prefetch(Y, o + nmax - 1)
-        prefetch(G, (i * cap + s) * cap)
-    prefetch(alpha, i * cap)
-    prefetch(lv, i * cap)
+        prefetch(Y, (o + s) * nmax)
+        prefetch(Y, (o + s) * nmax + nmax - 1)
+        prefetch(G, go[i] + s * c)
+    prefetch(alpha, o)
+    prefetch(lv, o)
 
 
 def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, noff, order,
-                parents, edge_of, cn, Kn, koff, Ke, keoff, Y, ns, alpha, lv, G, S, msg, back,
-                ybuf, act, before, coef):
+                parents, edge_of, cn, Kn, koff, Ke, keoff, ns, so, go, cap, top, Y, alpha, lv,
+                G, S, msg, back, ybuf, act, before, coef):
     """Pairwise BCFW steps (with up to ``inner_steps`` inner steps) of the blocks
     ``perm[start:]`` at the running ``w`` (moved in place).  ``g_est[i]`` receives each
     block's gap.  Returns ``ell`` plus ``C`` times the changes of ``c_i . m_i``, and -1, or
-    the position in ``perm`` of a block whose new output found no free slot (nothing of it
-    was changed: grow the slots and call again from there)."""
-    cap = Y.shape[1]
-    nmax = Y.shape[2]
+    the position in ``perm`` of a block whose new output found no room in the pools
+    (nothing of it was changed: grow the pools and call again from there)."""
+    nmax = Y.shape[1]
     Yf = Y.reshape(-1)
     for pos in range(start, perm.shape[0]):
         i = perm[pos]
         if pos + 1 < perm.shape[0]:
-            _prefetch_block(perm[pos + 1], k, dv, V, noff, cn, Kn, koff, Y, ns, alpha, lv, G)
+            _prefetch_block(perm[pos + 1], k, dv, V, noff, cn, Kn, koff, ns, so, go, cap, Y,
+                            alpha, lv, G)
         b, n = _word_scores(i, w, k, dv, V, noff, S)
         for j in range(n):
             for a in range(k):
@@ -336,16 +368,17 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
         amu = _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back,
                        msg[msg.shape[0] - k:], ybuf)
         ni = ns[i]
+        o = so[i]
         mean = 0.0
         jj = -1
         for s in range(ni):
             act[s] = _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, Yf,
-                                  (i * cap + s) * nmax)
-            mean += alpha[i, s] * act[s]
+                                  (o + s) * nmax)
+            mean += alpha[o + s] * act[s]
             if jj < 0:
                 same = True
                 for j in range(n):
-                    if Y[i, s, j] != ybuf[j]:
+                    if Y[o + s, j] != ybuf[j]:
                         same = False
                         break
                 if same:
@@ -355,41 +388,47 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
         if g <= 0.0:
             continue
         if jj < 0:                           # the oracle's output joins with weight 0
-            if ni == cap:
-                return ell, pos
+            if ni == cap[i]:
+                if 2 * ni > act.shape[0] or not _relocate(i, ns, so, go, cap, top, Y, alpha,
+                                                          lv, G):
+                    return ell, pos
+                o = so[i]
+            c = cap[i]
+            g0 = go[i]
             jj = ni
             for j in range(n):
-                Y[i, jj, j] = ybuf[j]
-            alpha[i, jj] = 0.0
-            lv[i, jj] = _label_loss(b, n, cn, ybuf, 0)
+                Y[o + jj, j] = ybuf[j]
+            alpha[o + jj] = 0.0
+            lv[o + jj] = _label_loss(b, n, cn, ybuf, 0)
             for s in range(ni + 1):
-                gg = _label_gram(i, b, n, k, Yf, (i * cap + jj) * nmax, (i * cap + s) * nmax,
-                                 parents, edge_of, Kn, koff, Ke, keoff)
-                G[i, jj, s] = gg
-                G[i, s, jj] = gg
+                gg = _label_gram(i, b, n, k, Yf, (o + jj) * nmax, (o + s) * nmax, parents,
+                                 edge_of, Kn, koff, Ke, keoff)
+                G[g0 + jj * c + s] = gg
+                G[g0 + s * c + jj] = gg
             act[jj] = amu
             ns[i] = ni + 1
             ni += 1
+        c = cap[i]
+        g0 = go[i]
         for s in range(ni):
-            before[s] = alpha[i, s]
-        dl, steps = _pairwise_steps(act, G[i], alpha[i], lv[i], ni, jj, C, inner_steps,
-                                    1e-3 * g)
+            before[s] = alpha[o + s]
+        dl, steps = _pairwise_steps(act, G[g0:g0 + c * c].reshape((c, c)), alpha[o:o + c],
+                                    lv[o:o + c], ni, jj, C, inner_steps, 1e-3 * g)
         if steps == 0:
-            if alpha[i, jj] <= _DROP:
-                _drop_slot(i, jj, ns, Y, alpha, lv, G)
+            if alpha[o + jj] <= _DROP:
+                _drop_slot(i, jj, ns, so, go, cap, Y, alpha, lv, G)
             continue
-        _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, Y, ns, alpha, lv, G, before,
-                coef)
+        _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, ns, so, go, cap, Y, alpha, lv,
+                G, before, coef)
         ell += C * dl
     return ell, -1
 
 
-def _tree_cache_pass(w, C, ell, k, dv, de, V, E, noff, parents, edge_of, Y, ns, alpha, lv,
-                     G, act, before, coef):
+def _tree_cache_pass(w, C, ell, k, dv, de, V, E, noff, parents, edge_of, ns, so, go, cap, Y,
+                     alpha, lv, G, act, before, coef):
     """A pass without oracle: each block with two or more active outputs takes a pairwise
     step between its best and worst at the current ``w`` (values ``psi_s . w + lv_s``)."""
-    cap = Y.shape[1]
-    nmax = Y.shape[2]
+    nmax = Y.shape[1]
     Yf = Y.reshape(-1)
     for i in range(ns.shape[0]):
         ni = ns[i]
@@ -397,26 +436,29 @@ def _tree_cache_pass(w, C, ell, k, dv, de, V, E, noff, parents, edge_of, Y, ns, 
             continue
         b = noff[i]
         n = noff[i + 1] - b
+        o = so[i]
+        c = cap[i]
+        g0 = go[i]
         for s in range(ni):
-            act[s] = _psi_dot(i, b, n, k, dv, de, Yf, (i * cap + s) * nmax, w, V, E, parents,
-                              edge_of) + lv[i, s]
-            before[s] = alpha[i, s]
-        dl, steps = _pairwise_steps(act, G[i], alpha[i], lv[i], ni, -1, C, 1, 0.0)
+            act[s] = _psi_dot(i, b, n, k, dv, de, Yf, (o + s) * nmax, w, V, E, parents,
+                              edge_of) + lv[o + s]
+            before[s] = alpha[o + s]
+        dl, steps = _pairwise_steps(act, G[g0:g0 + c * c].reshape((c, c)), alpha[o:o + c],
+                                    lv[o:o + c], ni, -1, C, 1, 0.0)
         if steps:
-            _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, Y, ns, alpha, lv, G,
-                    before, coef)
+            _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, ns, so, go, cap, Y,
+                    alpha, lv, G, before, coef)
             ell += C * dl
     return ell
 
 
 def _tree_check(w, C, dd, hinge, g_est, k, dv, de, V, E, noff, order, parents, edge_of, cn,
-                ytrue, Y, ns, alpha, msg, back, ybuf):
+                ytrue, ns, so, Y, alpha, msg, back, ybuf):
     """The exact pass at ``w``: all unary scores as one matrix product, then per example the
     loss-augmented max-sum, the hinge loss ``hinge[i]`` and the block gap ``g_est[i]``
     (``C (a . mu* - a . m_i)``).  Without blocks (``ns`` empty): the oracle pass only."""
     m = noff.shape[0] - 1
-    cap = Y.shape[1]
-    nmax = Y.shape[2]
+    nmax = Y.shape[1]
     Yf = Y.reshape(-1)
     SA = np.dot(V, w[:k * dv].reshape((k, dv)).T)              # (N, k)
     for i in range(m):
@@ -432,27 +474,28 @@ def _tree_check(w, C, dd, hinge, g_est, k, dv, de, V, E, noff, order, parents, e
         hinge[i] = amu + dd[i] - truth
         if ns.shape[0]:
             mean = 0.0
+            o = so[i]
             for s in range(ns[i]):
-                mean += alpha[i, s] * _label_value(i, b, n, k, dv, de, S, w, E, parents,
-                                                   edge_of, Yf, (i * cap + s) * nmax)
+                mean += alpha[o + s] * _label_value(i, b, n, k, dv, de, S, w, E, parents,
+                                                    edge_of, Yf, (o + s) * nmax)
             g = C * (amu - mean)
             g_est[i] = g if g > 0.0 else 0.0
 
 
-def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, Y, ns, alpha, lv,
-                 fill, Kn, koff, Ke, keoff, G):
+def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, ns, so, go, cap,
+                 Y, alpha, lv, fill, Kn, koff, Ke, keoff, G):
     """``w = C sum_i (psi(y_i) - sum_s alpha_s psi(y_s))`` and ``ell = C sum_i (d_i + sum_s
     alpha_s lv_s)`` afresh from the block variables (their weights normalized first).
     With ``fill`` (at the start and at a warm start), first the examples' node and edge
     Gram matrices ``Kn``, ``Ke`` and the Gram matrices ``G`` of the active outputs."""
     w[:] = 0.0
     ell = 0.0
-    cap = Y.shape[1]
-    nmax = Y.shape[2]
+    nmax = Y.shape[1]
     Yf = Y.reshape(-1)
     for i in range(ns.shape[0]):
         b = noff[i]
         n = noff[i + 1] - b
+        o = so[i]
         if fill:
             for j in range(n):
                 for l in range(n):
@@ -467,30 +510,31 @@ def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, Y, ns
                     for t in range(de):
                         v += E[eb + e, t] * E[eb + f, t]
                     Ke[keoff[i] + e * (n - 1) + f] = v
+            c = cap[i]
             for s in range(ns[i]):
                 for t in range(s + 1):
-                    g = _label_gram(i, b, n, k, Yf, (i * cap + s) * nmax, (i * cap + t) * nmax,
-                                    parents, edge_of, Kn, koff, Ke, keoff)
-                    G[i, s, t] = g
-                    G[i, t, s] = g
+                    g = _label_gram(i, b, n, k, Yf, (o + s) * nmax, (o + t) * nmax, parents,
+                                    edge_of, Kn, koff, Ke, keoff)
+                    G[go[i] + s * c + t] = g
+                    G[go[i] + t * c + s] = g
         tot = 0.0
         for s in range(ns[i]):
-            tot += alpha[i, s]
+            tot += alpha[o + s]
         loss = 0.0
         for s in range(ns[i]):
-            alpha[i, s] /= tot
-            loss += alpha[i, s] * lv[i, s]
+            alpha[o + s] /= tot
+            loss += alpha[o + s] * lv[o + s]
         _add_psi(i, b, n, k, dv, de, 1.0, ytrue, b, w, V, E, parents, edge_of)
         for s in range(ns[i]):
-            _add_psi(i, b, n, k, dv, de, -alpha[i, s], Yf, (i * cap + s) * nmax, w, V, E,
-                     parents, edge_of)
+            _add_psi(i, b, n, k, dv, de, -alpha[o + s], Yf, (o + s) * nmax, w, V, E, parents,
+                     edge_of)
         ell += dd[i] + loss
     w *= C
     return C * ell
 
 
 _HELPERS = (_prefetch_block, _viterbi, _label_value, _label_loss, _label_gram, _add_psi,
-            _drop_slot, _finish, _pairwise_steps)
+            _drop_slot, _relocate, _finish, _pairwise_steps)
 _KERNELS = ("_tree_epoch", "_tree_cache_pass", "_tree_check", "_tree_primal")
 _CACHE: Dict[str, Any] = {}
 USE_NUMBA = True          # tests switch it off to run the same kernels as Python
@@ -537,10 +581,14 @@ def _kernels():
 # ------------------------------------------------------------------ the block store
 
 class _TreeBlocks:
-    """The blocks of tree labellings: labellings, weights and Gram matrices in (m, S)
-    arrays (``S`` slots per block, doubled when a block needs more), the example data
-    concatenated (node features (N, d_v), edge features (N - m, d_e), local tree arrays,
-    node losses (N, k), true labels (N,), node and edge Gram matrices, flat)."""
+    """The blocks of tree labellings.  Block ``i`` has ``cap[i]`` slots (4 at first, doubled
+    when it needs more) at offset ``so[i]`` of the pools of labellings ``Y`` (P, nmax),
+    weights ``alpha`` (P,) and losses ``lv`` (P,), and its (cap, cap) Gram matrix at offset
+    ``go[i]`` of the pool ``G`` (flat): memory follows each block's own active set, not the
+    largest one's.  A block that grows moves to the free ends of the pools (``top``: their
+    used lengths), which double when full.  The example data are concatenated (node features
+    (N, d_v), edge features (N - m, d_e), local tree arrays, node losses (N, k), true labels
+    (N,), node and edge Gram matrices, flat)."""
 
     cache_passes = True
     cache_share = 0.5      # a pass costs about half an epoch (measured on OCR letters)
@@ -549,25 +597,28 @@ class _TreeBlocks:
         self.k = k = int(model.n_labels)
         self._pack(data)
         m = data.n_examples
-        N = self.noff[-1]
         nmax = int(np.diff(self.noff).max(initial=1))
-        self.Y = np.zeros((m, 4, nmax), dtype=np.int64)
+        self.cap = np.full(m, 4, dtype=np.int64)
+        self.so = 4 * np.arange(m, dtype=np.int64)
+        self.go = 16 * np.arange(m, dtype=np.int64)
+        self.top = np.array([4 * m, 16 * m], dtype=np.int64)
+        self.Y = np.zeros((8 * m, nmax), dtype=np.int64)       # room for growth
+        self.alpha = np.zeros(8 * m)
+        self.lv = np.zeros(8 * m)
+        self.G = np.zeros(32 * m)
         self.ns = np.ones(m, dtype=np.int64)
-        self.alpha = np.zeros((m, 4))
-        self.alpha[:, 0] = 1.0
-        self.lv = np.zeros((m, 4))
-        self.G = np.zeros((m, 4, 4))
         for i in range(m):
             b, e = self.noff[i], self.noff[i + 1]
-            self.Y[i, 0, :e - b] = self.ytrue[b:e]
-            self.lv[i, 0] = float(self.cn[np.arange(b, e), self.ytrue[b:e]].sum())
+            self.Y[4 * i, :e - b] = self.ytrue[b:e]
+            self.alpha[4 * i] = 1.0
+            self.lv[4 * i] = float(self.cn[np.arange(b, e), self.ytrue[b:e]].sum())
         self.S = np.zeros((nmax, k))
         self.msg = np.zeros((nmax + k, k))      # (the last k rows: an edge's scores)
         self.back = np.zeros((nmax, k), dtype=np.int64)
         self.ybuf = np.zeros(nmax, dtype=np.int64)
         self.coef = np.zeros((nmax, k + k * k))
-        self._scratch()
-        del N
+        self.act = np.zeros(8)
+        self.before = np.zeros(8)
 
     @staticmethod
     def applicable(model, data):
@@ -621,31 +672,35 @@ class _TreeBlocks:
         self.fill = True
         self.n_features = k * self.dv + k * k * self.de
 
-    def _scratch(self):
-        cap = self.Y.shape[1]
-        self.act = np.zeros(cap)
-        self.before = np.zeros(cap)
-
-    def _grow(self):
-        """Twice the slots of every block."""
-        m, cap, nmax = self.Y.shape
-        self.Y = np.concatenate([self.Y, np.zeros_like(self.Y)], axis=1)
-        self.alpha = np.hstack([self.alpha, np.zeros_like(self.alpha)])
-        self.lv = np.hstack([self.lv, np.zeros_like(self.lv)])
-        G = np.zeros((m, 2 * cap, 2 * cap))
-        G[:, :cap, :cap] = self.G
-        self.G = G
-        self._scratch()
+    def _grow(self, i):
+        """Room for block ``i`` to double its slots: the scratch vectors, and the pools
+        doubled (their used parts kept) when their free ends are too short."""
+        c2 = 2 * int(self.cap[i])
+        if c2 > self.act.shape[0]:
+            self.act = np.zeros(c2)
+            self.before = np.zeros(c2)
+        P, Q = int(self.top[0]) + c2, int(self.top[1]) + c2 * c2
+        if P > len(self.alpha):
+            size = max(P, 2 * len(self.alpha))
+            self.Y = np.concatenate([self.Y, np.zeros((size - len(self.Y), self.Y.shape[1]),
+                                                      dtype=np.int64)])
+            self.alpha = np.concatenate([self.alpha, np.zeros(size - len(self.alpha))])
+            self.lv = np.concatenate([self.lv, np.zeros(size - len(self.lv))])
+        if Q > len(self.G):
+            self.G = np.concatenate([self.G, np.zeros(max(Q, 2 * len(self.G)) - len(self.G))])
 
     def restart(self, data):
         """Warm start: the features may differ, so data and Gram matrices are made afresh."""
         self._pack(data)
         nmax = int(np.diff(self.noff).max(initial=1))
-        if nmax > self.Y.shape[2]:    # pragma: no cover - the part counts matched
+        if nmax > self.Y.shape[1]:    # pragma: no cover - the part counts matched
             raise ValueError("warm start with longer examples")
 
     def _data(self):
         return (self.k, self.dv, self.de, self.V, self.E, self.noff)
+
+    def _store(self):
+        return (self.ns, self.so, self.go, self.cap)
 
     def epoch(self, perm, w, C, inner_steps, ell, g_est):
         """One epoch of pairwise BCFW steps over the blocks ``perm`` (int array)."""
@@ -654,16 +709,17 @@ class _TreeBlocks:
         while True:
             ell, pos = fn(perm, pos, w, C, inner_steps, ell, g_est, *self._data(), self.order,
                           self.parents, self.edge_of, self.cn, self.Kn, self.koff, self.Ke,
-                          self.keoff, self.Y, self.ns, self.alpha, self.lv, self.G, self.S,
-                          self.msg, self.back, self.ybuf, self.act, self.before, self.coef)
+                          self.keoff, *self._store(), self.top, self.Y, self.alpha, self.lv,
+                          self.G, self.S, self.msg, self.back, self.ybuf, self.act, self.before,
+                          self.coef)
             if pos < 0:
                 return ell
-            self._grow()
+            self._grow(perm[pos])
 
     def cache_pass(self, w, C, ell):
         """One pass without oracle (see :func:`_tree_cache_pass`)."""
         return _kernels()["_tree_cache_pass"](
-            w, C, ell, *self._data(), self.parents, self.edge_of, self.Y, self.ns,
+            w, C, ell, *self._data(), self.parents, self.edge_of, *self._store(), self.Y,
             self.alpha, self.lv, self.G, self.act, self.before, self.coef)
 
     def check(self, w, C, dd):
@@ -671,8 +727,8 @@ class _TreeBlocks:
         m = len(self.ns)
         hinge, g = np.empty(m), np.empty(m)
         _kernels()["_tree_check"](w, C, dd, hinge, g, *self._data(), self.order,
-                                  self.parents, self.edge_of, self.cn, self.ytrue, self.Y,
-                                  self.ns, self.alpha, self.msg, self.back, self.ybuf)
+                                  self.parents, self.edge_of, self.cn, self.ytrue, self.ns,
+                                  self.so, self.Y, self.alpha, self.msg, self.back, self.ybuf)
         return hinge, g
 
     def oracle_pass(self, w):
@@ -682,8 +738,8 @@ class _TreeBlocks:
         none = np.zeros(0, dtype=np.int64)
         _kernels()["_tree_check"](w, 0.0, np.zeros(m), hinge, hinge, *self._data(),
                                   self.order, self.parents, self.edge_of, self.cn,
-                                  self.ytrue, self.Y, none, self.alpha, self.msg, self.back,
-                                  self.ybuf)
+                                  self.ytrue, none, none, self.Y, self.alpha, self.msg,
+                                  self.back, self.ybuf)
         return hinge
 
     def primal(self, ops, mu_true, dd, C, d):
@@ -691,15 +747,27 @@ class _TreeBlocks:
         ``mu_true`` and ``d`` are those of the other block stores, unused here)."""
         w = np.zeros(self.n_features)
         ell = _kernels()["_tree_primal"](C, np.asarray(dd, dtype=float), w, *self._data(),
-                                         self.parents, self.edge_of, self.ytrue, self.Y,
-                                         self.ns, self.alpha, self.lv, self.fill, self.Kn,
-                                         self.koff, self.Ke, self.keoff, self.G)
+                                         self.parents, self.edge_of, self.ytrue,
+                                         *self._store(), self.Y, self.alpha, self.lv,
+                                         self.fill, self.Kn, self.koff, self.Ke, self.keoff,
+                                         self.G)
         self.fill = False
         return w, float(ell)
 
+    def weights(self, i):
+        """The weights (ns_i,) of block ``i``'s active outputs."""
+        o = int(self.so[i])
+        return self.alpha[o:o + self.ns[i]]
+
+    def labellings(self, i):
+        """Block ``i``'s active outputs (ns_i, n_i) (labels of its nodes)."""
+        o, n = int(self.so[i]), int(self.noff[i + 1] - self.noff[i])
+        return self.Y[o:o + self.ns[i], :n]
+
     def loss(self, i):
         """``c_i . m_i``."""
-        return float(self.alpha[i, :self.ns[i]].dot(self.lv[i, :self.ns[i]]))
+        o = int(self.so[i])
+        return float(self.weights(i).dot(self.lv[o:o + self.ns[i]]))
 
     def marginal(self, i, L):
         """``m_i`` as a dense part vector (L,) (for tests and inspection)."""
@@ -708,11 +776,10 @@ class _TreeBlocks:
         out = np.zeros(L)
         par = self.parents[b:b + n]
         eo = self.edge_of[b:b + n]
-        for s in range(self.ns[i]):
-            y = self.Y[i, s, :n]
-            out[np.arange(n) * k + y] += self.alpha[i, s]
+        for y, a in zip(self.labellings(i), self.weights(i)):
+            out[np.arange(n) * k + y] += a
             j = np.flatnonzero(par >= 0)
-            out[n * k + eo[j] * k * k + y[par[j]] * k + y[j]] += self.alpha[i, s]
+            out[n * k + eo[j] * k * k + y[par[j]] * k + y[j]] += a
         return out
 
 

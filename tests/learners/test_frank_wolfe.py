@@ -908,11 +908,49 @@ def test_tree_epoch_keeps_w_equal_to_its_blocks(rng, monkeypatch, use_numba):
         ref += C * Phi.T @ (model.encode(x, Y[i]) - m_i)
         c, d = model.loss_coefficients(x, Y[i])
         loss += C * (c @ m_i + d)
-        assert blocks.alpha[i, :blocks.ns[i]].sum() == pytest.approx(1.0, abs=1e-12)
-        assert (blocks.alpha[i, :blocks.ns[i]] > 0).all()
+        assert blocks.weights(i).sum() == pytest.approx(1.0, abs=1e-12)
+        assert (blocks.weights(i) > 0).all()
     np.testing.assert_allclose(w, ref, atol=1e-10)
     assert ell == pytest.approx(loss, abs=1e-10)
     assert g.max() > 0
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+def test_tree_blocks_grow_their_own_slots(rng, monkeypatch, use_numba):
+    """A block that needs more than its slots moves to the pools' free ends with twice as
+    many, the pools doubling when full: after many epochs at a large C (large active
+    sets), every block's Gram matrix in the pool is still psi_s . psi_t of its outputs
+    (from the explicit part features), its weights a distribution, w the one of its
+    blocks; blocks with few outputs kept their 4 slots."""
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
+    X, Y, model = tree_data(rng, m=6, n=6, k=4)
+    data, blocks = tree_store(model, X, Y)
+    C = 50.0
+    w, ell = blocks.primal(None, None, data.d, C, None)
+    start = (len(blocks.alpha), len(blocks.G))
+    g = np.zeros(6)
+    r = np.random.default_rng(1)
+    for _ in range(40):
+        ell = blocks.epoch(r.permutation(6).astype(np.int64), w, C, 3, ell, g)
+        ell = blocks.cache_pass(w, C, ell)
+    assert blocks.cap.max() >= 16 and blocks.ns.max() > 8       # blocks grew twice or more
+    assert len(blocks.alpha) > start[0] and len(blocks.G) > start[1]  # the pools doubled
+    assert (blocks.cap[blocks.ns <= 4] == 4).all()
+    assert (blocks.ns <= blocks.cap).all()
+    ref = np.zeros(data.n_features)
+    for i, x in enumerate(data.X):
+        Phi = model.features(x)
+        psi = np.array([Phi.T @ model.encode(x, y) for y in blocks.labellings(i)])
+        c, o = int(blocks.cap[i]), int(blocks.go[i])
+        ns = int(blocks.ns[i])
+        Gi = blocks.G[o:o + c * c].reshape(c, c)[:ns, :ns]
+        np.testing.assert_allclose(Gi, psi @ psi.T, rtol=1e-12, atol=1e-10)
+        assert len({tuple(y) for y in blocks.labellings(i)}) == ns     # no output twice
+        assert blocks.weights(i).sum() == pytest.approx(1.0, abs=1e-12)
+        assert (blocks.weights(i) > 0).all()
+        ref += C * (Phi.T @ model.encode(x, Y[i]) - blocks.weights(i) @ psi)
+    np.testing.assert_allclose(w, ref, atol=1e-8 * max(1.0, np.abs(ref).max()))
 
 
 def test_tree_path_compiled_and_python_kernels_certify_the_same_optimum(rng, monkeypatch):
