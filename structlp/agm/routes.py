@@ -31,6 +31,10 @@ from .inner import (InnerLP, inner_dual_decomposition, inner_junction_decomposit
                     shared_inner_polytopes)
 from .polytopes import lp_encode, lp_features
 
+#: The cutting plane's vertex rows left at weight 0 for this many consecutive rounds leave
+#: its master (the master stays a relaxation: its value a lower bound).
+INACTIVE_ROUNDS = 5
+
 
 def fit_subgradient(est, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
     rng = np.random.default_rng(est.random_state)
@@ -146,9 +150,10 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     T = m
     cap = np.full(m, C)
     alpha = cap.copy()
+    idle = np.zeros(size, dtype=np.int64)       # rounds each row has spent at weight 0
     theta, xi, lower = np.zeros(D), np.zeros(m), 0.0
     converged = False
-    it = 0
+    it = n_dropped = 0
     with single_threaded_blas():
         for it in range(1, int(est.max_iter) + 1):
             s = F_all @ theta
@@ -183,10 +188,11 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
                 grow = max(T1, 2 * len(R))
                 R = np.vstack([R, np.zeros((grow - len(R), D))])
                 b, group = np.pad(b, (0, grow - len(b))), np.pad(group, (0, grow - len(group)))
+                idle = np.pad(idle, (0, grow - len(idle)))
                 G2 = np.zeros((grow, grow))
                 G2[:T, :T] = Gram[:T, :T]
                 Gram = G2
-            R[T:T1], b[T:T1], group[T:T1] = g, bv, new
+            R[T:T1], b[T:T1], group[T:T1], idle[T:T1] = g, bv, new, 0
             cross = R[:T1] @ g.T
             Gram[:T1, T:T1] = cross
             Gram[T:T1, :T1] = cross.T
@@ -198,6 +204,19 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             xi = np.full(m, -np.inf)
             np.maximum.at(xi, group[:T], grad)
             lower = reg * dual
+            # rows idle for INACTIVE_ROUNDS rounds leave the master (never the truths):
+            # a relaxation, so its value stays a lower bound; a row the oracle finds again
+            # comes back
+            idle[:T] = np.where(alpha > 0.0, 0, idle[:T] + 1)
+            drop = idle[:T] >= INACTIVE_ROUNDS
+            drop[:m] = False
+            if drop.any():
+                keep = np.flatnonzero(~drop)
+                T = len(keep)
+                R[:T], b[:T], group[:T], idle[:T] = R[keep], b[keep], group[keep], idle[keep]
+                Gram[:T, :T] = Gram[np.ix_(keep, keep)]
+                alpha = alpha[keep]
+                n_dropped += int(drop.sum())
     if not converged and it == int(est.max_iter):
         warnings.warn(
             f"{type(est).__name__} (method='cutting_plane') stopped after max_iter="
@@ -209,6 +228,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     est.objective_ = float(objective)
     est.lower_bound_ = float(min(lower, objective))
     est.n_constraints_ = T - m
+    est.inner_stats_["dropped_rows"] = n_dropped
     est.inner_stats_["solves"] = it * m
     return theta
 

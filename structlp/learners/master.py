@@ -129,7 +129,7 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
                 t, blocking = float(ratios[k]), int(F[neg][k])
         step = t * p
         a[F] += step
-        grad -= G[:, F] @ step
+        grad -= step @ G[F]                     # G is symmetric: rows, not columns
         grad[F] -= rho * step
         if blocking is not None:
             a[blocking] = 0.0

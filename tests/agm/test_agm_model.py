@@ -387,6 +387,26 @@ def test_cutting_plane_reaches_the_qp_optimum(rng, chain, loss, weights, reg):
     assert cpl.inner_stats_["solves"] == cpl.n_iter_ * len(X)
 
 
+def test_cutting_plane_drops_idle_rows_and_keeps_the_optimum(rng, monkeypatch):
+    """Vertex rows at weight 0 for INACTIVE_ROUNDS rounds leave the master: the fit still
+    certifies the QP's optimum, with fewer rows than the fit that keeps every row."""
+    from structlp.agm import routes
+    X, Y = random_tree_data(rng, 10, 6, chain=False)
+    kw = dict(loss="squared", reg=0.03)
+    qp = AdversarialGraphicalModel(3, method="qp", **kw).fit(X, Y)
+    monkeypatch.setattr(routes, "INACTIVE_ROUNDS", 2)
+    pruned = AdversarialGraphicalModel(3, method="cutting_plane", **kw).fit(X, Y)
+    monkeypatch.setattr(routes, "INACTIVE_ROUNDS", 10 ** 9)
+    kept = AdversarialGraphicalModel(3, method="cutting_plane", **kw).fit(X, Y)
+    assert pruned.inner_stats_["dropped_rows"] > 0 == kept.inner_stats_["dropped_rows"]
+    assert pruned.n_constraints_ < kept.n_constraints_
+    for est in (pruned, kept):
+        assert est.converged_
+        assert est.lower_bound_ <= est.objective_ <= est.lower_bound_ + 1e-7
+        assert est.objective_ == pytest.approx(qp.objective_, rel=1e-7)
+        assert est.lower_bound_ <= qp.objective(X, Y) * (1 + 1e-7)
+
+
 def test_cutting_plane_callback_and_max_iter(rng):
     """One log line / callback per round (the round's exact objective and bound); max_iter
     reached: a ConvergenceWarning, converged_ False, objective_ still exact."""
