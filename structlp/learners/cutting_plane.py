@@ -26,11 +26,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..model import StructuredModel
 
 #: Largest n-slack working set whose master QP is solved by the built-in dual method
-#: (dense KKT systems over the free rows and the examples); larger ones use cvxpy
-#: (CLARABEL).  The one-slack working set (one row per round) always uses it.
-MAX_DUAL_ROWS = 400
+#: (dense KKT systems over the free rows and the examples; its Gram matrix, 8 T^2 bytes,
+#: 128 MB here); larger ones use cvxpy (CLARABEL).  The one-slack working set (one row
+#: per round) always uses it.
+MAX_DUAL_ROWS = 4000
 #: One-slack rows without dual weight for this many consecutive rounds leave the master QP.
 INACTIVE_ROUNDS = 50
+#: n-slack rows (never an example's truth) without dual weight for this many consecutive
+#: rounds leave the master QP; the oracle's output of such a row may join again.
+INACTIVE_ROUNDS_NSLACK = 5
 #: One-slack master QPs are solved to this fraction of the last exact violation (and at
 #: least to ``1e-3 tol``): a looser master only changes the path, never the certificate,
 #: which compares the exact objective with the master's dual value.
@@ -406,8 +410,9 @@ class _WorkingSet:
     One-slack: one group, rows dense (d,) (averages over the examples), weights
     summing to ``C m``.  n-slack: one group per example, rows sparse, weights
     of each example summing to ``C``.  Row 0 of each group is its truth
-    (``g = 0``, ``b`` = loss of the truth).  One-slack rows without weight for
-    :data:`INACTIVE_ROUNDS` rounds are dropped (Joachims et al. 2009)."""
+    (``g = 0``, ``b`` = loss of the truth).  Rows without weight for
+    :data:`INACTIVE_ROUNDS` (one-slack; Joachims et al. 2009) or
+    :data:`INACTIVE_ROUNDS_NSLACK` (n-slack) rounds are dropped, truths never."""
 
     def __init__(self, data, parts, one, C, cache_size):
         m, d = data.n_examples, data.n_features
@@ -436,6 +441,7 @@ class _WorkingSet:
         self.master_value = float(self.cap @ self.xi)
         self.truth_keys = [_key(z, v) for z, v in truth]
         self.seen = [{key} for key in self.truth_keys] if not one else None
+        self.keys = None if one else list(self.truth_keys)    # n-slack: each row's output
         self.cache = _Cache(m, cache_size) if cache_size else None
         self.reattach(data, parts, C, truth)
 
@@ -516,15 +522,17 @@ class _WorkingSet:
                                     np.concatenate((tvals, -vals))) / m
             self._append(g[None, :], [float(losses.mean())], [0])
             return 1
-        todo = []
+        todo, keys = [], []
         for i in np.flatnonzero(viol > tol):
             key = _key(*sups[i])
             if key not in self.seen[i]:
                 self.seen[i].add(key)
                 todo.append(int(i))
+                keys.append(key)
         if todo:
             rows = self._cuts(np.array(todo), [sups[i] for i in todo])
             self._append(rows, list(losses[todo]), todo)
+            self.keys += keys
         return len(todo)
 
     def add_cache_cut(self, threshold, now):
@@ -555,9 +563,11 @@ class _WorkingSet:
         return self.Gbuf[:T, :T]
 
     def _prune(self):
-        """One-slack: drop the rows idle for INACTIVE_ROUNDS rounds (never row 0)."""
-        drop = self.idle >= INACTIVE_ROUNDS
-        drop[0] = False
+        """Drop the rows idle for INACTIVE_ROUNDS (one-slack) or INACTIVE_ROUNDS_NSLACK
+        (n-slack) rounds, never a truth (one-slack: row 0; n-slack: rows 0..m-1).  A
+        relaxation: the master's value stays a lower bound."""
+        drop = self.idle >= (INACTIVE_ROUNDS if self.one else INACTIVE_ROUNDS_NSLACK)
+        drop[:self.n_groups] = False
         if not drop.any():
             return
         keep = np.flatnonzero(~drop)
@@ -565,9 +575,15 @@ class _WorkingSet:
         G = self._gram()[np.ix_(keep, keep)]
         self.Gbuf[:T, :T] = G
         self.n_gram = T
-        for t, r in enumerate(keep):           # in place (keep increases): no copy of R
-            if t != r:
-                self.R[t] = self.R[r]
+        if self.one:
+            for t, r in enumerate(keep):       # in place (keep increases): no copy of R
+                if t != r:
+                    self.R[t] = self.R[r]
+        else:                                  # their outputs may be found (and join) again
+            for t in np.flatnonzero(drop):
+                self.seen[self.group[t]].discard(self.keys[t])
+            self.R = sp.csr_array(self.R[keep])
+            self.keys = [self.keys[t] for t in keep]
         self.b = [self.b[t] for t in keep]
         self.group = [self.group[t] for t in keep]
         self.alpha, self.idle = self.alpha[keep], self.idle[keep]
@@ -578,8 +594,7 @@ class _WorkingSet:
         sets ``w``, ``xi``, ``master_value``; returns the cvxpy problem when cvxpy solved it
         (else None)."""
         if solver is None and (self.one or self.n_rows <= MAX_DUAL_ROWS):
-            if self.one:
-                self._prune()
+            self._prune()
             G = self._gram()
             group = np.array(self.group)
             self.alpha, grad, self.master_value, _ = solve_master_dual(

@@ -265,6 +265,27 @@ def test_builtin_master_equals_cvxpy_master(rng):
         assert abs(a.objective_ - b.objective_) <= 1e-6 * b.objective_
 
 
+def test_n_slack_drops_idle_rows_and_keeps_the_optimum(rng, monkeypatch):
+    """n-slack rows idle for INACTIVE_ROUNDS_NSLACK rounds leave the master (here after
+    one round): their outputs may join again (else the fit could not certify), and the
+    fit reaches the joint QP's optimum with fewer rows than one that keeps every row."""
+    from structlp.learners import cutting_plane
+    X, Y = noisy_assignments(rng, 15, 5, 5, 4)
+    qp = MaxMarginLearner(BipartiteMatching(), C=1.0).fit(X, Y)
+    fits = {}
+    for rounds in (1, 10 ** 9):
+        monkeypatch.setattr(cutting_plane, "INACTIVE_ROUNDS_NSLACK", rounds)
+        fits[rounds] = CuttingPlaneLearner(BipartiteMatching(), C=1.0, tol=1e-7,
+                                           max_iter=500).fit(X, Y)
+    pruned, kept = fits[1], fits[10 ** 9]
+    assert pruned.n_constraints_ < kept.n_constraints_
+    for cp in (pruned, kept):
+        assert cp.converged_ and cp.solver_ == "dual"
+        assert abs(cp.objective_ - qp.objective_) <= 1e-6 * qp.objective_ + 15e-7
+        np.testing.assert_allclose(cp.coef_, qp.coef_, atol=1e-4)
+        assert cp.master_objective_ <= cp.objective_ * (1 + 1e-6)
+
+
 def test_callback_verbose_and_early_stop(rng, caplog):
     import logging
     model, X, Y = chain_data(rng, m=6)
