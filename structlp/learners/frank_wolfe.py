@@ -17,7 +17,7 @@ from ..utils.fingerprint import output_fingerprint
 
 from ._first_order import _FirstOrderLearner, _augment
 from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss, run_cache_passes
-from ._fw_trees import _TreeBlocks
+from ._fw_tree_store import _TreeBlocks
 
 
 _UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling

@@ -64,7 +64,7 @@ from ..utils.validation import check_bool, check_scalar
 from ..solvers import check_solver
 from ._first_order import _augment
 from ._fw_blocks import run_cache_passes
-from ._fw_trees import _TreeBlocks
+from ._fw_tree_store import _TreeBlocks
 from .cutting_plane import _needs_polytopes
 from .frank_wolfe import new_blocks
 

@@ -661,8 +661,8 @@ def test_factored_and_explicit_features_give_the_same_fit(rng, learner, monkeypa
     coefficients and objective (1e-10) through the operator as through the matrix (the
     per-block path; the compiled tree path is compared by its certified optimum in
     :func:`test_tree_path_reaches_the_qp_optimum`)."""
-    from structlp.learners import _fw_trees
-    monkeypatch.setattr(_fw_trees, "ENABLED", False)
+    from structlp.learners import _fw_tree_store
+    monkeypatch.setattr(_fw_tree_store, "ENABLED", False)
     from structlp.learners.subgradient import SubgradientLearner
     make = {"fw": lambda mdl, **kw: FrankWolfeLearner(mdl, C=1.0, max_iter=4,
                                                       random_state=0, **kw),
@@ -691,7 +691,7 @@ def test_factored_and_explicit_features_give_the_same_fit(rng, learner, monkeypa
 def test_sparse_and_dense_node_features_same_fit(rng, monkeypatch):
     """The per-block path: the same iterates with sparse and dense node features; the
     compiled tree path (dense only) certifies the same optimum."""
-    from structlp.learners import _fw_trees
+    from structlp.learners import _fw_tree_store
     exs = [random_tree_example(rng, 5, 4, 1, sparse=False, chain_=True) for _ in range(6)]
     Y = [rng.integers(0, 3, size=5) for _ in exs]
     sparse = [dict(x, node_features=sp.csr_array(x["node_features"])) for x in exs]
@@ -699,10 +699,10 @@ def test_sparse_and_dense_node_features_same_fit(rng, monkeypatch):
     fast.fit(exs, Y)
     slow = FrankWolfeLearner(TreeLabeling(3), tol=1e-6, max_iter=2000, random_state=0)
     slow.fit(sparse, Y)
-    assert isinstance(fast._warm[1], _fw_trees._TreeBlocks)
-    assert not isinstance(slow._warm[1], _fw_trees._TreeBlocks)
+    assert isinstance(fast._warm[1], _fw_tree_store._TreeBlocks)
+    assert not isinstance(slow._warm[1], _fw_tree_store._TreeBlocks)
     assert abs(fast.objective_ - slow.objective_) <= fast.duality_gap_ + slow.duality_gap_
-    monkeypatch.setattr(_fw_trees, "ENABLED", False)
+    monkeypatch.setattr(_fw_tree_store, "ENABLED", False)
     a = fit_quiet(FrankWolfeLearner(TreeLabeling(3), max_iter=5, random_state=0), exs, Y)
     b = fit_quiet(FrankWolfeLearner(TreeLabeling(3), max_iter=5, random_state=0), sparse, Y)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=0, atol=1e-10)
@@ -840,7 +840,7 @@ def tree_data(rng, m=6, n=4, k=3, tree="random", seed=None):
 
 def tree_store(model, X, Y):
     from structlp.compiler import prepare
-    from structlp.learners._fw_trees import _TreeBlocks
+    from structlp.learners._fw_tree_store import _TreeBlocks
     data = prepare(model, X, Y, need_polytopes=False, operators=True)
     assert _TreeBlocks.applicable(model, data)
     return data, _TreeBlocks(model, data)
@@ -849,7 +849,7 @@ def tree_store(model, X, Y):
 @pytest.mark.parametrize("tree", ["chain", "random"])
 def test_tree_path_reaches_the_qp_optimum(rng, tree):
     """Chains and random trees: the compiled path certifies the joint QP's optimum."""
-    from structlp.learners._fw_trees import _TreeBlocks
+    from structlp.learners._fw_tree_store import _TreeBlocks
     X, Y, model = tree_data(rng, m=10, n=5, tree=tree)
     qp = MaxMarginLearner(model, C=1.0).fit(X, Y)
     fw = FrankWolfeLearner(model, C=1.0, tol=1e-6, max_iter=3000, random_state=0).fit(X, Y)
@@ -972,7 +972,7 @@ def test_tree_path_compiled_and_python_kernels_certify_the_same_optimum(rng, mon
 def test_tree_path_warm_start_resumes_from_its_blocks(rng):
     """A refit on rescaled features starts from the previous fit's labellings and weights
     (the data and Gram matrices made afresh) and certifies the new optimum."""
-    from structlp.learners._fw_trees import _TreeBlocks
+    from structlp.learners._fw_tree_store import _TreeBlocks
     X, Y, model = tree_data(rng, m=8, n=4, tree="random")
     fw = FrankWolfeLearner(model, C=1.0, tol=1e-6, max_iter=3000, random_state=0,
                            warm_start=True).fit(X, Y)
