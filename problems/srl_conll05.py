@@ -25,9 +25,10 @@ propositions of test.wsj per split, drawn at random (``seed``):
 - ``wsj`` (in domain): ``splits``-fold partition of test.wsj's sentences; train on a
   sample of the other folds' propositions, test on every proposition of the fold.
 
-Time is what sets ``n_train``: the exact AGM solves one inner LP per training tree
-and round (a pruned tree has 18 nodes on average, so 9 x 18 node and 81 x 17 edge
-marginals), tens of rounds per fit.
+Time is what sets ``n_train`` (default 200, the whole run in about ten minutes on two
+cores): the exact AGM solves one inner LP per training tree and round (a pruned tree has
+18 nodes on average, so 9 x 18 node and 81 x 17 edge marginals), tens of rounds per fit,
+and cross-validation chooses smaller ``reg`` (more rounds) on larger training sets.
 
 The feature vocabularies (frequent head words, paths, ...) come from the inputs of
 all of test.wsj (no labels).  The regularization of each model is chosen once, by
@@ -40,7 +41,7 @@ alpha = 0.05; with fewer than 6 splits no difference can be significant).
 
 The data (research use only) are read from ``data_path`` (option), else
 ``$STRUCTLP_CONLL05_PATH``, else ``../shared/data/conll05_srl``; never copied here.
-Run: ``structlp run problems/srl_conll05.py [-o n_train=30] [-o splits=6] [-o cv=2]
+Run: ``structlp run problems/srl_conll05.py [-o n_train=200] [-o splits=6] [-o cv=2]
 [-o n_jobs=2] [-o models='["AGM", "CRF"]'] [-o verbose=1]``.
 """
 
@@ -204,7 +205,7 @@ def _check(name, v, lo, hi=None):
         raise structlp.InvalidParameterError(f"{name} must be an integer {rng}; got {v!r}.")
 
 
-def run(solver=None, C=None, seed=0, data_path=None, n_train=30, splits=6, cv=2,
+def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2,
         reg_grid=GRID, n_jobs=2, loss_seed=0, epochs=10, models=None, experiments=EXPERIMENTS,
         verbose=0):
     """Run both experiments (see the module docstring) and return the table.
