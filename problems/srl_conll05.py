@@ -25,8 +25,8 @@ propositions of test.wsj per split, drawn at random (``seed``):
 - ``wsj`` (in domain): ``splits``-fold partition of test.wsj's sentences; train on a
   sample of the other folds' propositions, test on every proposition of the fold.
 
-Time is what sets ``n_train`` (default 200, the whole run in about ten minutes on two
-cores): the exact AGM solves one inner LP per training tree and round (a pruned tree has
+Time is what sets ``n_train`` (default 200; the SRL guide gives the measured run
+times): the exact AGM solves one inner LP per training tree and round (a pruned tree has
 18 nodes on average, so 9 x 18 node and 81 x 17 edge marginals), tens of rounds per fit,
 and cross-validation chooses smaller ``reg`` (more rounds) on larger training sets.
 
