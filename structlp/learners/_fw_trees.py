@@ -49,9 +49,10 @@ def _word_scores(i, w, k, dv, V, noff, S):
 
 def _word_scores_loop(i, w, k, dv, V, noff, S):
     """:func:`_word_scores` as loops, compiled with reassociated sums (SIMD): faster than
-    a BLAS call on one example's few rows.  Two rows by two labels per sweep of a feature
-    row (each load serves two products), on 1-D views (which the compiler vectorizes,
-    where it does not vectorize the same sums on flat offsets)."""
+    a BLAS call on one example's few rows.  Two rows by four labels per sweep of a feature
+    row (each load of a row serves four products, each of a label's weights two), on 1-D
+    views (which the compiler vectorizes, where it does not vectorize the same sums on flat
+    offsets); past the last label, the sweep repeats label ``a`` and drops the sums."""
     b = noff[i]
     n = noff[i + 1] - b
     j = 0
@@ -60,27 +61,48 @@ def _word_scores_loop(i, w, k, dv, V, noff, S):
         vq = V[b + j + 1] if j + 1 < n else vr
         a = 0
         while a < k:
+            a1 = a + 1 if a + 1 < k else a
+            a2 = a + 2 if a + 2 < k else a
+            a3 = a + 3 if a + 3 < k else a
             w0 = w[a * dv:(a + 1) * dv]
-            w1 = w[(a + 1) * dv:(a + 2) * dv] if a + 1 < k else w0
-            v0 = 0.0
-            v1 = 0.0
-            v2 = 0.0
-            v3 = 0.0
+            w1 = w[a1 * dv:(a1 + 1) * dv]
+            w2 = w[a2 * dv:(a2 + 1) * dv]
+            w3 = w[a3 * dv:(a3 + 1) * dv]
+            x0 = 0.0
+            x1 = 0.0
+            x2 = 0.0
+            x3 = 0.0
+            y0 = 0.0
+            y1 = 0.0
+            y2 = 0.0
+            y3 = 0.0
             for t in range(dv):
                 x = vr[t]
                 y = vq[t]
-                v0 += x * w0[t]
-                v1 += x * w1[t]
-                v2 += y * w0[t]
-                v3 += y * w1[t]
-            S[j, a] = v0
-            if j + 1 < n:
-                S[j + 1, a] = v2
+                x0 += x * w0[t]
+                x1 += x * w1[t]
+                x2 += x * w2[t]
+                x3 += x * w3[t]
+                y0 += y * w0[t]
+                y1 += y * w1[t]
+                y2 += y * w2[t]
+                y3 += y * w3[t]
+            S[j, a] = x0
             if a + 1 < k:
-                S[j, a + 1] = v1
-                if j + 1 < n:
-                    S[j + 1, a + 1] = v3
-            a += 2
+                S[j, a + 1] = x1
+            if a + 2 < k:
+                S[j, a + 2] = x2
+            if a + 3 < k:
+                S[j, a + 3] = x3
+            if j + 1 < n:
+                S[j + 1, a] = y0
+                if a + 1 < k:
+                    S[j + 1, a + 1] = y1
+                if a + 2 < k:
+                    S[j + 1, a + 2] = y2
+                if a + 3 < k:
+                    S[j + 1, a + 3] = y3
+            a += 4
         j += 2
     return b, n
 
@@ -151,6 +173,23 @@ def _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, yv, o):
             for t in range(de):
                 v += E[e, t] * w[q + t]
     return v
+
+
+def _label_value_table(b, n, S, edge, parents, Y, r, y):
+    """``sum_j S[j, y_j]`` plus ``edge[y_p, y_j]`` over the edges of the labelling
+    ``Y[r, :n]`` (all edges scored by the one table ``edge``), and whether it equals
+    ``y[:n]``."""
+    v = 0.0
+    same = True
+    for j in range(n):
+        yj = Y[r, j]
+        if yj != y[j]:
+            same = False
+        v += S[j, yj]
+        p = parents[b + j]
+        if p >= 0:
+            v += edge[Y[r, p], yj]
+    return v, same
 
 
 def _label_loss(b, n, cn, yv, o):
@@ -291,6 +330,7 @@ def _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, ns, so, go, cap, Y
                 if p >= 0:
                     coef[edge_of[b + j], k + Y[r0 + s, p] * k + yj] += dlt
     tiny = 1e-14 * scale                     # rounding residue of changes that cancel
+    W = w[:k * dv].reshape((k, dv))          # rows of labels: no view per update
     base = k * dv
     for s in range(ns[i]):
         if alpha[r0 + s] == before[s]:        # its entries are those of the changed ones
@@ -301,12 +341,10 @@ def _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, ns, so, go, cap, Y
             if cj != 0.0:
                 coef[j, yj] = 0.0
                 if abs(cj) > tiny:
-                    o = yj * dv
                     f = -C * cj
-                    wr = w[o:o + dv]         # 1-D views: a vectorized update
-                    vr = V[b + j]
+                    r = b + j
                     for t in range(dv):
-                        wr[t] += f * vr[t]
+                        W[yj, t] += f * V[r, t]
             p = parents[b + j]
             if p >= 0:
                 e = edge_of[b + j]
@@ -356,6 +394,7 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
     (nothing of it was changed: grow the pools and call again from there)."""
     nmax = Y.shape[1]
     Yf = Y.reshape(-1)
+    edge = msg[msg.shape[0] - k:]            # max-sum's edge scores (k, k)
     for pos in range(start, perm.shape[0]):
         i = perm[pos]
         if pos + 1 < perm.shape[0]:
@@ -365,24 +404,34 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
         for j in range(n):
             for a in range(k):
                 S[j, a] += cn[b + j, a]
-        amu = _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back,
-                       msg[msg.shape[0] - k:], ybuf)
+        amu = _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back, edge,
+                       ybuf)
         ni = ns[i]
         o = so[i]
         mean = 0.0
         jj = -1
+        # all edges of the same features (a chain's constant feature): max-sum's table of
+        # edge scores (its buffer's last k rows) scores every edge of the labellings
+        uniform = True
+        e0 = b - i
+        for e in range(e0 + 1, e0 + n - 1):
+            for r in range(de):
+                if E[e, r] != E[e0, r]:
+                    uniform = False
         for s in range(ni):
-            act[s] = _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, Yf,
-                                  (o + s) * nmax)
-            mean += alpha[o + s] * act[s]
-            if jj < 0:
+            if uniform:
+                act[s], same = _label_value_table(b, n, S, edge, parents, Y, o + s, ybuf)
+            else:
+                act[s] = _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, Yf,
+                                      (o + s) * nmax)
                 same = True
                 for j in range(n):
                     if Y[o + s, j] != ybuf[j]:
                         same = False
                         break
-                if same:
-                    jj = s
+            mean += alpha[o + s] * act[s]
+            if jj < 0 and same:
+                jj = s
         g = C * (amu - mean)
         g_est[i] = g if g > 0.0 else 0.0
         if g <= 0.0:
@@ -533,7 +582,7 @@ def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, ns, s
     return C * ell
 
 
-_HELPERS = (_prefetch_block, _viterbi, _label_value, _label_loss, _label_gram, _add_psi,
+_HELPERS = (_prefetch_block, _viterbi, _label_value, _label_value_table, _label_loss, _label_gram, _add_psi,
             _drop_slot, _relocate, _finish, _pairwise_steps)
 _KERNELS = ("_tree_epoch", "_tree_cache_pass", "_tree_check", "_tree_primal")
 _CACHE: Dict[str, Any] = {}

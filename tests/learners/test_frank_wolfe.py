@@ -916,6 +916,48 @@ def test_tree_epoch_keeps_w_equal_to_its_blocks(rng, monkeypatch, use_numba):
 
 
 @pytest.mark.parametrize("use_numba", [True, False])
+@pytest.mark.parametrize("edges", ["random", "constant"])
+def test_tree_epoch_block_gap_is_the_enumerated_one(rng, monkeypatch, use_numba, edges):
+    """An epoch of one block at a time: the block's gap ``C (max_y a . psi(y) - a . m_i)``
+    (``a``: the loss-augmented scores at the w before its step) against enumerating every
+    labelling with the explicit part features, and the oracle's output kept among the
+    block's outputs (its weight positive after the step) when the gap is positive.  With
+    constant edge features (a chain's or tree's OCR-like edges) the epoch scores the active
+    labellings by max-sum's one table of edge scores; with random ones edge by edge."""
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
+    X, Y, model = tree_data(rng, m=5, n=4, k=3)
+    if edges == "constant":
+        X = [dict(x, edge_features=np.tile([0.7, -1.3], (len(x["parents"]) - 1, 1)))
+             for x in X]
+    data, blocks = tree_store(model, X, Y)
+    C = 3.0
+    w, ell = blocks.primal(None, None, data.d, C, None)
+    g = np.zeros(5)
+    r = np.random.default_rng(2)
+    for _ in range(3):                   # several outputs per block
+        ell = blocks.epoch(r.permutation(5).astype(np.int64), w, C, 3, ell, g)
+    assert blocks.ns.max() >= 2
+    labellings = list(itertools.product(range(3), repeat=4))
+    for sweep in range(2):
+        for i in r.permutation(5):
+            x = data.X[i]
+            Phi = model.features(x)
+            c, d = model.loss_coefficients(x, Y[i])
+            a = Phi @ w + c
+            vals = [a @ model.encode(x, np.array(y)) for y in labellings]
+            best = labellings[int(np.argmax(vals))]
+            gap = C * (max(vals) - a @ blocks.marginal(i, Phi.shape[0]))
+            g[:] = -1.0
+            blocks.epoch(np.array([i], dtype=np.int64), w, C, 3, 0.0, g)
+            assert g[i] == pytest.approx(max(gap, 0.0), rel=1e-10, abs=1e-10)
+            assert (g[np.arange(5) != i] == -1.0).all()
+            if gap > 1e-9:
+                kept = {tuple(y) for y in blocks.labellings(i)}
+                assert best in kept
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
 def test_tree_blocks_grow_their_own_slots(rng, monkeypatch, use_numba):
     """A block that needs more than its slots moves to the pools' free ends with twice as
     many, the pools doubling when full: after many epochs at a large C (large active
