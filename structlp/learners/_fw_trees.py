@@ -582,8 +582,8 @@ def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, ns, s
     return C * ell
 
 
-_HELPERS = (_prefetch_block, _viterbi, _label_value, _label_value_table, _label_loss, _label_gram, _add_psi,
-            _drop_slot, _relocate, _finish, _pairwise_steps)
+_HELPERS = (_prefetch_block, _viterbi, _label_value, _label_value_table, _label_loss,
+            _label_gram, _add_psi, _drop_slot, _relocate, _finish, _pairwise_steps)
 _KERNELS = ("_tree_epoch", "_tree_cache_pass", "_tree_check", "_tree_primal")
 _CACHE: Dict[str, Any] = {}
 USE_NUMBA = True          # tests switch it off to run the same kernels as Python
