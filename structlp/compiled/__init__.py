@@ -72,7 +72,7 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "float64, float64[::1], int64, int64, int64, float64[:, ::1], float64[:, ::1], "
         "int64[::1], int64[::1], int64[::1], int64[::1], float64[:, ::1], float64[::1], "
         "int64[::1], float64[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
-        "int64[::1], int64[::1], int64[:, ::1], float64[::1], float64[::1], "
+        "int64[::1], int64[::1], int64[::1], int64[:, ::1], float64[::1], float64[::1], "
         "float64[::1], float64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], "
         "float64[::1], float64[::1], float64[:, ::1])"),
     "tree_cache_pass": (

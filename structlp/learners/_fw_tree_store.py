@@ -82,6 +82,11 @@ class _TreeBlocks:
                                                       for x in X]))
         self.E = np.ascontiguousarray(np.concatenate(
             [np.asarray(x.edge_features, float).reshape(x.n_nodes - 1, self.de) for x in X]))
+        # 1 where all edges of an example share their features (a chain's constant edge
+        # feature): the epoch scores its labellings with max-sum's one table of edge scores
+        eoff = self.noff[:-1] - np.arange(len(X))              # each example's first edge
+        self.uniform = np.array([int((self.E[e:e + n - 1] == self.E[e]).all()) if n > 1 else 1
+                                 for e, n in zip(eoff, sizes)], dtype=np.int64)
         self.order = np.concatenate([x.order for x in X]).astype(np.int64)
         self.parents = np.concatenate([x.parents for x in X]).astype(np.int64)
         self.edge_of = np.concatenate([x.edge_of for x in X]).astype(np.int64)
@@ -140,9 +145,9 @@ class _TreeBlocks:
         while True:
             ell, pos = fn(perm, pos, w, C, inner_steps, ell, g_est, *self._data(), self.order,
                           self.parents, self.edge_of, self.cn, self.Kn, self.koff, self.Ke,
-                          self.keoff, *self._store(), self.top, self.Y, self.alpha, self.lv,
-                          self.G, self.S, self.msg, self.back, self.ybuf, self.act, self.before,
-                          self.coef)
+                          self.keoff, self.uniform, *self._store(), self.top, self.Y,
+                          self.alpha, self.lv, self.G, self.S, self.msg, self.back, self.ybuf,
+                          self.act, self.before, self.coef)
             if pos < 0:
                 return ell
             self._grow(perm[pos])

@@ -385,12 +385,14 @@ def _prefetch_block(i, k, dv, V, noff, cn, Kn, koff, ns, so, go, cap, Y, alpha, 
 
 
 def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, noff, order,
-                parents, edge_of, cn, Kn, koff, Ke, keoff, ns, so, go, cap, top, Y, alpha, lv,
-                G, S, msg, back, ybuf, act, before, coef):
+                parents, edge_of, cn, Kn, koff, Ke, keoff, uniform, ns, so, go, cap, top, Y,
+                alpha, lv, G, S, msg, back, ybuf, act, before, coef):
     """Pairwise BCFW steps (with up to ``inner_steps`` inner steps) of the blocks
     ``perm[start:]`` at the running ``w`` (moved in place).  ``g_est[i]`` receives each
-    block's gap.  Returns ``ell`` plus ``C`` times the changes of ``c_i . m_i``, and -1, or
-    the position in ``perm`` of a block whose new output found no room in the pools
+    block's gap.  Where ``uniform[i]`` (all edges of example ``i`` share their features: a
+    chain's constant edge feature), max-sum's one table of edge scores scores the block's
+    active labellings.  Returns ``ell`` plus ``C`` times the changes of ``c_i . m_i``, and
+    -1, or the position in ``perm`` of a block whose new output found no room in the pools
     (nothing of it was changed: grow the pools and call again from there)."""
     nmax = Y.shape[1]
     Yf = Y.reshape(-1)
@@ -410,16 +412,8 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
         o = so[i]
         mean = 0.0
         jj = -1
-        # all edges of the same features (a chain's constant feature): max-sum's table of
-        # edge scores (its buffer's last k rows) scores every edge of the labellings
-        uniform = True
-        e0 = b - i
-        for e in range(e0 + 1, e0 + n - 1):
-            for r in range(de):
-                if E[e, r] != E[e0, r]:
-                    uniform = False
         for s in range(ni):
-            if uniform:
+            if uniform[i]:       # one edge table: max-sum's (the buffer's last k rows)
                 act[s], same = _label_value_table(b, n, S, edge, parents, Y, o + s, ybuf)
             else:
                 act[s] = _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, Yf,

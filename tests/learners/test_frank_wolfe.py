@@ -931,6 +931,7 @@ def test_tree_epoch_block_gap_is_the_enumerated_one(rng, monkeypatch, use_numba,
         X = [dict(x, edge_features=np.tile([0.7, -1.3], (len(x["parents"]) - 1, 1)))
              for x in X]
     data, blocks = tree_store(model, X, Y)
+    assert (blocks.uniform == (edges == "constant")).all()      # the one-table path runs
     C = 3.0
     w, ell = blocks.primal(None, None, data.d, C, None)
     g = np.zeros(5)
