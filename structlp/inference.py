@@ -43,6 +43,10 @@ INTERIOR_POINT_SOLVERS = ("CLARABEL", "ECOS", "SCS", "OSQP", "PIQP", "PROXQP", "
 #: An inference LP slower than this (seconds per call, measured at fit time) draws a
 #: warning from the first-order learners.
 SLOW_ORACLE_SECONDS = 2e-3
+#: A warm-started inference LP whose nonbasic reduced costs are all farther than this
+#: (relative to the largest score, at least 1) from zero has a unique optimum; otherwise it
+#: is solved again cold (see ``_HighsLP``).
+TIE_TOL = 1e-6
 
 _HIGHS: dict = {}      # id(polytope) -> (polytope, Highs): one compiled LP per polytope
 _BANNER_SILENCED = False
@@ -75,9 +79,18 @@ def new_highs():
 
 
 class _HighsLP:
-    """``max s . mu, mu in P`` for one polytope, compiled once into HiGHS (dual simplex,
-    warm-started from the previous basis at every new objective).  The auxiliary columns of
-    an extended formulation (``Polytope.n_aux``) score 0 and are dropped from the solution."""
+    """``max s . mu, mu in P`` for one polytope, compiled once into HiGHS (dual simplex, no
+    presolve).  The auxiliary columns of an extended formulation (``Polytope.n_aux``) score 0
+    and are dropped from the solution.
+
+    Every answer is a function of the polytope and the scores only, never of what this
+    process solved before: a parallel or dask fit, whose workers each solve a different
+    subset of the examples, then gets the serial fit's answers bit for bit.  Without a
+    ``warm`` dict every solve starts cold (:meth:`highspy.Highs.clearSolver`).  With one (an
+    example's own last basis), a warm solve whose optimum is unique (no nonbasic reduced
+    cost within :data:`TIE_TOL` of zero) is kept, since it is the vertex a cold solve finds;
+    a possible tie is solved again cold, so that the tie is broken as a cold solve breaks it.
+    """
 
     def __init__(self, poly):
         import highspy
@@ -98,24 +111,12 @@ class _HighsLP:
                       M.data.astype(float))
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         self.h, self.L, self.idx = h, L, np.arange(L, dtype=np.int32)
+        self.n_rows = int(M.shape[0])
         self.lb, self.ub = np.asarray(poly.lb, float)[:L], np.asarray(poly.ub, float)[:L]
         self.optimal = highspy.HighsModelStatus.kOptimal
 
-    def solve(self, s, warm=None):
-        """The LP's optimum for scores ``s``.  ``warm``: a dict the caller keeps for one
-        example (whose polytope other examples may share): the solve starts from the
-        example's own last optimal basis, stored there, which after a small change of the
-        scores (a learner's next pass) needs few pivots; or cold, on its first solve."""
+    def _run(self):
         h = self.h
-        h.changeColsCost(self.L, self.idx, np.asarray(s, dtype=float))
-        last = warm.get("highs") if warm is not None else None
-        if last is not None and last[0] is self:
-            h.setBasis(last[1])
-        elif warm is not None:
-            # the example's first solve starts cold, not from another example's basis: the
-            # vertex chosen among tied optima then depends on this example's history only,
-            # so a refit in the same process repeats itself
-            h.clearSolver()
         h.run()
         status = h.getModelStatus()
         if status != self.optimal:
@@ -124,12 +125,44 @@ class _HighsLP:
                 " A declared output polytope is unbounded; give every part finite bounds." \
                 if "nbounded" in text else ""
             raise SolverError(f"HiGHS ended with status {text!r} on the inference LP.{hint}")
+        return h.getSolution()
+
+    def _maybe_tied(self, sol, s):
+        """Whether another optimal vertex may exist: more reduced costs (columns and rows)
+        near zero than basic variables (exactly ``n_rows`` are basic, with reduced cost
+        0), i.e. a nonbasic one too, along which the objective does not change."""
+        tol = TIE_TOL * max(1.0, float(np.max(np.abs(s), initial=0.0)))
+        near = int(np.count_nonzero(np.abs(np.asarray(sol.col_dual)) <= tol))
+        if self.n_rows:
+            near += int(np.count_nonzero(np.abs(np.asarray(sol.row_dual)) <= tol))
+        return near > self.n_rows
+
+    def solve(self, s, warm=None):
+        """The LP's optimum for scores ``s``.  ``warm``: a dict the caller keeps for one
+        example (whose polytope other examples may share): the solve starts from the
+        example's own last optimal basis, stored there, which after a small change of the
+        scores (a learner's next pass) needs few pivots; the answer is a cold solve's all
+        the same (see the class)."""
+        h = self.h
+        s = np.asarray(s, dtype=float)
+        h.changeColsCost(self.L, self.idx, s)
+        last = warm.get("highs") if warm is not None else None
+        if last is not None and last[0] is self:
+            h.setBasis(last[1])
+            sol = self._run()
+            if self._maybe_tied(sol, s):
+                h.clearSolver()
+                sol = self._run()
+        else:
+            h.clearSolver()
+            sol = self._run()
         if warm is not None:
             warm["highs"] = (self, h.getBasis())
-        mu = np.array(h.getSolution().col_value, dtype=float)[:self.L]
-        # within HiGHS's feasibility tolerance of the bounds, and no -0.0 (without presolve
-        # the simplex can return either)
-        return np.clip(mu, self.lb, self.ub) + 0.0
+        mu = np.array(sol.col_value, dtype=float)[:self.L]
+        # within HiGHS's feasibility tolerance of the bounds, rounded to 12 decimals (the
+        # same vertex read from two bases of a degenerate vertex may differ in its last
+        # bits), and no -0.0 (without presolve the simplex can return either)
+        return np.clip(np.round(mu, 12), self.lb, self.ub) + 0.0
 
 
 def _compiled_lp(poly):
