@@ -289,3 +289,59 @@ def test_n_jobs_values():
 def test_bad_backend(backend):
     with pytest.raises(InvalidParameterError, match="'backend' parameter"):
         check_backend(backend)
+
+
+# ---------------------------------------------------------------- LP oracles
+def _bmatchings(m=32):
+    """b-matchings (R = P = 2): no combinatorial fast path, every oracle is the inference
+    LP, and every example of a size shares one polytope (one compiled HiGHS model)."""
+    from structlp.datasets import make_bipartite_matching
+    X, Y, _, model = make_bipartite_matching(n_samples=m, n_rows=4, R=2, P=2, noise=1.0,
+                                             random_state=0)
+    return model, X, Y
+
+
+def _fits(model, X, Y, **kw):
+    """The serial fit, then the fit with ``kw`` (n_jobs or backend), same random_state."""
+    make = lambda **extra: FrankWolfeLearner(model, C=1, tol=1e-12, max_iter=20,  # noqa: E731
+                                             batch_size=CHUNK, random_state=0, **extra)
+    return fit_quiet(make(), X, Y), fit_quiet(make(**kw), X, Y)
+
+
+def test_lp_oracle_n_jobs_equals_serial():
+    """Worker processes solve different subsets of the examples (and keep their HiGHS
+    models between tasks); the serial fit solves all of them in one process: the answers,
+    hence coef_ and objective_, are equal bit for bit all the same."""
+    model, X, Y = _bmatchings()
+    ser, par = _fits(model, X, Y, n_jobs=2)
+    _same(ser, par)
+    assert ser.n_iter_ == par.n_iter_ and ser.duality_gap_ == par.duality_gap_
+
+
+def test_lp_and_combinatorial_oracles_dask_equal_serial(rng, dask_processes):
+    """Two dask worker processes: an LP-oracle model (b-matchings) and a combinatorial one
+    (Hungarian assignments) give the serial fit's coef_ and objective_ exactly."""
+    model, X, Y = _bmatchings()
+    _same(*_fits(model, X, Y, backend=dask_processes))
+    Xa, Ya = assignments(rng, 40)
+    _same(*_fits(BipartiteMatching(), Xa, Ya, backend=dask_processes))
+
+
+def test_inference_lp_answer_does_not_depend_on_what_was_solved_before():
+    """Tied scores (many optimal vertices): a compiled HiGHS model shared by the examples of
+    a size answers what a fresh model answers, whatever it solved before, with or without
+    an example's own warm basis."""
+    from structlp import Polytope
+    from structlp.inference import solve_stacked_lp
+    model, X, _ = _bmatchings(2)
+    poly = model.polytope(X[0])
+    assert poly.n_aux == 0
+    gen = np.random.default_rng(3)
+    tied = [gen.integers(-1, 2, size=poly.n_parts).astype(float) for _ in range(60)]
+    warm: dict = {}
+    for s in tied:
+        fresh = solve_stacked_lp([Polytope(A=poly.A, b=poly.b, E=poly.E, e=poly.e,
+                                           lb=poly.lb, ub=poly.ub)], [s])[0]
+        solve_stacked_lp([poly], [gen.normal(size=poly.n_parts)])       # other history
+        np.testing.assert_array_equal(solve_stacked_lp([poly], [s])[0], fresh)
+        np.testing.assert_array_equal(solve_stacked_lp([poly], [s], warm=[warm])[0], fresh)
