@@ -266,19 +266,27 @@ class FrankWolfeLearner(_FirstOrderLearner):
         self.callback = callback
         self.warm_start = warm_start
 
-    def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> "FrankWolfeLearner":
+    def fit(self, X: Sequence[Any], Y: Optional[Sequence[Any]] = None) -> "FrankWolfeLearner":
         """Run BCFW on ``(X, Y)`` until the relative duality gap is below ``tol``.
 
         Parameters
         ----------
         X : list of m examples
+            (A dask Bag of ``(x, y)`` pairs is refused with an error naming
+            :class:`~structlp.ShardedFrankWolfeLearner`, which trains on it.)
         Y : list of m outputs
+            Required.
 
         Returns
         -------
         self
         """
+        from ..utils.validation import check_not_dask_collection
         name = type(self).__name__
+        check_not_dask_collection(X, name)
+        if Y is None:
+            raise TypeError(f"{name}.fit() missing the outputs Y: call fit(X, Y) with a list "
+                            "of m examples and a list of their m outputs.")
         C, tol, max_iter, batch_size, solver, opts, timeout, rng = self._check_common()
         check_bool(self.pairwise, "pairwise", owner=name)
         inner_steps = check_scalar(self.inner_steps, "inner_steps", kind=numbers.Integral,

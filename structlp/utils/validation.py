@@ -174,3 +174,24 @@ def check_sequence_of_examples(X: Any, name: str = "X") -> List[Any]:
     if len(X) == 0:
         raise InvalidInputError(f"{name} must contain at least one example; got 0.")
     return X
+
+
+def check_not_dask_collection(X: Any, owner: str) -> None:
+    """Refuse a dask Bag (or a list of ``dask.delayed`` partitions) given to a learner that
+    takes in-memory lists: the error names :class:`~structlp.ShardedFrankWolfeLearner`,
+    which trains on such data (dask is not imported to check)."""
+    def lazy(v: Any) -> Optional[str]:
+        kind = type(v)
+        if kind.__module__.split(".")[0] == "dask" and kind.__name__ in ("Bag", "Delayed"):
+            return f"a dask {kind.__name__}"
+        return None
+
+    what = lazy(X)
+    if what is None and isinstance(X, (list, tuple)) and len(X) and lazy(X[0]):
+        what = f"a list of dask {type(X[0]).__name__} partitions"
+    if what is not None:
+        raise InvalidInputError(
+            f"{owner}.fit takes the examples and outputs as in-memory lists, fit(X, Y); X is "
+            f"{what}. For data held as a dask Bag of (x, y) pairs (or a list of "
+            "dask.delayed partitions) use ShardedFrankWolfeLearner(model, ...).fit(bag), "
+            "which trains with each partition kept on its worker.")

@@ -201,3 +201,17 @@ def test_worker_lost_mid_fit(rng):
                                       client=cl, callback=kill).fit(_bag(X, Y, 4))
     assert sh.n_restarts_ >= 1
     _within_gap(sh, _serial(model, X, Y, 0.1))
+
+
+def test_frank_wolfe_given_a_bag_names_the_sharded_learner(rng):
+    """FrankWolfeLearner.fit(bag) is not 'missing Y': the error names the learner that
+    takes bags (and a list of delayed partitions); fit(X) without Y still says Y."""
+    X, Y = assignments(rng, 4)
+    bag = _bag(X, Y, 2)
+    for data in (bag, bag.to_delayed()):
+        with pytest.raises(InvalidInputError, match="ShardedFrankWolfeLearner.*fit\\(bag\\)"):
+            FrankWolfeLearner(BipartiteMatching()).fit(data)
+    with pytest.raises(InvalidInputError, match="X is a dask Bag"):
+        FrankWolfeLearner(BipartiteMatching()).fit(bag, Y)
+    with pytest.raises(TypeError, match="missing the outputs Y"):
+        FrankWolfeLearner(BipartiteMatching()).fit(X)
