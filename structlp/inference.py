@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from .compiler import stacked_scores
 from .exceptions import FractionalSolutionError, InvalidParameterError, SolverError
 from .formulations import block_diag
-from .solvers import check_solver, solve
+from .solvers import check_solver, check_solver_opts, solve
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import StructuredModel
@@ -382,6 +382,7 @@ def maximize(model: StructuredModel, X: Sequence[Any], scores: Sequence[Any],
         checked.append(check_finite_array(s, f"scores[{i}]", shape=(L,)))
     if solver is not None:
         check_solver(solver)
+    solver_opts = check_solver_opts(solver_opts, "maximize") or None
     return maximize_checked(model, X, checked, solver=solver, solver_opts=solver_opts)
 
 

@@ -153,10 +153,7 @@ _LIBC: List[Any] = []
 def _flush_c_stdio() -> None:
     """Flush the C library's stdout buffer (what a solver wrote through printf/cout)."""
     try:
-        if not _LIBC:
-            import ctypes
-            _LIBC.append(ctypes.CDLL(None))
-        _LIBC[0].fflush(None)
+        _libc().fflush(None)
     except (OSError, AttributeError, TypeError):  # pragma: no cover - no C library handle
         pass
 
@@ -247,7 +244,8 @@ def check_solver(solver: Optional[str], owner: Optional[str] = None, kind: str =
 
 def check_solver_opts(solver_opts: Optional[Dict[str, Any]],
                       owner: Optional[str] = None) -> Dict[str, Any]:
-    """Validate ``solver_opts`` (None or a dict); return a dict."""
+    """Validate ``solver_opts`` (None or a dict whose keys are option names, str); return a
+    dict."""
     if solver_opts is None:
         return {}
     if not isinstance(solver_opts, dict):
@@ -255,6 +253,13 @@ def check_solver_opts(solver_opts: Optional[Dict[str, Any]],
         raise InvalidParameterError(
             f"The 'solver_opts' parameter{where} must be a dict of solver options or None; "
             f"got {type(solver_opts).__name__}.")
+    bad = [k for k in solver_opts if not isinstance(k, str)]
+    if bad:
+        where = f" of {owner}" if owner else ""
+        raise InvalidParameterError(
+            f"The 'solver_opts' parameter{where} must map option names (str, passed to the "
+            f"solver as keyword arguments) to values; got the key {bad[0]!r} "
+            f"({type(bad[0]).__name__}).")
     if "solver" in solver_opts:
         where = f" of {owner}" if owner else ""
         raise InvalidParameterError(
@@ -279,31 +284,94 @@ def _alternatives(solver: str) -> str:
     return ", ".join(others[:3]) if others else "another solver"
 
 
-#: Solvers that catch SIGINT themselves: a Ctrl-C during their solve would end in a
-#: SolverError ("try another solver") or be ignored.
-SIGINT_CATCHING_SOLVERS = frozenset({"SCS", "ECOS", "ECOS_BB"})
+#: Solvers that catch SIGINT themselves (their C code installs its own handler for the
+#: length of a solve): a Ctrl-C caught there is lost (SCS runs on) or ends the solve in a
+#: SolverError (ECOS, OSQP) instead of a KeyboardInterrupt.
+SIGINT_CATCHING_SOLVERS = frozenset({"SCS", "ECOS", "ECOS_BB", "OSQP"})
+
+#: Seconds between two checks that no solver replaced Python's SIGINT handler.
+SIGINT_WATCH_PERIOD = 1e-3
+#: Bytes reserved for a C ``struct sigaction`` (152 on Linux x86-64), copied, never read.
+_SIGACTION_BYTES = 512
+_SIGINT_LOCK = threading.Lock()
+_SIGINT_STATE: Dict[str, Any] = {"depth": 0}
+
+
+def _libc() -> Any:
+    if not _LIBC:
+        import ctypes
+        _LIBC.append(ctypes.CDLL(None))
+    return _LIBC[0]
+
+
+def _sigint_action() -> Any:
+    """The process's current SIGINT disposition (a raw ``struct sigaction``), or None."""
+    import ctypes
+    buf = ctypes.create_string_buffer(_SIGACTION_BYTES)
+    try:
+        if _libc().sigaction(int(signal.SIGINT), None, buf) != 0:
+            return None
+    except (OSError, AttributeError, TypeError):   # pragma: no cover - no C sigaction
+        return None
+    return buf
+
+
+def _watch_sigint(saved: Any, stop: threading.Event) -> None:
+    """Put Python's SIGINT disposition ``saved`` back whenever a solver replaced it."""
+    import ctypes
+    size = ctypes.sizeof(ctypes.c_void_p)      # the handler: the struct's first member
+    head = saved.raw[:size]
+    libc = _libc()
+    now = ctypes.create_string_buffer(_SIGACTION_BYTES)
+    while not stop.wait(SIGINT_WATCH_PERIOD):
+        if libc.sigaction(int(signal.SIGINT), None, now) == 0 and now.raw[:size] != head:
+            libc.sigaction(int(signal.SIGINT), saved, None)
 
 
 @contextlib.contextmanager
 def interrupts_deferred(solver: str) -> Iterator[None]:
-    """Ctrl-C means stop, also in a solver that catches SIGINT itself.
+    """Ctrl-C means stop, also in a solver that catches SIGINT itself, whatever thread the
+    signal reaches.
 
-    While such a solver runs (:data:`SIGINT_CATCHING_SOLVERS`), SIGINT is blocked on the
-    main thread, so the solver never sees it; when the solver returns the signal is
-    unblocked, delivered, and Python raises KeyboardInterrupt there.  (A Ctrl-C that
-    the kernel hands to another thread of the process, e.g. a BLAS worker, can still
-    reach the solver's own handler.)  Other solvers do not catch SIGINT: Python raises
-    KeyboardInterrupt as soon as they return.
+    While such a solver runs (:data:`SIGINT_CATCHING_SOLVERS`):
+
+    * a watcher thread puts Python's own SIGINT disposition back within
+      :data:`SIGINT_WATCH_PERIOD` seconds each time the solver installs its handler (the
+      solvers release the GIL), so a Ctrl-C delivered to any thread of the process (a
+      timer, a progress bar, a BLAS pool) reaches Python's handler, never the solver's;
+    * SIGINT is blocked on the main thread, so a Ctrl-C aimed at it (the kernel's first
+      choice) waits until the solve ends.
+
+    The solve then runs to its end and Python raises KeyboardInterrupt as soon as it
+    returns (the learner sets no fitted attribute).  Other solvers do not catch SIGINT:
+    Python raises KeyboardInterrupt as soon as they return.
     """
-    if solver.upper() not in SIGINT_CATCHING_SOLVERS or not hasattr(signal, "pthread_sigmask") \
-            or threading.current_thread() is not threading.main_thread():
+    if solver.upper() not in SIGINT_CATCHING_SOLVERS or not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    with _SIGINT_LOCK:
+        state = _SIGINT_STATE
+        if state["depth"] == 0:                 # no solver running: Python's disposition
+            state["saved"] = _sigint_action()
+            state["stop"] = threading.Event()
+            if state["saved"] is not None:
+                threading.Thread(target=_watch_sigint, args=(state["saved"], state["stop"]),
+                                 name="structlp-sigint", daemon=True).start()
+        state["depth"] += 1
+        saved, stop = state["saved"], state["stop"]
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if main else None
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        with _SIGINT_LOCK:
+            if saved is not None:               # before unblocking: a pending Ctrl-C
+                _libc().sigaction(int(signal.SIGINT), saved, None)   # reaches Python
+            state["depth"] -= 1
+            if state["depth"] == 0:
+                stop.set()
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def solve(problem: Any, solver: str, solver_opts: Optional[Dict[str, Any]] = None,
