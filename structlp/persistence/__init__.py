@@ -117,7 +117,10 @@ from ..utils.compat import current_path
 from ..utils.fingerprint import fingerprint  # noqa: F401  (here in 0.1.0)
 from . import _archive
 from ._checks import check_attributes as _check_attributes
+from ._checks import check_depth as _check_depth
 from ._checks import check_references as _check_references
+from ._checks import check_sizes as _check_sizes
+from ._checks import MAX_DEPTH  # noqa: F401  (documented limit)
 from ._archive import MAX_BYTES, MAX_MEMBERS  # noqa: F401  (documented limits)
 from ._archive import atomic_write  # noqa: F401  (also used by the CLI for --json)
 
@@ -497,6 +500,7 @@ class _Reader:
         for k, v in attrs.items():
             obj.__dict__[k] = self.node(v)
         _check_attributes(obj)
+        _check_sizes(obj)
         return obj
 
 
@@ -622,6 +626,7 @@ def _load_archive(z, path, classes, allowed, runtime_params, max_bytes):
         raise PersistenceError(
             f"Refusing {path!r}: the checksum of its metadata does not match (the file "
             "was modified or corrupted).")
+    _check_depth(text, path)
     try:
         meta = json.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
