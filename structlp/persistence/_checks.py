@@ -59,7 +59,7 @@ def check_attributes(obj):
 
 #: Deepest nesting of arrays and objects that a structlp file's metadata may have (JSON
 #: levels; :func:`structlp.save` writes about two per level of nested lists or objects).
-MAX_DEPTH = 1000
+MAX_DEPTH = 500
 _CHUNK = 1 << 20
 
 
