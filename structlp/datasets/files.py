@@ -45,9 +45,11 @@ def open_regular(path: PathLike, what: str = "data file", text: bool = False,
                  encoding: str = "utf-8") -> IO:
     """Open ``path`` for reading, refusing anything but a regular file.
 
-    The file is opened without blocking (``O_NONBLOCK``: a FIFO with no writer does not
-    hang the open) and checked with ``fstat`` on the open descriptor (no race between the
-    check and the read); a regular file is then read normally.
+    The path is checked with ``stat`` before it is opened (a device is never opened), then
+    opened without blocking (``O_NONBLOCK``: a FIFO put in its place cannot hang the open)
+    and checked again with ``fstat`` on the open descriptor (no race between the check and
+    the read); a regular file is then read normally.  Also used by
+    :func:`structlp.load` for model files.
 
     Parameters
     ----------
@@ -65,19 +67,21 @@ def open_regular(path: PathLike, what: str = "data file", text: bool = False,
     InvalidInputError
         When it is a directory, a FIFO, a device or a socket, or cannot be opened.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_BINARY", 0))
     try:
+        mode = os.stat(path).st_mode          # a device is refused before it is opened
+        if not stat.S_ISREG(mode):
+            raise InvalidInputError(f"The {what} {str(path)!r} is {_kind(mode)}, not a "
+                                    "regular file; give the path of a regular file.")
         fd = os.open(os.fspath(path), flags)
     except FileNotFoundError:
         raise DataNotFoundError(f"The {what} {str(path)!r} does not exist.") from None
-    except IsADirectoryError:
-        raise InvalidInputError(f"The {what} {str(path)!r} is a directory, not a regular "
-                                "file.") from None
     except OSError as exc:
         raise InvalidInputError(f"The {what} {str(path)!r} cannot be opened: "
                                 f"{exc.strerror or exc}.") from None
     try:
-        mode = os.fstat(fd).st_mode
+        mode = os.fstat(fd).st_mode           # replaced between the stat and the open?
         if not stat.S_ISREG(mode):
             raise InvalidInputError(f"The {what} {str(path)!r} is {_kind(mode)}, not a "
                                     "regular file; give the path of a regular file.")
