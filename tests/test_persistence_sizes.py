@@ -211,7 +211,8 @@ def test_the_saved_files_themselves_load_and_predict(saved):
 
 
 def test_n_labels_at_the_bound_loads_and_one_more_is_refused(saved, tmp_path):
-    """``n_labels`` may be anything from 1 to len(coef_) for a learner's structure."""
+    """A tree labeling's ``n_labels`` may be any divisor of len(coef_); more, or a
+    non-divisor, is refused."""
     path, _ = saved["tree"]
     n = len(structlp.load(path).coef_)
     ok = _rewrite(path, tmp_path / "ok.structlp", _set("params", "model", "params", "n_labels",
@@ -220,6 +221,11 @@ def test_n_labels_at_the_bound_loads_and_one_more_is_refused(saved, tmp_path):
     bad = _rewrite(path, tmp_path / "bad.structlp", _set("params", "model", "params",
                                                          "n_labels", value=n + 1))
     with pytest.raises(PersistenceError, match=f"n_labels is {n + 1}, but coef_ has {n}"):
+        structlp.load(bad)
+    k = next(k for k in range(2, n) if n % k)         # n = k d_v + k**2 d_e for the truth
+    bad = _rewrite(path, tmp_path / "nd.structlp", _set("params", "model", "params",
+                                                        "n_labels", value=k))
+    with pytest.raises(PersistenceError, match="not a multiple of it"):
         structlp.load(bad)
 
 

@@ -112,12 +112,18 @@ def _count(v):
     return None
 
 
+#: Structures whose weights are one block per label and one per pair of labels.
+_BLOCKS = ("TreeLabeling", "GraphLabeling", "JunctionTreeLabeling")
+
+
 def check_sizes(obj):
     """Refuse size-like hyper-parameters larger than the saved weights allow, so that a
     file cannot make ``predict`` allocate what its arrays do not imply:
 
     * a learner's built-in structure (``model.n_labels``): every label has at least one
-      weight, so ``1 <= n_labels <= len(coef_)``;
+      weight, so ``1 <= n_labels <= len(coef_)``; for the labelings of trees, graphs and
+      junction trees (``n_labels d_v + n_labels**2 d_e`` weights) ``n_labels`` divides
+      ``len(coef_)``;
     * the AGM and CRF estimators (``n_labels`` with ``n_features_in_ = (d_v, d_e)``):
       ``len(coef_) == n_labels d_v + n_labels**2 d_e`` exactly;
     * a sequence learner's feature map: ``len(coef_) == features.n_features`` (which the
@@ -138,6 +144,11 @@ def check_sizes(obj):
                 f"Refusing the file: {name}.model.n_labels is {k}, but coef_ has {n} "
                 f"weights and {type(model).__name__} gives every label at least one; the "
                 "file was modified.")
+        if k is not None and type(model).__name__ in _BLOCKS and n % k:
+            raise PersistenceError(
+                f"Refusing the file: {name}.model.n_labels is {k}, but coef_ has {n} "
+                f"weights, not a multiple of it ({type(model).__name__} has n_labels d_v + "
+                "n_labels**2 d_e); the file was modified.")
     dims = vars(obj).get("n_features_in_")
     k = _count(vars(obj).get("n_labels"))
     if _library(obj) and k is not None and isinstance(dims, (tuple, list)) and len(dims) == 2:
