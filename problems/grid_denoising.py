@@ -73,9 +73,7 @@ def accuracy(est, X, Y):
 
 
 def run(C=1.0, tol=1e-2, max_iter=300, size=64, n_train=10, n_test=5, noise=1.0, blocks=True,
-        chain=True, seed=0, **options):
-    if options:
-        raise TypeError(f"Unknown option(s) {sorted(options)} of grid_denoising.")
+        chain=True, seed=0):
     res, lines = {}, []
     if blocks:
         X, Y, _, model = make_grid_blocks(20, noise=2.0, random_state=1)

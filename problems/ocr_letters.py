@@ -114,10 +114,7 @@ def _cutting_plane_variants(cutting_plane):
 
 def run(solver=None, C=None, seed=0, tol=1e-3, max_iter=500, qp_words=(10, 25),
         scale=True, scale_tol=1e-2, independent_tol=1e-2, cutting_plane="one_slack",
-        cutting_plane_rounds=5000, fold1=True, n_jobs=None, cache_dir=None, verbose=False,
-        **options):
-    if options:
-        raise TypeError(f"Unknown option(s) {sorted(options)} of ocr_letters.")
+        cutting_plane_rounds=5000, fold1=True, n_jobs=None, cache_dir=None, verbose=False):
     _cutting_plane_variants(cutting_plane)
     t_start = time.perf_counter()
 

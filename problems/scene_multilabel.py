@@ -44,9 +44,7 @@ class _Counting(MultiLabel):
         return super().inference_parts(x, scores)
 
 
-def run(C=0.1, tol=1e-2, max_iter=500, seed=0, cache_dir=None, **options):
-    if options:
-        raise TypeError(f"Unknown option(s) {sorted(options)} of scene_multilabel.")
+def run(C=0.1, tol=1e-2, max_iter=500, seed=0, cache_dir=None):
     Xtr, Ytr, Xte, Yte = load_scene(cache_dir=cache_dir)
     Xtr = [np.append(x, 1.0) for x in Xtr]
     Xte = [np.append(x, 1.0) for x in Xte]

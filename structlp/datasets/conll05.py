@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Sequence, Tuple, Union
 import numpy as np
 
 from ..exceptions import DataNotFoundError, InvalidInputError  # noqa: F401
+from .files import open_regular, read_lines
 
 #: Environment variable naming the data directory.
 ENV_VAR = "STRUCTLP_CONLL05_PATH"
@@ -233,7 +234,7 @@ def conll05_path(path: Union[None, str, os.PathLike] = None, sets: Sequence[str]
               else f"${ENV_VAR}" if os.environ.get(ENV_VAR) else "the default path")
     root = Path(path if path is not None else os.environ.get(ENV_VAR) or DEFAULT_PATH)
     missing = [str(_layer_file(root, s, lay).relative_to(root)) for s in sets for lay in LAYERS
-               if not _layer_file(root, s, lay).is_file()]
+               if not _layer_file(root, s, lay).exists()]
     if missing:
         what = "does not exist" if not root.is_dir() else f"lacks {missing[:3]}"
         raise DataNotFoundError(
@@ -249,21 +250,42 @@ def _layer_file(root: Path, set_name: str, layer: str) -> Path:
 
 
 def read_column_file(file: Union[str, os.PathLike]) -> List[List[List[str]]]:
-    """Sentences of a (gzipped) column file: per sentence, per token, its columns."""
-    opener = gzip.open if str(file).endswith(".gz") else open
+    """Sentences of a (gzipped) column file: per sentence, per token, its columns.
+
+    Raises
+    ------
+    InvalidInputError
+        When the file is not a regular file (a FIFO, a device, a directory) or a ``.gz``
+        file is not a complete gzip stream (naming the file and the last line read).
+    """
+    return _read_columns(file)[0]
+
+
+def _read_columns(file: Union[str, os.PathLike]) -> Tuple[List[List[List[str]]], List[int]]:
+    """:func:`read_column_file`, with the line number of each sentence's first token."""
+    import zlib
     sentences: List[List[List[str]]] = []
+    firsts: List[int] = []
     current: List[List[str]] = []
-    with opener(file, "rt", encoding="latin-1") as fh:
-        for line in fh:
-            cols = line.split()
-            if cols:
-                current.append(cols)
-            elif current:
-                sentences.append(current)
-                current = []
+    number = 0
+    with open_regular(file, "CoNLL-2005 column file") as raw:
+        stream = gzip.GzipFile(fileobj=raw, mode="rb") if str(file).endswith(".gz") else raw
+        try:
+            for number, line in read_lines(file, encoding="latin-1", fh=stream):
+                cols = line.split()
+                if cols:
+                    if not current:
+                        firsts.append(number)
+                    current.append(cols)
+                elif current:
+                    sentences.append(current)
+                    current = []
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InvalidInputError(f"{file}: not a readable gzip file after line {number} "
+                                    f"({exc or type(exc).__name__}).") from None
     if current:
         sentences.append(current)
-    return sentences
+    return sentences, firsts
 
 
 @dataclass(eq=False)
@@ -281,25 +303,45 @@ class Sentence:
 
 
 def read_set(root: Union[str, os.PathLike], set_name: str) -> List[Sentence]:
-    """Read one test set (``"test.wsj"`` or ``"test.brown"``) of the release."""
+    """Read one test set (``"test.wsj"`` or ``"test.brown"``) of the release.
+
+    Raises
+    ------
+    InvalidInputError
+        A layer file that is not a regular file or not a readable gzip stream, layers that
+        disagree, or a malformed line (the message names the file and the line).
+    """
     root = Path(root)
-    words = read_column_file(_layer_file(root, set_name, "words"))
-    props = read_column_file(_layer_file(root, set_name, "props"))
-    synt = read_column_file(_layer_file(root, set_name, "synt.cha"))
+    files = {lay: _layer_file(root, set_name, lay) for lay in LAYERS}
+    (words, w_at), (props, p_at), (synt, s_at) = (_read_columns(files[lay]) for lay in LAYERS)
     if not len(words) == len(props) == len(synt):
         raise InvalidInputError(
             f"{set_name}: the layers have {len(words)}, {len(props)} and {len(synt)} sentences "
             "(words, props, synt.cha).")
     out = []
     for s, (W, P, T) in enumerate(zip(words, props, synt)):
-        where = f"{set_name} sentence {s}"
+        where = (f"{set_name} sentence {s} ({files['synt.cha']}, line {s_at[s]}; "
+                 f"{files['props']}, line {p_at[s]})")
         if not len(W) == len(P) == len(T):
-            raise InvalidInputError(f"{where}: the layers have different numbers of tokens.")
+            raise InvalidInputError(
+                f"{set_name} sentence {s}: the layers have {len(W)}, {len(P)} and {len(T)} "
+                f"tokens ({files['words']}, line {w_at[s]}; {files['props']}, line "
+                f"{p_at[s]}; {files['synt.cha']}, line {s_at[s]}).")
+        for t, row in enumerate(T):
+            if len(row) != 2:
+                raise InvalidInputError(
+                    f"{files['synt.cha']}, line {s_at[s] + t}: {len(row)} columns; expected "
+                    "2 (the POS tag and the tree tag).")
         pos = [row[0] for row in T]
         tree = parse_start_end(pos, [row[1] for row in T], where)
         verbs = [w for w, row in enumerate(P) if row[0] != "-"]
         n_cols = len(P[0]) - 1
-        if any(len(row) != n_cols + 1 for row in P) or len(verbs) != n_cols:
+        for t, row in enumerate(P):
+            if len(row) != n_cols + 1:
+                raise InvalidInputError(
+                    f"{files['props']}, line {p_at[s] + t}: {len(row)} columns; the "
+                    f"sentence's first line has {n_cols + 1}.")
+        if len(verbs) != n_cols:
             raise InvalidInputError(
                 f"{where}: {len(verbs)} target verbs for {n_cols} proposition columns.")
         plist = []

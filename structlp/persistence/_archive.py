@@ -111,27 +111,15 @@ def _fsync_dir(folder):
 # ---------------------------------------------------------------- reading
 def open_regular(path) -> Any:
     """Open ``path`` for reading only if it is a regular file (a symlink to one is fine);
-    never blocks on a FIFO and never reads a device."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    never blocks on a FIFO and never opens a device
+    (:func:`structlp.datasets.files.open_regular`, its errors as PersistenceError)."""
+    from ..datasets.files import open_regular as open_regular_file
+    from ..exceptions import InvalidInputError
     try:
-        before = os.stat(path)
-    except OSError as exc:
-        raise PersistenceError(f"Cannot read {path!r}: {exc.strerror or exc}.") from None
-    if not stat.S_ISREG(before.st_mode):
-        raise PersistenceError(
-            f"Refusing {path!r}: it is not a regular file (a device, a pipe or a directory); "
-            "a structlp file is a regular file written by structlp.save.")
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise PersistenceError(f"Cannot read {path!r}: {exc.strerror or exc}.") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):   # replaced between stat and open
-        os.close(fd)
-        raise PersistenceError(f"Refusing {path!r}: it is not a regular file.")
-    if hasattr(os, "set_blocking"):
-        os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+        return open_regular_file(path, "structlp file")
+    except InvalidInputError as exc:
+        raise PersistenceError(f"Refusing {path!r}: {exc} A structlp file is a regular file "
+                               "written by structlp.save.") from None
 
 
 def _size(f):
