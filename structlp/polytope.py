@@ -95,6 +95,8 @@ def _aux_attribute_bounds(v, first, lb, ub):
 
 
 def _short(text, limit=120):
+    """``text`` on one line, cut to ``limit`` characters."""
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

@@ -91,14 +91,19 @@ def implied_bounds(A, b, E, e, lb, ub) -> Tuple[np.ndarray, np.ndarray, bool]:
         tried.add((j, side))
         c = np.zeros(len(lo))
         c[j] = -side                       # linprog minimizes: maximize side * x_j
-        res = linprog(c, A_ub=A if A.shape[0] else None, b_ub=b if A.shape[0] else None,
-                      A_eq=E if E.shape[0] else None, b_eq=e if E.shape[0] else None,
-                      bounds=np.column_stack([np.where(np.isfinite(lo), lo, None),
-                                              np.where(np.isfinite(hi), hi, None)]),
-                      method="highs")
-        if res.status == 2:
+        bounds = np.column_stack([np.where(np.isfinite(lo), lo, None),
+                                  np.where(np.isfinite(hi), hi, None)])
+
+        def lp(cost):
+            return linprog(cost, A_ub=A if A.shape[0] else None, b_ub=b if A.shape[0] else None,
+                           A_eq=E if E.shape[0] else None, b_eq=e if E.shape[0] else None,
+                           bounds=bounds, method="highs")
+
+        res = lp(c)
+        # HiGHS's presolve may call an unbounded LP infeasible: a feasibility LP decides
+        if res.status == 2 and lp(np.zeros(len(lo))).status == 2:
             return lo, hi, True
-        if res.status != 0:                # unbounded (3), or HiGHS could not tell: unbounded
+        if res.status != 0:                # unbounded (or HiGHS could not tell): unbounded
             continue
         if side == 1:
             hi[j] = res.x[j]
