@@ -4,7 +4,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from structlp import DeclarationError, InvalidOutputError, Polytope
@@ -202,6 +202,7 @@ def test_truly_unbounded_polytope_is_refused_naming_the_variable():
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000))
+@example(8)     # HiGHS's presolve calls one of its unbounded LPs infeasible
 def test_implied_bounds_are_valid_and_finite_exactly_where_the_lp_is_bounded(seed):
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(2, 6)), int(rng.integers(1, 7))
@@ -221,6 +222,12 @@ def test_implied_bounds_are_valid_and_finite_exactly_where_the_lp_is_bounded(see
             assert lo[j] <= lp_lo + 1e-6 * (1 + abs(lp_lo))
         if np.isfinite(lp_hi):
             assert hi[j] >= lp_hi - 1e-6 * (1 + abs(lp_hi))
+    # refused as unbounded exactly when it is (never as empty: x0 is feasible)
+    if np.isfinite(lo).all() and np.isfinite(hi).all():
+        P.check_bounded()
+    else:
+        with pytest.raises(DeclarationError, match="must be bounded"):
+            P.check_bounded()
 
 
 # ---------------------------------------------------------------- what is refused, named
