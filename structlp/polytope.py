@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
+from .utils.polyhedra import check_linked, one_line
 from .utils.validation import check_finite_array, check_real, check_scalar
 from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError
 
@@ -92,46 +93,6 @@ def _aux_attribute_bounds(v, first, lb, ub):
             lb[cols] = np.maximum(lb[cols], np.ravel(np.broadcast_to(lo, v.shape), order="F"))
         if hi is not None:
             ub[cols] = np.minimum(ub[cols], np.ravel(np.broadcast_to(hi, v.shape), order="F"))
-
-
-def _short(text, limit=120):
-    """``text`` on one line, cut to ``limit`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _check_linked(mu, aux, con_vars):
-    """Refuse constraints that never involve ``mu`` and auxiliary variables that no chain
-    of constraints links to ``mu``: they restrict no output (only make the polytope empty
-    or unbounded), the sign of a constraint written on the wrong variable."""
-    parent = {mu.id: mu.id}
-
-    def root(i):
-        while parent.setdefault(i, i) != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for variables in con_vars:
-        for v in variables[1:]:
-            parent[root(v.id)] = root(variables[0].id)
-    if all(v.id != mu.id for variables in con_vars for v in variables):
-        others = f" (they involve only {aux[0].name()!r}" + (" and others)" if len(aux) > 1
-                                                               else ")") if aux else ""
-        raise DeclarationError(
-            f"None of the {len(con_vars)} constraints involves the part-indicator variable "
-            f"{mu.name()!r}{others}, so the output polytope leaves every part unconstrained "
-            "and unbounded; write the constraints on mu (e.g. mu >= 0, mu <= 1, "
-            "A @ mu <= b).")
-    for v in aux:
-        if root(v.id) != root(mu.id):
-            ks = [k for k, variables in enumerate(con_vars) if any(u.id == v.id
-                                                                  for u in variables)]
-            raise DeclarationError(
-                f"The variable {v.name()!r} of constraint(s) {ks} is not linked to the "
-                f"part-indicator variable {mu.name()!r}: no constraint involves it together "
-                "with mu, directly or through other auxiliary variables, so it restricts no "
-                "output. Write those constraints on mu, or link the variable to mu.")
 
 
 class Polytope:
@@ -257,9 +218,20 @@ class Polytope:
             With ``n_aux`` the total size of the auxiliary variables, in order of
             first appearance in ``constraints``; each variable's entries are
             columns ``n_parts + offset + j`` (``j`` its column-major flat index, as
-            cvxpy vectorizes).  ``nonneg``/``nonpos`` attributes become bounds.
-            The output space is the projection on ``mu``; training outputs are
-            completed to feasible points by a feasibility LP (:meth:`check_output`).
+            cvxpy vectorizes).  ``nonneg``/``nonpos``/``bounds`` attributes (of
+            ``mu`` too) become bounds.  The output space is the projection on
+            ``mu``; training outputs are completed to feasible points by a
+            feasibility LP (:meth:`check_output`).  Each row remembers the
+            constraint it comes from: a violation names it.
+
+        Raises
+        ------
+        DeclarationError
+            For a constraint that is not affine, not a comparison, or has
+            Parameters; when no constraint involves ``mu``; for an auxiliary
+            variable that no chain of constraints links to ``mu`` (it restricts
+            no output); for a variable with an attribute other than bounds
+            (``boolean``, ``integer``...).
         """
         import cvxpy as cp      # lazily: the learners' fast paths never import cvxpy
         if not isinstance(mu, cp.Variable) or mu.ndim != 1:
@@ -280,7 +252,7 @@ class Polytope:
             for v in con_vars[-1]:
                 if v.id != mu.id and all(v.id != a.id for a in aux):
                     aux.append(v)
-        _check_linked(mu, aux, con_vars)
+        check_linked(mu, aux, con_vars)
         start = {}
         col = L
         for v in aux:
@@ -348,7 +320,7 @@ class Polytope:
                                       origin=rows_origin)
         poly.aux_names = [(v.name(), start[v.id], v.shape) for v in aux]
         many = len(constraints) > 1000      # then the constraints are named by index only
-        poly._constraint_text = [f"#{k}" if many else _short(str(con))
+        poly._constraint_text = [f"#{k}" if many else one_line(str(con))
                                  for k, con in enumerate(constraints)]
         poly._constraint_shape = [tuple(con.shape) for con in constraints]
         return poly
@@ -414,8 +386,9 @@ class Polytope:
         non-negative, over parts whose lower bounds are all non-negative,
         implies ``mu_j <= b / a_j``.  Returns an array (n_parts,) with ``inf``
         where no row bounds a part.  Used to drop redundant explicit bounds
-        (which slow interior-point solvers on the dualized program) and to
-        recognise polytopes inside the unit box.
+        (which slow interior-point solvers on the dualized program): derived from
+        the rows and the lower bounds only, never from the upper bounds it drops.
+        :meth:`implied_bounds` gives the tightest bounds the whole system implies.
         """
         if getattr(self, "_implied_ub", None) is not None:
             return self._implied_ub
@@ -442,7 +415,7 @@ class Polytope:
         The explicit bounds tightened by bound propagation through the rows of ``A`` and
         ``E`` (``f >= 0, f <= mu, mu <= 1`` bounds ``f`` by 1), then, for each column side
         still infinite, the optimum of one LP maximizing it (HiGHS), propagated again
-        (:func:`structlp.utils.bounds.implied_bounds`).  ``inf`` remains only where the
+        (``structlp.utils.polyhedra.implied_bounds``).  ``inf`` remains only where the
         polytope is truly unbounded (or when it is empty).  Computed once per polytope
         (the learners share one per :meth:`~structlp.StructuredModel.polytope_key`).
 
@@ -452,7 +425,7 @@ class Polytope:
         """
         cached = getattr(self, "_bounds", None)
         if cached is None:
-            from .utils.bounds import implied_bounds
+            from .utils.polyhedra import implied_bounds
             cached = self._bounds = implied_bounds(self.A, self.b, self.E, self.e,
                                                    self.lb, self.ub)
         return cached[0], cached[1]
@@ -533,6 +506,9 @@ class Polytope:
     def worst_violation(self, mu: ArrayLike, parts_only: bool = False) -> Tuple[float, str]:
         """The largest constraint violation of ``mu`` (0 when feasible) and which constraint.
 
+        With ``parts_only``, ``mu`` holds the parts only (n_parts,) and only the rows
+        and bounds without auxiliary columns are checked.
+
         Returns
         -------
         amount : float
@@ -540,9 +516,6 @@ class Polytope:
             The violated row, by kind (inequality row of ``A``, equality row of ``E``,
             lower or upper bound of a column) and index, and for a polytope declared by
             :meth:`from_cvxpy` the cvxpy constraint it comes from ("" when feasible).
-
-        With ``parts_only``, ``mu`` holds the parts only (n_parts,) and only the rows
-        and bounds without auxiliary columns are checked.
         """
         mu = np.asarray(mu, dtype=float)
         k = self.n_parts

@@ -176,7 +176,7 @@ def test_flow_bounded_through_its_capacities_is_accepted():
 def test_bounds_that_only_an_lp_finds_are_accepted():
     """|g0 + g1| <= 1, |g0 - g1| <= 1: every row has two unbounded columns, so propagation
     alone finds nothing; the LP does (g in [-1, 1])."""
-    from structlp.utils.bounds import propagate_bounds
+    from structlp.utils.polyhedra import propagate_bounds
     mu, g = cp.Variable(2, name="mu"), cp.Variable(2, name="g")
     P = Polytope.from_cvxpy(mu, [mu >= 0, mu <= 1, g[0] + g[1] <= mu[0], -g[0] - g[1] <= 1,
                                  g[0] - g[1] <= 1, g[1] - g[0] <= 1])

@@ -99,7 +99,7 @@ def integrality_check(model: StructuredModel, data: Any, scores: Sequence[np.nda
     """
     m = data.n_examples
     aug = [s + c for s, c in zip(scores, data.c)]
-    true = np.array([s @ mt for s, mt in zip(scores, data.mu_true)]) + 0.0
+    true = np.array([s @ mt for s, mt in zip(scores, data.mu_true)])
     if _has_fast_path(model):
         _, exact = loss_augmented(model, data, scores=scores)
         exact = np.array(exact, dtype=float)
@@ -111,8 +111,7 @@ def integrality_check(model: StructuredModel, data: Any, scores: Sequence[np.nda
     deadline = time.perf_counter() + MILP_TIME_LIMIT
     sols = solve_stacked_lp([data.polytopes[i] for i in suspects], [aug[i] for i in suspects]) \
         if len(suspects) else []
-    for i, sol in zip(suspects, sols):
-        i = int(i)
+    for i, sol in zip(map(int, suspects), sols):
         value = float(aug[i] @ sol + data.d[i] - true[i])
         r = np.rint(sol)
         if np.max(np.abs(sol - r), initial=0.0) <= INTEGRALITY_TOL:

@@ -1,4 +1,7 @@
-"""Bounds of the columns of ``{A x <= b, E x = e, lb <= x <= ub}`` implied by its rows.
+"""Helpers of :class:`~structlp.polytope.Polytope`: the bounds its rows imply, and the checks of
+a cvxpy declaration.
+
+Bounds of the columns of ``{A x <= b, E x = e, lb <= x <= ub}`` implied by its rows:
 
 :func:`propagate_bounds` tightens the explicit bounds by activity-based bound propagation
 (each row bounds a column once all its other columns are bounded); :func:`implied_bounds`
@@ -8,10 +11,12 @@ each, so that a side stays infinite only when the polytope is truly unbounded th
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Any, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
+
+from ..exceptions import DeclarationError
 
 #: Rounds of propagation at most (each costs one pass over the nonzeros).
 MAX_ROUNDS = 50
@@ -91,8 +96,8 @@ def implied_bounds(A, b, E, e, lb, ub) -> Tuple[np.ndarray, np.ndarray, bool]:
         tried.add((j, side))
         c = np.zeros(len(lo))
         c[j] = -side                       # linprog minimizes: maximize side * x_j
-        bounds = np.column_stack([np.where(np.isfinite(lo), lo, None),
-                                  np.where(np.isfinite(hi), hi, None)])
+        bounds = [(a if np.isfinite(a) else None, z if np.isfinite(z) else None)
+                  for a, z in zip(lo, hi)]
 
         def lp(cost):
             return linprog(cost, A_ub=A if A.shape[0] else None, b_ub=b if A.shape[0] else None,
@@ -110,3 +115,51 @@ def implied_bounds(A, b, E, e, lb, ub) -> Tuple[np.ndarray, np.ndarray, bool]:
         else:
             lo[j] = res.x[j]
         lo, hi = propagate_bounds(A, b, E, e, lo, hi)
+
+
+def one_line(text: str, limit: int = 120) -> str:
+    """``text`` on one line, cut to ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def check_linked(mu: Any, aux: Sequence[Any], con_vars: Sequence[Any]) -> None:
+    """Refuse cvxpy constraints that never involve ``mu``, and auxiliary variables that no
+    chain of constraints links to ``mu``: they restrict no output (they only make the
+    polytope empty or unbounded): usually a constraint written on the wrong variable.
+
+    ``aux``: the other variables; ``con_vars``: the variables of each constraint.
+
+    Raises
+    ------
+    DeclarationError
+        Naming the variable and its constraints.
+    """
+    parent = {mu.id: mu.id}
+
+    def root(i):
+        while parent.setdefault(i, i) != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for variables in con_vars:
+        for v in variables[1:]:
+            parent[root(v.id)] = root(variables[0].id)
+    if all(v.id != mu.id for variables in con_vars for v in variables):
+        others = f" (they involve only {aux[0].name()!r}" + (" and others)" if len(aux) > 1
+                                                               else ")") if aux else ""
+        raise DeclarationError(
+            f"None of the {len(con_vars)} constraints involves the part-indicator variable "
+            f"{mu.name()!r}{others}, so the output polytope leaves every part unconstrained "
+            "and unbounded; write the constraints on mu (e.g. mu >= 0, mu <= 1, "
+            "A @ mu <= b).")
+    for v in aux:
+        if root(v.id) != root(mu.id):
+            ks = [k for k, variables in enumerate(con_vars) if any(u.id == v.id
+                                                                  for u in variables)]
+            raise DeclarationError(
+                f"The variable {v.name()!r} of constraint(s) {ks} is not linked to the "
+                f"part-indicator variable {mu.name()!r}: no constraint involves it together "
+                "with mu, directly or through other auxiliary variables, so it restricts no "
+                "output. Write those constraints on mu, or link the variable to mu.")
