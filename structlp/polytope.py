@@ -440,6 +440,9 @@ class Polytope:
         """
         if getattr(self, "_bounded", False):
             return
+        if np.isfinite(self.lb).all() and np.isfinite(self.ub).all():
+            self._bounded = True          # the usual case: explicit bounds, nothing to solve
+            return
         lo, hi = self.implied_bounds()
         if self._bounds[2]:
             raise DeclarationError(
@@ -474,10 +477,14 @@ class Polytope:
         """Whether the polytope lies inside ``[0, 1]^n_parts`` (by its :meth:`implied_bounds`)."""
         inside = getattr(self, "_in_unit_box", None)     # computed once per polytope
         if inside is None:
-            lo, hi = self.implied_bounds()
             k = self.n_parts
-            inside = self._in_unit_box = bool(np.all(lo[:k] >= -FEASIBILITY_TOL)
-                                              and np.all(hi[:k] <= 1 + FEASIBILITY_TOL))
+            ub = np.minimum(self.ub, self.implied_upper_bounds())[:k]
+            inside = bool(np.all(self.lb[:k] >= 0) and np.all(ub <= 1))    # cheap test first
+            if not inside:
+                lo, hi = self.implied_bounds()
+                inside = bool(np.all(lo[:k] >= -FEASIBILITY_TOL)
+                              and np.all(hi[:k] <= 1 + FEASIBILITY_TOL))
+            self._in_unit_box = inside
         return inside
 
     def is_empty(self, solver: Optional[str] = None) -> bool:
