@@ -20,8 +20,8 @@ from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import compile_primal, prepare, stacked_scores
 from ..dual import compile_dual
 from ..kernels import Kernel, factor_kernel, factor_precomputed
-from ..exceptions import (InvalidInputError, InvalidParameterError, RelaxationWarning,
-                          StructlpError)
+from ..exceptions import (FractionalSolutionError, InvalidInputError, InvalidParameterError,
+                          RelaxationWarning, StructlpError)
 from ..formulations import get_formulation
 from ..inference import INTEGRALITY_TOL, loss_augmented, solve_stacked_lp
 from ..model import StructuredModel
@@ -100,9 +100,14 @@ def integrality_check(model: StructuredModel, data: Any, scores: Sequence[np.nda
     m = data.n_examples
     aug = [s + c for s, c in zip(scores, data.c)]
     true = np.array([s @ mt for s, mt in zip(scores, data.mu_true)])
+    hinge = None
     if _has_fast_path(model):
-        _, exact = loss_augmented(model, data, scores=scores)
-        exact = np.array(exact, dtype=float)
+        try:
+            hinge = loss_augmented(model, data, scores=scores)[1]
+        except FractionalSolutionError:    # a hook that returned None, then a fractional LP
+            hinge = None
+    if hinge is not None:
+        exact = np.array(hinge, dtype=float)
         suspects = np.flatnonzero(np.asarray(slack) - exact
                                   > RELAXATION_TOL * np.maximum(1.0, np.abs(exact)))
     else:

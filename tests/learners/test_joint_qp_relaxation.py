@@ -46,6 +46,13 @@ class TriangleMatchingWithDecoder(TriangleMatching):
         return MATCHINGS[int(np.argmax([scores @ m for m in MATCHINGS]))]
 
 
+class TriangleMatchingDecliningHook(TriangleMatching):
+    """An inference hook that always declines (None: use the inference LP)."""
+
+    def inference(self, x, scores):
+        return None
+
+
 # a DAG from 0 to 3; an output is a set of arcs containing a path from 0 to 3, declared by a
 # unit flow f <= mu: f has no explicit upper bound (it is bounded through f <= mu <= 1)
 ARCS = [(0, 1), (0, 2), (1, 2), (1, 3), (2, 3)]
@@ -111,7 +118,8 @@ def planted(outputs, n, d, seed, noise=0.3, shift=0.8):
     return X, Y
 
 
-@pytest.mark.parametrize("model_cls", [TriangleMatching, TriangleMatchingWithDecoder])
+@pytest.mark.parametrize("model_cls", [TriangleMatching, TriangleMatchingWithDecoder,
+                                       TriangleMatchingDecliningHook])
 @pytest.mark.parametrize("dual", [False, True])
 def test_non_integral_polytope_is_reported_as_a_relaxation(model_cls, dual):
     X, Y = planted(MATCHINGS, 30, 3, seed=0)
