@@ -95,8 +95,8 @@ def enumerated_optimum(X, Y, C, outputs):
     """The max-margin objective with the hinge as a max over the enumerated outputs."""
     d = X[0].shape[1]
     w, xi = cp.Variable(d), cp.Variable(len(X))
-    cons = [xi[i] >= (x @ w) @ (o - y) + y.sum() - y @ o
-            for i, (x, y) in enumerate(zip(X, Y)) for o in outputs]
+    O = np.array(outputs)
+    cons = [xi[i] >= ((O - y) @ x) @ w + y.sum() - O @ y for i, (x, y) in enumerate(zip(X, Y))]
     problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C * cp.sum(xi)), cons)
     problem.solve(solver="CLARABEL")
     return problem.value
