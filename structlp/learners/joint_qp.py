@@ -516,7 +516,7 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         warnings.warn(
             f"{head} Declare the convex hull of the outputs (an integral polytope), or give "
             f"{name} an exact inference(x, scores) and train with CuttingPlaneLearner or "
-            "FrankWolfeLearner, which use it.", RelaxationWarning, stacklevel=6)
+            "FrankWolfeLearner, which use it.", RelaxationWarning, stacklevel=5)
         return info
 
     # ------------------------------------------------------------------ predict

@@ -125,8 +125,9 @@ def test_non_integral_polytope_is_reported_as_a_relaxation(model_cls, dual):
     X, Y = planted(MATCHINGS, 30, 3, seed=0)
     C = 10.0
     true_optimum = enumerated_optimum(X, Y, C, MATCHINGS)
-    with pytest.warns(RelaxationWarning, match="LP relaxation of .*TriangleMatching"):
+    with pytest.warns(RelaxationWarning, match="LP relaxation of .*TriangleMatching") as rec:
         learner = MaxMarginLearner(model_cls(), C=C, dual=dual).fit(X, Y)
+    assert rec[0].filename == __file__           # the warning points at the fit call
     v = learner.verification_
     assert v["ok"] is False
     # the relaxation's optimum is above the optimum over the outputs
