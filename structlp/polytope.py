@@ -444,10 +444,14 @@ class Polytope:
             self._bounded = True          # the usual case: explicit bounds, nothing to solve
             return
         lo, hi = self.implied_bounds()
-        if self._bounds[2]:
+        crossed = np.flatnonzero(lo > hi + FEASIBILITY_TOL)
+        if self._bounds[2] or len(crossed):
+            why = (f": its constraints imply {lo[crossed[0]]:g} <= "
+                   f"{self.column_name(int(crossed[0]))} <= {hi[crossed[0]]:g}"
+                   if len(crossed) else "")
             raise DeclarationError(
                 "The declared output polytope is infeasible (empty): no point satisfies its "
-                "constraints.")
+                f"constraints{why}.")
         for side, vals in (("lower", lo), ("upper", hi)):
             bad = np.flatnonzero(~np.isfinite(vals))
             if len(bad):

@@ -289,3 +289,9 @@ def test_attributes_of_mu_are_read_or_refused():
     with pytest.raises(DeclarationError, match="part-indicator variable 'b' has the "
                                                "attribute 'boolean'"):
         Polytope.from_cvxpy(b, [b <= 1, b >= 0])
+
+
+def test_an_empty_polytope_found_by_its_implied_bounds_is_named():
+    P = Polytope(A=[[1.0, 1.0]], b=[-1.0], lb=[0.0, 0.0], ub=[np.inf, np.inf])
+    with pytest.raises(DeclarationError, match=r"infeasible \(empty\).*imply 0 <= part 0 <= -1"):
+        P.check_bounded()
