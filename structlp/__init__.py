@@ -16,8 +16,8 @@ from .utils.compat import install_aliases
 from .utils.lazy import attach
 from .exceptions import (ConvergenceWarning, DataNotFoundError, DeclarationError,
                          FractionalSolutionError, InvalidInputError, InvalidOutputError,
-                         InvalidParameterError, NotFittedError, PersistenceError, SolverError,
-                         StructlpError)
+                         InvalidParameterError, NotFittedError, PersistenceError,
+                         RelaxationWarning, SolverError, StructlpError)
 
 from .utils.version import __version__
 
@@ -51,7 +51,7 @@ __all__ = [
     "installed_solvers",
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
     "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
-    "ConvergenceWarning", "PersistenceError", "DataNotFoundError", "save", "load", "clone",
+    "ConvergenceWarning", "RelaxationWarning", "PersistenceError", "DataNotFoundError", "save", "load", "clone",
     "make_scorer", "PartTransformer", "maximize",
 ]
 

@@ -44,6 +44,12 @@ class ConvergenceWarning(UserWarning):
     tolerances) before reaching the requested accuracy; the message names the remedy."""
 
 
+class RelaxationWarning(UserWarning):
+    """A learner trained the LP relaxation of a declared output polytope that is not
+    integral (a fractional vertex beat every output at the optimum), not its outputs; the
+    message names the examples and the remedy."""
+
+
 class PersistenceError(StructlpError, ValueError):
     """A model file cannot be saved or loaded safely: a value that is not plain data, a
     file that is not structlp's, of a newer format, tampered with (checksum mismatch, a

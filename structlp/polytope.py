@@ -15,12 +15,13 @@ inequality system with a single non-zero coefficient become bounds.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
+from .utils.polyhedra import check_linked, one_line
 from .utils.validation import check_finite_array, check_real, check_scalar
 from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError
 
@@ -68,15 +69,18 @@ def _as_vec(v, n, name, default=0.0, allow_inf=False):
 
 
 def _aux_attribute_bounds(v, first, lb, ub):
-    """Bounds of auxiliary variable ``v`` from its cvxpy attributes (columns from ``first``)."""
+    """Bounds of variable ``v`` (``mu`` when ``first`` is 0, else an auxiliary one) from its
+    cvxpy attributes (columns from ``first``)."""
     attrs = v.attributes
     bad = [a for a in ("boolean", "integer", "PSD", "NSD", "symmetric", "diag", "hermitian",
                        "complex", "imag", "sparsity") if attrs.get(a)]
     if bad:
+        what = "auxiliary variable" if first else "part-indicator variable"
         raise DeclarationError(
-            f"The auxiliary variable {v.name()!r} has the attribute {bad[0]!r}; an auxiliary "
-            "variable of a polytope must be a plain real Variable (optionally nonneg, nonpos "
-            "or with bounds); write other restrictions as constraints.")
+            f"The {what} {v.name()!r} has the attribute {bad[0]!r}; a {what} of a polytope "
+            "must be a plain real Variable (optionally nonneg, nonpos or with bounds): the "
+            "outputs are the polytope's 0/1 vertices, integrality is not declared by an "
+            "attribute; write other restrictions as constraints.")
     cols = slice(first, first + v.size)
     if attrs.get("nonneg") or attrs.get("pos"):
         lb[cols] = 0.0
@@ -214,9 +218,20 @@ class Polytope:
             With ``n_aux`` the total size of the auxiliary variables, in order of
             first appearance in ``constraints``; each variable's entries are
             columns ``n_parts + offset + j`` (``j`` its column-major flat index, as
-            cvxpy vectorizes).  ``nonneg``/``nonpos`` attributes become bounds.
-            The output space is the projection on ``mu``; training outputs are
-            completed to feasible points by a feasibility LP (:meth:`check_output`).
+            cvxpy vectorizes).  ``nonneg``/``nonpos``/``bounds`` attributes (of
+            ``mu`` too) become bounds.  The output space is the projection on
+            ``mu``; training outputs are completed to feasible points by a
+            feasibility LP (:meth:`check_output`).  Each row remembers the
+            constraint it comes from: a violation names it.
+
+        Raises
+        ------
+        DeclarationError
+            For a constraint that is not affine, not a comparison, or has
+            Parameters; when no constraint involves ``mu``; for an auxiliary
+            variable that no chain of constraints links to ``mu`` (it restricts
+            no output); for a variable with an attribute other than bounds
+            (``boolean``, ``integer``...).
         """
         import cvxpy as cp      # lazily: the learners' fast paths never import cvxpy
         if not isinstance(mu, cp.Variable) or mu.ndim != 1:
@@ -227,14 +242,17 @@ class Polytope:
             constraints = [constraints]
         L = mu.size
         aux: List[Any] = []              # auxiliary variables, by first appearance
+        con_vars = []
         for k, con in enumerate(constraints):
             if not isinstance(con, cp.constraints.constraint.Constraint):
                 raise DeclarationError(
                     f"Constraint {k} is a {type(con).__name__}, not a cvxpy constraint (write "
                     "comparisons such as A @ mu <= b).")
-            for v in con.variables():
+            con_vars.append(con.variables())
+            for v in con_vars[-1]:
                 if v.id != mu.id and all(v.id != a.id for a in aux):
                     aux.append(v)
+        check_linked(mu, aux, con_vars)
         start = {}
         col = L
         for v in aux:
@@ -243,12 +261,13 @@ class Polytope:
         n_cols = col
         lb_attr = np.full(n_cols, -np.inf)
         ub_attr = np.full(n_cols, np.inf)
-        for v in aux:
-            _aux_attribute_bounds(v, start[v.id], lb_attr, ub_attr)
+        for v in [mu] + aux:
+            _aux_attribute_bounds(v, start.get(v.id, 0), lb_attr, ub_attr)
         ineq_rows: List[Any] = []
         ineq_rhs: List[Any] = []
         eq_rows: List[Any] = []
         eq_rhs: List[Any] = []
+        origin: dict = {"ineq": [], "eq": []}   # (constraint, entry) of every row
         variables = [mu] + aux
         saved = [v.value for v in variables]
         for v in variables:
@@ -256,9 +275,9 @@ class Polytope:
         try:
             for k, con in enumerate(constraints):
                 if isinstance(con, (cp.constraints.Inequality, cp.constraints.NonPos)):
-                    target = (ineq_rows, ineq_rhs)
+                    target, kind = (ineq_rows, ineq_rhs), "ineq"
                 elif isinstance(con, (cp.constraints.Equality, cp.constraints.Zero)):
-                    target = (eq_rows, eq_rhs)
+                    target, kind = (eq_rows, eq_rhs), "eq"
                 else:
                     raise DeclarationError(
                         f"Constraint {k} ({con}) is a {type(con).__name__}; a polytope "
@@ -287,6 +306,7 @@ class Polytope:
                 jac = sp.csr_array((vals, (rows, cols)), shape=(offset.size, n_cols))
                 target[0].append(jac)
                 target[1].append(-offset)
+                origin[kind].append(np.stack([np.full(offset.size, k), np.arange(offset.size)]))
         finally:
             for v, val in zip(variables, saved):
                 v.value = val
@@ -294,14 +314,23 @@ class Polytope:
         b = np.concatenate(ineq_rhs) if ineq_rhs else np.zeros(0)
         E = sp.vstack(eq_rows, format="csr") if eq_rows else sp.csr_array((0, n_cols))
         e = np.concatenate(eq_rhs) if eq_rhs else np.zeros(0)
-        poly = cls._with_bounds_split(A, b, E, e, n_aux=n_cols - L, lb=lb_attr, ub=ub_attr)
+        rows_origin = [np.hstack(origin[kind]) if origin[kind] else np.zeros((2, 0), int)
+                       for kind in ("ineq", "eq")]
+        poly = cls._with_bounds_split(A, b, E, e, n_aux=n_cols - L, lb=lb_attr, ub=ub_attr,
+                                      origin=rows_origin)
         poly.aux_names = [(v.name(), start[v.id], v.shape) for v in aux]
+        many = len(constraints) > 1000      # then the constraints are named by index only
+        poly._constraint_text = [f"#{k}" if many else one_line(str(con))
+                                 for k, con in enumerate(constraints)]
+        poly._constraint_shape = [tuple(con.shape) for con in constraints]
         return poly
 
     @classmethod
-    def _with_bounds_split(cls, A, b, E, e, n_aux=0, lb=None, ub=None):
+    def _with_bounds_split(cls, A, b, E, e, n_aux=0, lb=None, ub=None, origin=None):
         """Move single-coefficient inequality rows into bounds (tightening ``lb``/``ub``,
-        default unbounded); drop empty rows."""
+        default unbounded); drop empty rows.  ``origin``: the (constraint, entry) pair of
+        every row of ``A`` and ``E`` (2 x rows arrays), kept for the rows and bounds that
+        remain (violations name them)."""
         L = A.shape[1]
         A = sp.csr_array(A)
         A.eliminate_zeros()
@@ -328,8 +357,18 @@ class Polytope:
         if np.any(np.abs(e[eq_empty]) > FEASIBILITY_TOL):
             raise DeclarationError("The declared polytope is infeasible: a constraint "
                                    f"reads 0 == {e[eq_empty][np.abs(e[eq_empty]) > 0][0]:g}.")
-        return cls(A[keep], b[keep], E[~eq_empty], e[~eq_empty], lb, ub, n_parts=L - n_aux,
+        poly = cls(A[keep], b[keep], E[~eq_empty], e[~eq_empty], lb, ub, n_parts=L - n_aux,
                    n_aux=n_aux)
+        if origin is not None:
+            bound_of = {}
+            for side, limit, mask in (("ub", ub, up), ("lb", lb, ~up)):
+                src = np.full((2, L), -1)
+                hit = val[mask] == limit[cols[mask]]     # the row that gave the final bound
+                src[:, cols[mask][hit]] = origin[0][:, rows[mask][hit]]
+                bound_of[side] = src
+            poly._origin = {"ineq": origin[0][:, keep], "eq": origin[1][:, ~eq_empty],
+                            **bound_of}
+        return poly
 
     # ------------------------------------------------------------------ queries
     @property
@@ -347,8 +386,9 @@ class Polytope:
         non-negative, over parts whose lower bounds are all non-negative,
         implies ``mu_j <= b / a_j``.  Returns an array (n_parts,) with ``inf``
         where no row bounds a part.  Used to drop redundant explicit bounds
-        (which slow interior-point solvers on the dualized program) and to
-        recognise polytopes inside the unit box.
+        (which slow interior-point solvers on the dualized program): derived from
+        the rows and the lower bounds only, never from the upper bounds it drops.
+        :meth:`implied_bounds` gives the tightest bounds the whole system implies.
         """
         if getattr(self, "_implied_ub", None) is not None:
             return self._implied_ub
@@ -369,28 +409,61 @@ class Polytope:
         """``ub`` with the bounds already implied by other rows set to ``inf``."""
         return np.where(self.implied_upper_bounds() <= self.ub, np.inf, self.ub)
 
-    def check_bounded(self) -> None:
-        """Raise :class:`DeclarationError` unless every part has finite bounds.
+    def implied_bounds(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Bounds ``(lo, hi)`` of every column implied by all the constraints.
 
-        A part is bounded below by its explicit lower bound and above by its
-        explicit or implied upper bound (:meth:`implied_upper_bounds`).  The
-        test is sufficient for boundedness; a bounded polytope that fails it
-        only needs its bounds written out (``mu >= 0, mu <= 1``) — redundant
-        bounds cost nothing, they are dropped before dualization.
+        The explicit bounds tightened by bound propagation through the rows of ``A`` and
+        ``E`` (``f >= 0, f <= mu, mu <= 1`` bounds ``f`` by 1), then, for each column side
+        still infinite, the optimum of one LP maximizing it (HiGHS), propagated again
+        (``structlp.utils.polyhedra.implied_bounds``).  ``inf`` remains only where the
+        polytope is truly unbounded (or when it is empty).  Computed once per polytope
+        (the learners share one per :meth:`~structlp.StructuredModel.polytope_key`).
+
+        Returns
+        -------
+        lo, hi : ndarray, shape (n_columns,)
+        """
+        cached = getattr(self, "_bounds", None)
+        if cached is None:
+            from .utils.polyhedra import implied_bounds
+            cached = self._bounds = implied_bounds(self.A, self.b, self.E, self.e,
+                                                   self.lb, self.ub)
+        return cached[0], cached[1]
+
+    def check_bounded(self) -> None:
+        """Raise :class:`DeclarationError` unless the polytope is bounded.
+
+        Every column (parts and auxiliary variables) must be bounded, by its explicit
+        bounds or through the other constraints (:meth:`implied_bounds`: bound
+        propagation, then an LP for what propagation leaves open), so only a truly
+        unbounded polytope is refused; the error names a column that is unbounded.
         """
         if getattr(self, "_bounded", False):
             return
-        ub = np.minimum(self.ub, self.implied_upper_bounds())
-        for side, vals in (("lower", self.lb), ("upper", ub)):
+        if np.isfinite(self.lb).all() and np.isfinite(self.ub).all():
+            self._bounded = True          # the usual case: explicit bounds, nothing to solve
+            return
+        lo, hi = self.implied_bounds()
+        crossed = np.flatnonzero(lo > hi + FEASIBILITY_TOL)
+        if self._bounds[2] or len(crossed):
+            why = (f": its constraints imply {lo[crossed[0]]:g} <= "
+                   f"{self.column_name(int(crossed[0]))} <= {hi[crossed[0]]:g}"
+                   if len(crossed) else "")
+            raise DeclarationError(
+                "The declared output polytope is infeasible (empty): no point satisfies its "
+                f"constraints{why}.")
+        for side, vals in (("lower", lo), ("upper", hi)):
             bad = np.flatnonzero(~np.isfinite(vals))
             if len(bad):
                 what = self.column_name(int(bad[0]))
+                more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
                 hint = ("mu >= 0 and mu <= 1" if bad[0] < self.n_parts else
                         "f >= 0 and f <= 1 (or the largest value it can take)")
                 raise DeclarationError(
-                    f"The declared output polytope must be bounded, but {what} (and "
-                    f"{len(bad) - 1} more) has no finite {side} bound; add bounds such as "
-                    f"{hint}.")
+                    f"The declared output polytope must be bounded, but {what}{more} has "
+                    f"no finite {side} bound: neither its bounds nor the other constraints "
+                    f"limit it ({'maximizing' if side == 'upper' else 'minimizing'} it over "
+                    f"the polytope is unbounded); add bounds such as {hint}.")
         self._bounded = True
 
     def column_name(self, j: int) -> str:
@@ -405,11 +478,17 @@ class Polytope:
         return f"auxiliary column {j - self.n_parts}"
 
     def in_unit_box(self) -> bool:
-        """Whether the polytope lies inside ``[0, 1]^n_parts`` (by bounds and implied bounds)."""
+        """Whether the polytope lies inside ``[0, 1]^n_parts`` (by its :meth:`implied_bounds`)."""
         inside = getattr(self, "_in_unit_box", None)     # computed once per polytope
         if inside is None:
-            ub = np.minimum(self.ub, self.implied_upper_bounds())
-            inside = self._in_unit_box = bool(np.all(self.lb >= 0) and np.all(ub <= 1))
+            k = self.n_parts
+            ub = np.minimum(self.ub, self.implied_upper_bounds())[:k]
+            inside = bool(np.all(self.lb[:k] >= 0) and np.all(ub <= 1))    # cheap test first
+            if not inside:
+                lo, hi = self.implied_bounds()
+                inside = bool(np.all(lo[:k] >= -FEASIBILITY_TOL)
+                              and np.all(hi[:k] <= 1 + FEASIBILITY_TOL))
+            self._in_unit_box = inside
         return inside
 
     def is_empty(self, solver: Optional[str] = None) -> bool:
@@ -433,15 +512,65 @@ class Polytope:
 
     def violation(self, mu: ArrayLike) -> float:
         """Largest constraint violation of ``mu`` (0 when feasible)."""
+        return self.worst_violation(mu)[0]
+
+    def worst_violation(self, mu: ArrayLike, parts_only: bool = False) -> Tuple[float, str]:
+        """The largest constraint violation of ``mu`` (0 when feasible) and which constraint.
+
+        With ``parts_only``, ``mu`` holds the parts only (n_parts,) and only the rows
+        and bounds without auxiliary columns are checked.
+
+        Returns
+        -------
+        amount : float
+        constraint : str
+            The violated row, by kind (inequality row of ``A``, equality row of ``E``,
+            lower or upper bound of a column) and index, and for a polytope declared by
+            :meth:`from_cvxpy` the cvxpy constraint it comes from ("" when feasible).
+        """
         mu = np.asarray(mu, dtype=float)
-        v = [0.0]
-        if self.n_ineq:
-            v.append((self.A @ mu - self.b).max())
-        if self.n_eq:
-            v.append(np.abs(self.E @ mu - self.e).max())
-        v.append((self.lb - mu).max())
-        v.append((mu - self.ub).max())
-        return float(max(v))
+        k = self.n_parts
+        if parts_only:
+            mu = np.concatenate([mu, np.zeros(self.n_aux)])
+
+        def rows_of(M):
+            if not parts_only:
+                return np.arange(M.shape[0])
+            return np.flatnonzero(np.diff(sp.csr_array(M[:, k:]).indptr) == 0)
+
+        cols = np.arange(k if parts_only else self.n_columns)
+        best, where = 0.0, ""
+        for r, idx, kind in ((self.A @ mu - self.b, rows_of(self.A), "ineq"),
+                             (np.abs(self.E @ mu - self.e), rows_of(self.E), "eq"),
+                             (self.lb - mu, cols, "lb"), (mu - self.ub, cols, "ub")):
+            r = r[idx]
+            if len(r) and r.max() > best:
+                j = int(np.argmax(r))
+                best, where = float(r[j]), self._row_name(kind, int(idx[j]))
+        return best, where
+
+    def _row_name(self, kind, i):
+        """Readable name of row ``i`` of ``kind`` ("ineq", "eq", "lb", "ub")."""
+        if kind == "ineq":
+            text = f"inequality row {i} (A[{i}] @ mu <= b[{i}] = {self.b[i] + 0.0:g})"
+        elif kind == "eq":
+            text = f"equality row {i} (E[{i}] @ mu == e[{i}] = {self.e[i] + 0.0:g})"
+        else:
+            bound = self.lb[i] if kind == "lb" else self.ub[i]
+            text = (f"the {'lower' if kind == 'lb' else 'upper'} bound of "
+                    f"{self.column_name(i)} ({'>=' if kind == 'lb' else '<='} {bound + 0.0:g})")
+        origin = getattr(self, "_origin", None)
+        if origin is not None:
+            k, entry = origin[kind][0][i], origin[kind][1][i]
+            if k >= 0:
+                con = self._constraint_text[k]
+                shape = self._constraint_shape[k]
+                at = (f", entry {tuple(int(t) for t in np.unravel_index(entry, shape, order='F'))}"
+                      if int(np.prod(shape)) > 1 else "")
+                text += f", from constraint {k} `{con}`{at}"
+            elif kind in ("lb", "ub") and i >= self.n_parts:
+                text += ", from the variable's attributes"
+        return text
 
     def contains(self, mu: ArrayLike, tol: float = FEASIBILITY_TOL) -> bool:
         """Whether ``mu`` satisfies every constraint within ``tol``."""
@@ -466,7 +595,7 @@ class Polytope:
             raise InvalidOutputError(f"{name} must be a 0/1 output; it has entries not in {{0, 1}}.")
         if self.n_aux:
             return self._check_projection(mu, name)
-        viol = self.violation(mu)
+        viol, which = self.worst_violation(mu)
         if viol > FEASIBILITY_TOL:
             if self.is_empty():
                 raise DeclarationError(
@@ -474,7 +603,7 @@ class Polytope:
                     f"its constraints, so {name} cannot be one of its vertices.")
             raise InvalidOutputError(
                 f"{name} is not a vertex of the declared output polytope: it violates "
-                f"a constraint by {viol:g}.")
+                f"{which} by {viol:g}.")
         if self.in_unit_box():
             return mu
         active = [sp.csr_array(self.E)]
@@ -494,6 +623,11 @@ class Polytope:
         full = self.lift(mu) if self.lift is not None else self._lift_lp(mu)
         if full is None or self.violation(full) > FEASIBILITY_TOL \
                 or np.any(np.asarray(full)[:self.n_parts] != mu):
+            viol, which = self.worst_violation(mu, parts_only=True)
+            if viol > FEASIBILITY_TOL:
+                raise InvalidOutputError(
+                    f"{name} is not an output of the declared extended polytope: it violates "
+                    f"{which} by {viol:g}.")
             raise InvalidOutputError(
                 f"{name} is not an output of the declared extended polytope: no auxiliary "
                 "variables complete it to a feasible point.")

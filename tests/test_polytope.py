@@ -4,7 +4,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from structlp import DeclarationError, InvalidOutputError, Polytope
@@ -142,3 +142,156 @@ def test_extraction_recovers_random_matrices(n, n_ineq, n_eq, seed):
     np.testing.assert_allclose(P.e, e, atol=1e-12)
     np.testing.assert_allclose(P.lb, -1)
     np.testing.assert_allclose(P.ub, 2)
+
+
+# ---------------------------------------------------------------- implied bounds
+def _lp_range(P, j):
+    """min and max of column j over P by two LPs (scipy's HiGHS): the independent oracle."""
+    from scipy.optimize import linprog
+    out = []
+    for sign in (1, -1):
+        c = np.zeros(P.n_columns)
+        c[j] = sign
+        res = linprog(c, A_ub=P.A if P.n_ineq else None, b_ub=P.b if P.n_ineq else None,
+                      A_eq=P.E if P.n_eq else None, b_eq=P.e if P.n_eq else None,
+                      bounds=list(zip(np.where(np.isfinite(P.lb), P.lb, None),
+                                      np.where(np.isfinite(P.ub), P.ub, None))),
+                      method="highs-ds", options={"presolve": False})
+        assert res.status in (0, 3)
+        out.append(sign * res.fun if res.status == 0 else -sign * np.inf)
+    return out
+
+
+def test_flow_bounded_through_its_capacities_is_accepted():
+    """f >= 0, f <= mu, 0 <= mu <= 1: f has no bound of its own but is bounded by 1."""
+    mu, f = cp.Variable(3, name="mu"), cp.Variable(3, name="f")
+    P = Polytope.from_cvxpy(mu, [mu >= 0, mu <= 1, f >= 0, f <= mu, cp.sum(f) == 1])
+    assert np.isinf(P.ub[3:]).all()                  # no explicit bound on f
+    P.check_bounded()
+    lo, hi = P.implied_bounds()
+    np.testing.assert_allclose(lo, 0.0)
+    np.testing.assert_allclose(hi, 1.0)
+
+
+def test_bounds_that_only_an_lp_finds_are_accepted():
+    """|g0 + g1| <= 1, |g0 - g1| <= 1: every row has two unbounded columns, so propagation
+    alone finds nothing; the LP does (g in [-1, 1])."""
+    from structlp.utils.polyhedra import propagate_bounds
+    mu, g = cp.Variable(2, name="mu"), cp.Variable(2, name="g")
+    P = Polytope.from_cvxpy(mu, [mu >= 0, mu <= 1, g[0] + g[1] <= mu[0], -g[0] - g[1] <= 1,
+                                 g[0] - g[1] <= 1, g[1] - g[0] <= 1])
+    lo, hi = propagate_bounds(P.A, P.b, P.E, P.e, P.lb, P.ub)
+    assert np.isinf(lo[2:]).all() and np.isinf(hi[2:]).all()
+    P.check_bounded()
+    lo, hi = P.implied_bounds()
+    for j in range(P.n_columns):
+        lp_lo, lp_hi = _lp_range(P, j)
+        assert lo[j] <= lp_lo + 1e-7 and hi[j] >= lp_hi - 1e-7
+        assert np.isfinite(lo[j]) and np.isfinite(hi[j])
+
+
+def test_truly_unbounded_polytope_is_refused_naming_the_variable():
+    mu, g = cp.Variable(2, name="mu"), cp.Variable(2, name="g")
+    # g0 - g1 is bounded, g0 + g1 is not (from below)
+    P = Polytope.from_cvxpy(mu, [mu >= 0, mu <= 1, g[0] + g[1] <= mu[0], g[0] - g[1] <= 1,
+                                 g[1] - g[0] <= 1])
+    with pytest.raises(DeclarationError, match=r"entry \(0,\) of the auxiliary variable 'g' "
+                                               r"\(and 1 more\) has no finite lower bound"):
+        P.check_bounded()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000))
+@example(8)     # HiGHS's presolve calls one of its unbounded LPs infeasible
+def test_implied_bounds_are_valid_and_finite_exactly_where_the_lp_is_bounded(seed):
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 6)), int(rng.integers(1, 7))
+    A = rng.integers(-2, 3, size=(m, n)).astype(float)
+    x0 = rng.uniform(-1, 1, size=n)                   # a feasible point
+    b = A @ x0 + rng.uniform(0, 1, size=m)
+    lb = np.where(rng.random(n) < 0.4, -1.0 - rng.random(n), -np.inf)
+    ub = np.where(rng.random(n) < 0.4, 1.0 + rng.random(n), np.inf)
+    P = Polytope(A=A, b=b, lb=lb, ub=ub)
+    lo, hi = P.implied_bounds()
+    for j in range(n):
+        lp_lo, lp_hi = _lp_range(P, j)
+        # valid (never tighter than the LP's range), and finite exactly where it is
+        assert np.isfinite(lo[j]) == np.isfinite(lp_lo)
+        assert np.isfinite(hi[j]) == np.isfinite(lp_hi)
+        if np.isfinite(lp_lo):
+            assert lo[j] <= lp_lo + 1e-6 * (1 + abs(lp_lo))
+        if np.isfinite(lp_hi):
+            assert hi[j] >= lp_hi - 1e-6 * (1 + abs(lp_hi))
+    # refused as unbounded exactly when it is (never as empty: x0 is feasible)
+    if np.isfinite(lo).all() and np.isfinite(hi).all():
+        P.check_bounded()
+    else:
+        with pytest.raises(DeclarationError, match="must be bounded"):
+            P.check_bounded()
+
+
+# ---------------------------------------------------------------- what is refused, named
+def test_violated_constraint_is_named():
+    mu = cp.Variable(3, name="mu")
+    P = Polytope.from_cvxpy(mu, [mu >= 0, mu <= 1, cp.sum(mu) <= 1, mu[0] + mu[2] == 1])
+    with pytest.raises(InvalidOutputError, match=r"inequality row 0 .*from constraint 2 "
+                                                 r"`Sum\(mu.*<= 1.0` by 1"):
+        P.check_output(np.array([1.0, 1.0, 0.0]))
+    with pytest.raises(InvalidOutputError, match=r"equality row 0 .*from constraint 3 "
+                                                 r"`mu\[0\] \+ mu\[2\] == 1.0` by 1"):
+        P.check_output(np.array([0.0, 1.0, 0.0]))
+    # a vector constraint: the entry that fails
+    Q = Polytope.from_cvxpy(mu, [mu >= 0, mu <= 1, np.ones((2, 3)) @ mu <= [2, 1]])
+    with pytest.raises(InvalidOutputError, match=r"from constraint 2 .*entry \(1,\) by 1"):
+        Q.check_output(np.array([1.0, 1.0, 0.0]))
+    # matrices: by kind and index
+    R = Polytope(A=np.array([[0.0, 0, 1], [1, 1, 0]]), b=[1.0, 1.0])
+    with pytest.raises(InvalidOutputError, match=r"inequality row 1 \(A\[1\] @ mu <= b\[1\] = 1\)"):
+        R.check_output(np.array([1.0, 1.0, 0.0]))
+    S = Polytope(E=np.ones((1, 2)), e=[1.0], lb=0.0, ub=[1.0, 0.0])
+    with pytest.raises(InvalidOutputError, match=r"the upper bound of part 1 \(<= 0\)"):
+        S.check_output(np.array([0.0, 1.0]))
+
+
+def test_extended_polytope_names_a_violated_row_of_the_parts():
+    mu, f = cp.Variable(3, name="mu"), cp.Variable(3, name="f")
+    P = Polytope.from_cvxpy(mu, [mu >= 0, mu <= 1, f >= 0, f <= mu, cp.sum(f) == 1,
+                                 mu[1] == 0])
+    with pytest.raises(InvalidOutputError, match=r"from constraint 5 `mu\[1\] == 0.0` by 1"):
+        P.check_output(np.array([0.0, 1.0, 0.0]))
+    with pytest.raises(InvalidOutputError, match="no auxiliary variables complete it"):
+        P.check_output(np.array([0.0, 0.0, 0.0]))
+
+
+def test_constraints_that_never_involve_mu_are_refused():
+    mu, other = cp.Variable(3, name="mu"), cp.Variable(2, name="other")
+    with pytest.raises(DeclarationError, match="None of the 1 constraints involves the "
+                                               "part-indicator variable 'mu'.*'other'"):
+        Polytope.from_cvxpy(mu, [other >= 0])
+    with pytest.raises(DeclarationError, match="None of the 0 constraints"):
+        Polytope.from_cvxpy(mu, [])
+
+
+def test_auxiliary_variable_not_linked_to_mu_is_refused():
+    mu, g, h = cp.Variable(3, name="mu"), cp.Variable(2, name="g"), cp.Variable(name="h")
+    with pytest.raises(DeclarationError, match=r"'g' of constraint\(s\) \[2, 3\] is not linked"):
+        Polytope.from_cvxpy(mu, [mu >= 0, mu <= 1, g >= 0, g <= 1])
+    # linked through another auxiliary variable: accepted
+    P = Polytope.from_cvxpy(mu, [mu >= 0, mu <= 1, h <= mu[0], g >= 0, g <= h])
+    assert P.n_aux == 3
+
+
+def test_attributes_of_mu_are_read_or_refused():
+    mu = cp.Variable(3, nonneg=True, name="mu")
+    P = Polytope.from_cvxpy(mu, [mu <= 1, cp.sum(mu) == 2])
+    np.testing.assert_array_equal(P.lb, 0.0)
+    b = cp.Variable(3, boolean=True, name="b")
+    with pytest.raises(DeclarationError, match="part-indicator variable 'b' has the "
+                                               "attribute 'boolean'"):
+        Polytope.from_cvxpy(b, [b <= 1, b >= 0])
+
+
+def test_an_empty_polytope_found_by_its_implied_bounds_is_named():
+    P = Polytope(A=[[1.0, 1.0]], b=[-1.0], lb=[0.0, 0.0], ub=[np.inf, np.inf])
+    with pytest.raises(DeclarationError, match=r"infeasible \(empty\).*imply 0 <= part 0 <= -1"):
+        P.check_bounded()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
@@ -19,9 +20,10 @@ from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import compile_primal, prepare, stacked_scores
 from ..dual import compile_dual
 from ..kernels import Kernel, factor_kernel, factor_precomputed
-from ..exceptions import InvalidInputError, InvalidParameterError, StructlpError
+from ..exceptions import (FractionalSolutionError, InvalidInputError, InvalidParameterError,
+                          RelaxationWarning, StructlpError)
 from ..formulations import get_formulation
-from ..inference import loss_augmented
+from ..inference import INTEGRALITY_TOL, loss_augmented, solve_stacked_lp
 from ..model import StructuredModel
 from ..utils.fingerprint import fingerprint
 from ..solvers import scaling_note, solve, verify_solution
@@ -32,10 +34,105 @@ _SOLUTION_ATTRS = ("coef_", "slack_", "objective_", "dual_coef_", "support_",
                    "verification_")
 
 
+#: An example's hinge over the polytope (the LP relaxation of its outputs) above its exact
+#: hinge over the outputs by more than this, relative to ``max(1, |hinge|)``, means the joint
+#: QP trained the relaxation there.
+RELAXATION_TOL = 1e-6
+#: Seconds allowed, over a whole fit, to the integer programs that find the exact hinge of
+#: the examples whose inference LP is fractional at the optimum (models without an
+#: ``inference`` hook); examples left when it runs out are reported as undecided.
+MILP_TIME_LIMIT = 30.0
+
+
 def _has_fast_path(model):
     """Whether ``model`` declares a combinatorial ``inference`` (then the exact hinge of a
     solution costs one oracle call per example)."""
     return type(model).inference is not StructuredModel.inference
+
+
+def _best_output(poly, scores, seconds):
+    """The best 0/1 point ``mu`` of ``poly`` for ``scores`` (auxiliary columns continuous)
+    by a mixed-integer program (HiGHS), or None when it is not solved in ``seconds``."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    k = poly.n_parts
+    cons = []
+    if poly.n_ineq:
+        cons.append(LinearConstraint(poly.A, -np.inf, poly.b))
+    if poly.n_eq:
+        cons.append(LinearConstraint(poly.E, poly.e, poly.e))
+    lb, ub = poly.lb.copy(), poly.ub.copy()
+    lb[:k], ub[:k] = np.maximum(lb[:k], 0.0), np.minimum(ub[:k], 1.0)
+    res = milp(-np.concatenate([scores, np.zeros(poly.n_aux)]), constraints=cons,
+               integrality=np.concatenate([np.ones(k), np.zeros(poly.n_aux)]),
+               bounds=Bounds(lb, ub), options={"time_limit": seconds})
+    return None if res.status != 0 or res.x is None else np.rint(res.x[:k])
+
+
+def integrality_check(model: StructuredModel, data: Any, scores: Sequence[np.ndarray],
+                      slack: np.ndarray) -> Dict[str, Any]:
+    """Whether the min-max QP's solution trained the outputs or only their LP relaxation.
+
+    The min-max QP maximizes each example's loss-augmented score over its polytope: when
+    the polytope is not integral, its slack ``xi_i`` is the hinge over the *relaxation*,
+    which a fractional vertex can make larger than the exact hinge over the outputs.  At
+    the solution's part ``scores``, this compares the two for every example whose
+    relaxation may differ: with an ``inference`` hook (exact over the outputs), the
+    examples whose ``slack`` exceeds the hook's hinge, whose inference LP (HiGHS, a
+    vertex) is then solved; without one, every example's inference LP, and where its
+    vertex is fractional the best 0/1 point by a mixed-integer program (HiGHS, at most
+    :data:`MILP_TIME_LIMIT` seconds in all).
+
+    Parameters
+    ----------
+    model : StructuredModel
+    data : TrainingData (with its polytopes)
+    scores : list of (L_i,) arrays, the part scores of the solution (without the loss)
+    slack : ndarray, shape (m,), the QP's ``xi``
+
+    Returns
+    -------
+    dict
+        ``exact``: (m,) exact hinges (NaN where undecided); ``relaxed``: {example: hinge
+        over the relaxation} where it exceeds the exact one by more than
+        :data:`RELAXATION_TOL`; ``undecided``: examples whose fractional LP optimum the
+        integer programs did not settle within :data:`MILP_TIME_LIMIT` seconds.
+    """
+    m = data.n_examples
+    aug = [s + c for s, c in zip(scores, data.c)]
+    true = np.array([s @ mt for s, mt in zip(scores, data.mu_true)])
+    hinge = None
+    if _has_fast_path(model):
+        try:
+            hinge = loss_augmented(model, data, scores=scores)[1]
+        except FractionalSolutionError:    # a hook that returned None, then a fractional LP
+            hinge = None
+    if hinge is not None:
+        exact = np.array(hinge, dtype=float)
+        suspects = np.flatnonzero(np.asarray(slack) - exact
+                                  > RELAXATION_TOL * np.maximum(1.0, np.abs(exact)))
+    else:
+        exact, suspects = np.full(m, np.nan), np.arange(m)
+    relaxed, undecided = {}, []
+    deadline = time.perf_counter() + MILP_TIME_LIMIT
+    sols = solve_stacked_lp([data.polytopes[i] for i in suspects], [aug[i] for i in suspects]) \
+        if len(suspects) else []
+    for i, sol in zip(map(int, suspects), sols):
+        value = float(aug[i] @ sol + data.d[i] - true[i])
+        r = np.rint(sol)
+        if np.max(np.abs(sol - r), initial=0.0) <= INTEGRALITY_TOL:
+            if np.isnan(exact[i]):
+                exact[i] = float(aug[i] @ r + data.d[i] - true[i])
+            continue
+        if np.isnan(exact[i]):
+            left = deadline - time.perf_counter()
+            best = _best_output(data.polytopes[i], aug[i], left) if left > 0 else None
+            if best is None:
+                undecided.append(i)
+                continue
+            exact[i] = float(aug[i] @ best + data.d[i] - true[i])
+        if value - exact[i] > RELAXATION_TOL * max(1.0, abs(exact[i])):
+            relaxed[i] = value
+    return {"exact": exact, "relaxed": relaxed, "undecided": undecided}
 
 
 @dataclass
@@ -340,9 +437,10 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
     def _read_solution(self, c, C, solver, what, note, precomputed):
         """The fitted attributes from the solved QP, after verifying the solver's answer."""
         data, Phi = c.data, c.Phi
-        # the min-max QP's slacks bound the exact hinge from above: its optimum cannot be
-        # below the exact objective of its own weights (other formulations' slacks may not)
-        exact = _has_fast_path(self.model) and c.formulation == "minmax"
+        # the min-max QP's slacks bound the hinge over the polytope from above: its optimum
+        # cannot be below the objective of its own weights with that hinge, which is the
+        # exact hinge when the polytope is integral (checked: integrality_check)
+        exact = c.formulation == "minmax"
         if not self.dual:
             w = np.asarray(c.qp.w.value, dtype=float)
             state = {"coef_": w, "slack_": np.asarray(c.qp.xi.value, dtype=float),
@@ -369,17 +467,57 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
                                        np.cumsum(data.n_parts)[:-1])) if exact else None
             norm2 = float(t @ t)
             scale = max(1.0, C)
-        recomputed = None
+        recomputed, check = None, None
         if scores is not None:
             try:
-                _, hinge = loss_augmented(self.model, data, scores=scores())
-                recomputed = 0.5 * norm2 + C * float(np.sum(hinge))
+                check = integrality_check(self.model, data, scores(), state["slack_"])
             except StructlpError:   # an inference that cannot decide: verify feasibility only
-                recomputed = None
-        state["verification_"] = verify_solution(c.problem, solver, what, state["objective_"],
-                                                 recomputed, scale=scale, note=note,
-                                                 stacklevel=5)
+                check = None
+            if check is not None and not check["undecided"]:
+                recomputed = 0.5 * norm2 + C * float(np.sum(check["exact"]))
+        report = verify_solution(c.problem, solver, what, state["objective_"], recomputed,
+                                 scale=scale, note=note, stacklevel=5)
+        report["relaxation"] = None
+        if check is not None and (check["relaxed"] or check["undecided"]):
+            report["ok"] = False
+            report["relaxation"] = self._relaxation_report(check, state["objective_"],
+                                                           recomputed)
+        state["verification_"] = report
         return state
+
+    def _relaxation_report(self, check, objective, recomputed):
+        """``verification_['relaxation']``, and the :class:`RelaxationWarning` saying it."""
+        name = type(self.model).__name__
+        relaxed = sorted(check["relaxed"])
+        info = {"examples": relaxed,
+                "relaxed_hinge": [check["relaxed"][i] for i in relaxed],
+                "exact_hinge": [float(check["exact"][i]) for i in relaxed],
+                "undecided": list(check["undecided"])}
+        shown = ", ".join(f"{i} (relaxed hinge {check['relaxed'][i]:.6g}, exact "
+                          f"{check['exact'][i]:.6g})" for i in relaxed[:5])
+        more = f" and {len(relaxed) - 5} more" if len(relaxed) > 5 else ""
+        source = (f"{name}.inference" if _has_fast_path(self.model)
+                  else "an integer program over the polytope")
+        if relaxed:
+            head = (f"{type(self).__name__} trained the LP relaxation of {name}'s output "
+                    "polytope, not its outputs: the polytope is not integral, and at the "
+                    "optimum a fractional vertex beats every output in the inference LP of "
+                    f"example(s) {shown}{more}. objective_ = {objective:.8g} is the "
+                    "relaxation's optimum; the objective of coef_ with the exact hinge (the "
+                    f"best output by {source}) is "
+                    + (f"{recomputed:.8g}" if recomputed is not None else "not known")
+                    + " (verification_['recomputed']), an upper bound of the true optimum.")
+        else:
+            head = (f"{type(self).__name__} may have trained the LP relaxation of {name}'s "
+                    "output polytope: at the optimum the inference LP of example(s) "
+                    f"{info['undecided'][:5]} has a fractional vertex, and the integer "
+                    f"programs deciding whether an output is as good did not finish in "
+                    f"{MILP_TIME_LIMIT:g} s.")
+        warnings.warn(
+            f"{head} Declare the convex hull of the outputs (an integral polytope), or give "
+            f"{name} an exact inference(x, scores) and train with CuttingPlaneLearner or "
+            "FrankWolfeLearner, which use it.", RelaxationWarning, stacklevel=5)
+        return info
 
     # ------------------------------------------------------------------ predict
     def _fitted_attr(self):
