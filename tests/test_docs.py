@@ -1,5 +1,6 @@
-"""The documentation: its code runs, its API page covers the public names, its benchmark
-tables come from valid JSON, and the README stays an introduction.
+"""The documentation: its code runs and prints the outputs the pages show, its API page
+covers the public names, its benchmark tables come from valid JSON, and the README stays an
+introduction.
 
 The Sphinx build itself (tutorials executed, warnings as errors) is a CI step
 (``python -m sphinx -W ... docs OUT``), not a test.
