@@ -1,5 +1,6 @@
-"""The documentation: its code runs, its API page covers the public names, its benchmark
-tables come from valid JSON, and the README stays an introduction.
+"""The documentation: its code runs and prints the outputs the pages show, its API page
+covers the public names, its benchmark tables come from valid JSON, and the README stays an
+introduction.
 
 The Sphinx build itself (tutorials executed, warnings as errors) is a CI step
 (``python -m sphinx -W ... docs OUT``), not a test.
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_readme import check_printed, code_blocks, run_block
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -22,14 +24,22 @@ FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 SLOW_PAGES = {"parallel.md", "agm.md", "dask.md"}     # worker processes; an AGM QP: longer checks
 
 
+#: blocks whose printed output is known to differ from what the page shows, and why
+KNOWN_WRONG = {
+    "parallel.md": "issue #37 item 6: with an LP oracle the n_jobs=2 fit is not the serial "
+                   "fit (its n_iter_ varies from run to run, 16 to 18 here; the serial fit "
+                   "takes the 14 epochs shown); not strict, since a run may print 14",
+}
+
+
 def guide_blocks():
     out = []
     for page in sorted((DOCS / "guide").glob("*.md")):
-        text = page.read_text()
-        for m in FENCE.finditer(text):
-            line = text.count("\n", 0, m.start()) + 1
+        for line, code, shown in code_blocks(page):
             marks = [pytest.mark.slow] if page.name in SLOW_PAGES else []
-            out.append(pytest.param(m.group(1), id=f"{page.name}:{line}", marks=marks))
+            if page.name in KNOWN_WRONG and shown is not None:
+                marks.append(pytest.mark.xfail(strict=False, reason=KNOWN_WRONG[page.name]))
+            out.append(pytest.param(code, shown, id=f"{page.name}:{line}", marks=marks))
     return out
 
 
@@ -37,19 +47,16 @@ def test_guide_has_python_blocks():
     assert len(guide_blocks()) >= 10
 
 
-@pytest.mark.parametrize("code", guide_blocks())
-def test_guide_python_block_runs(code, tmp_path):
+@pytest.mark.parametrize("code, shown", guide_blocks())
+def test_guide_python_block_runs(code, shown, tmp_path):
     """Every ```python block of the guide runs as a standalone program (a fragment that
-    cannot run is fenced ```text)."""
+    cannot run is fenced ```text) and prints the ```output block that follows it (nothing
+    when none follows; tests/test_readme.py says how values compare)."""
     if "sklearn" in code:
         pytest.importorskip("sklearn")
     if "n_jobs=" in code:
         pytest.importorskip("joblib")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                       capture_output=True, text=True)
-    assert r.returncode == 0, f"guide block failed:\n{code}\n--- stderr ---\n{r.stderr}"
+    check_printed(shown, run_block(code, tmp_path), "guide block")
 
 
 # ------------------------------------------------------------------ the API page

@@ -131,10 +131,15 @@ def test_emotion_experiment_one_split(tmp_path, capsys):
         bound = 4.0 if metric.startswith("squared") else 1.0
         for model in ("AGM", "CRF", "SSVM"):
             assert 0.0 <= row[model]["mean"] <= bound
+            assert row[model]["per_split"] == [row[model]["mean"]]
             assert row[model]["reg"] == 0.01
     # every model beats always predicting "neutral" on the (unweighted) zero-one loss
     D = load_ck_emotion()
     test = D["splits"][0][120:]
+    # and its losses are those of the joint models, recomputed (one metric: the joint QPs
+    # on 120 sequences take about 30 s each; the subset tests below recompute all 18)
+    _assert_recomputed(res, D, D["splits"][0][:120], test, 0, atol=1e-9,
+                       metrics=("zero-one, unweighted",))
     trivial = np.mean([np.mean(D["labels"][i] != 0) for i in test])
     for model in ("AGM", "CRF", "SSVM"):
         assert res["table"]["zero-one, unweighted"][model]["mean"] < trivial
@@ -155,6 +160,75 @@ def _ck_subset(E, monkeypatch):
     monkeypatch.setattr(E, "load_ck_emotion", lambda path=None: sub)
     monkeypatch.setattr(E, "N_TRAIN", 24)
     return sub
+
+
+_METRIC_KEYS = {"zero-one, unweighted": ("zero_one", False),
+                "absolute, unweighted": ("absolute", False),
+                "squared, unweighted": ("squared", False),
+                "zero-one, weighted": ("zero_one", True),
+                "absolute, weighted": ("absolute", True),
+                "squared, weighted": ("squared", True)}
+
+
+def _mean_loss(pred, Y, loss, weighted):
+    """The metric, written out here (not the problem's): per sequence the position-weighted
+    (or plain) mean of the per-frame loss, then the mean over sequences."""
+    vals = []
+    for p, y in zip(pred, Y):
+        d = np.abs(np.asarray(p, dtype=float) - np.asarray(y, dtype=float))
+        per = {"zero_one": (d > 0).astype(float), "absolute": d, "squared": d ** 2}[loss]
+        w = np.arange(1.0, len(d) + 1) if weighted else np.ones(len(d))
+        vals.append(float(w @ per / w.sum()))
+    return float(np.mean(vals))
+
+
+def _recomputed(D, train, test, reg_of, metrics, models=("AGM", "CRF", "SSVM"),
+                edges="chain"):
+    """The exact protocol's test losses by an independent route: each model fit once on the
+    joint 6-block features (the problem fits one model per emotion class), the AGM and the
+    SSVM by one Clarabel QP each (the problem: cutting planes), the CRF by L-BFGS to a
+    tighter tolerance; the losses by :func:`_mean_loss`.  ``reg_of(model, metric)`` is the
+    reg of ``reg/2 |theta|^2 + mean loss``; returns ``{(model, metric): loss}``."""
+    import structlp
+    from structlp.agm import JunctionTreeCRF, TreeCRF
+    from structlp.structures import JunctionTreeLabeling, TreeLabeling
+    X = emotion_examples(D["frames"], D["emotion"], n_classes=6, edges=edges)
+    Xtr, Ytr = [X[i] for i in train], [D["labels"][i] for i in train]
+    Xte, Yte = [X[i] for i in test], [D["labels"][i] for i in test]
+    labelling = TreeLabeling if edges == "chain" else JunctionTreeLabeling
+    out, crfs = {}, {}
+    for metric in metrics:
+        loss, weighted = _METRIC_KEYS[metric]
+        nw = "position" if weighted else None
+        for model in models:
+            reg = reg_of(model, metric)
+            if model == "CRF":
+                if reg not in crfs:
+                    crfs[reg] = (TreeCRF if edges == "chain" else JunctionTreeCRF)(
+                        3, reg=reg, max_iter=3000).fit(Xtr, Ytr)
+                pred = crfs[reg].predict(Xte, loss=loss)
+            elif model == "AGM":
+                pred = AdversarialGraphicalModel(
+                    3, loss=loss, node_weights=nw, normalize_weights=True, reg=reg,
+                    method="qp", solver="CLARABEL").fit(Xtr, Ytr).predict(Xte)
+            else:
+                pred = structlp.MaxMarginLearner(
+                    labelling(3, loss=loss, node_weights=nw, normalize_weights=True),
+                    C=1.0 / (reg * len(train)), solver="CLARABEL").fit(Xtr, Ytr).predict(Xte)
+            out[(model, metric)] = _mean_loss(pred, Yte, loss, weighted)
+    return out
+
+
+def _assert_recomputed(res, D, train, test, split, atol, metrics=tuple(_METRIC_KEYS),
+                       edges="chain"):
+    """Each (model, metric) test loss of split ``split`` equals the recomputation at the
+    reg the run chose, to ``atol``."""
+    models = tuple(res["models"]) if "models" in res else ("AGM", "CRF", "SSVM")
+    ref = _recomputed(D, train, test, lambda model, metric: res["reg"][f"{model}/{metric}"],
+                      metrics, models, edges)
+    for (model, metric), want in ref.items():
+        got = res["table"][metric][model]["per_split"][split]
+        assert abs(got - want) <= atol, (model, metric, got, want)
 
 
 def _check_result(res, protocol, n_split):
@@ -182,11 +256,13 @@ def test_exact_protocol_smoke_with_cv_and_progress(monkeypatch, caplog):
     slow-marked; the grid extension itself is checked without data below.
     """
     E = load_problem(PROBLEM)
-    _ck_subset(E, monkeypatch)
+    sub = _ck_subset(E, monkeypatch)
     monkeypatch.setattr(E, "EXACT_LIMITS", (1.0, 100.0))   # extend at most to 100
     with caplog.at_level(logging.INFO, logger="structlp"):
         res = E.run(splits=1, cv=2, reg_grid=[1.0, 10.0], n_jobs=1, verbose=1)
     _check_result(res, "exact", 1)
+    # the 18 test losses: those of the joint models at the chosen regs, recomputed
+    _assert_recomputed(res, sub, np.arange(24), np.arange(24, 30), 0, atol=1e-9)
     assert set(res["reg"].values()) <= {1.0, 10.0, 100.0}
     for cv_loss in res["cv_loss"].values():          # every value tried, on both folds
         assert {"1.0", "10.0"} <= set(cv_loss)
@@ -201,11 +277,25 @@ def test_exact_protocol_smoke_with_cv_and_progress(monkeypatch, caplog):
 def test_paper_protocol_smoke(monkeypatch):
     """The paper protocol on a CK+ subset (2 and 3 AdaGrad passes instead of 50 and 100)."""
     E = load_problem(PROBLEM)
-    _ck_subset(E, monkeypatch)
+    sub = _ck_subset(E, monkeypatch)
     monkeypatch.setattr(E, "PAPER_PASSES", {"cv": 2, "final": 3})
     res = E.run(splits=2, protocol="paper", cv=2, reg_grid=[0.1, 0.0], n_jobs=1)
     _check_result(res, "paper", 2)
     assert set(res["reg"].values()) <= {0.1, 0.0} and not res["grid_extensions"]
+    # the AGM's losses (both splits are the subset's 24/6 partition) recomputed from the
+    # public estimator with the protocol's settings (the authors' AdaGrad of the CRF and
+    # SSVM lives in the problem file; its update is checked by the tests below)
+    X = emotion_examples(sub["frames"], sub["emotion"], n_classes=6)
+    Yl = sub["labels"]
+    for metric, (loss, weighted) in _METRIC_KEYS.items():
+        agm = AdversarialGraphicalModel(
+            3, loss=loss, node_weights="position" if weighted else None,
+            normalize_weights=True, reg=res["reg"][f"AGM/{metric}"], method="subgradient",
+            inner="lp", max_epochs=3, learning_rate=0.1, batch_size=1, average=False,
+            init=-0.5, random_state=0).fit(X[:24], Yl[:24])
+        want = _mean_loss(agm.predict(X[24:]), Yl[24:], loss, weighted)
+        for got in res["table"][metric]["AGM"]["per_split"]:
+            assert abs(got - want) <= 1e-9, (metric, got, want)
     a = E.run(splits=1, protocol="paper", reg_grid=[0.0], n_jobs=1)      # same seed: same run
     b = E.run(splits=1, protocol="paper", reg_grid=[0.0], n_jobs=1)
     assert a["table"] == b["table"]
@@ -490,10 +580,13 @@ def test_edges_option_is_validated(tmp_path):
 def test_skip_chain_option_on_a_ck_subset(monkeypatch):
     """``-o edges=skip2`` end to end on a CK+ subset (one reg value, one split)."""
     E = load_problem(PROBLEM)
-    _ck_subset(E, monkeypatch)
+    sub = _ck_subset(E, monkeypatch)
     res = E.run(splits=1, reg_grid=[10.0], n_jobs=1, edges="skip2")
     _check_result(res, "exact", 1)
     assert res["edges"] == "skip2" and "edges=skip2" in res["report"]
+    # two of the losses recomputed (the joint junction-tree QPs take 10 s each)
+    _assert_recomputed(res, sub, np.arange(24), np.arange(24, 30), 0, atol=1e-9,
+                       metrics=("zero-one, unweighted", "squared, weighted"), edges="skip2")
 
 
 def test_chain_labeling_is_tree_labeling_without_the_redundant_bounds(rng):

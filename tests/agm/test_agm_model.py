@@ -85,8 +85,15 @@ def test_subgradient_with_dual_decomposition(rng):
     dd = AdversarialGraphicalModel(3, reg=0.5, inner="dual_decomposition", max_epochs=100,
                                    random_state=0).fit(X, Y)
     assert dd.inner_stats_["solves"] == 300
+    # objective_ is the objective of the returned coef_ (recomputed by the inner LPs)
+    assert dd.objective(X, Y) == pytest.approx(dd.objective_, rel=1e-9)
     assert dd.objective_ >= qp.objective_ * (1 - 1e-6)
-    assert dd.objective_ == pytest.approx(qp.objective_, rel=5e-2)
+    # 100 epochs end 1.1% above the QP's optimum here; weights shrunk by 10% are 3.9% above
+    assert dd.objective_ == pytest.approx(qp.objective_, rel=2e-2)
+    # the same steps with the inner LPs solved by HiGHS: the same path to 3e-4 here
+    lp = AdversarialGraphicalModel(3, reg=0.5, max_epochs=100, random_state=0).fit(X, Y)
+    assert dd.objective_ == pytest.approx(lp.objective_, rel=1e-3)
+    np.testing.assert_allclose(dd.coef_, lp.coef_, atol=2e-2 * np.abs(qp.coef_).max())
 
 
 def test_max_sum_equals_brute_force(rng):

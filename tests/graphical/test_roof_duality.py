@@ -98,3 +98,99 @@ def test_an_uncertified_flow_falls_back(monkeypatch):
                         lambda *a: real(*a)[:2] + (False,))
     mu, y, how = relaxed_map(dec, b, B)
     assert not how.startswith("max flow")
+
+
+# ------------------------------------------------ the plain-Python Dinic and the numpy path
+def _networkx_cut(g, cap, s, t):
+    """Max-flow value and the nodes reachable from ``s`` in the residual graph (the minimum
+    cut's smallest source side, the same for every maximum flow), by networkx."""
+    import networkx as nx
+    tails = np.repeat(np.arange(len(g.start) - 1), np.diff(g.start))
+    G = nx.DiGraph()
+    G.add_nodes_from(range(len(g.start) - 1))
+    for u, v, c in zip(tails.tolist(), g.head.tolist(), cap.tolist()):
+        if G.has_edge(u, v):
+            G[u][v]["capacity"] += c
+        else:
+            G.add_edge(u, v, capacity=c)
+    value, flow = nx.maximum_flow(G, s, t)
+    scale = max(1.0, float(cap.max()))
+    seen, stack = {s}, [s]
+    while stack:
+        u = stack.pop()
+        for v in set(G.successors(u)) | set(G.predecessors(u)):
+            res = ((G[u][v]["capacity"] - flow[u][v] if G.has_edge(u, v) else 0.0)
+                   + (flow[v][u] if G.has_edge(v, u) else 0.0))
+            if v not in seen and res > 1e-9 * scale:
+                seen.add(v)
+                stack.append(v)
+    side = np.zeros(len(g.start) - 1, dtype=np.int64)
+    side[sorted(seen)] = 1
+    return value, side
+
+
+def _capacities(rng, g, n):
+    """Random residual capacities on the roof-duality layout, zero on about a third."""
+    cap = rng.uniform(0, 2, size=len(g.head))
+    cap[rng.random(len(cap)) < 0.3] = 0.0
+    return cap
+
+
+def test_plain_python_dinic_equals_the_compiled_kernel_and_networkx():
+    """The plain Python of ``_dinic`` (what runs where nothing compiles it) gives the
+    compiled kernel's flow and cut bit for bit, and both equal networkx's maximum flow and
+    its minimum cut (the nodes reachable from the source in the residual graph)."""
+    rng = np.random.default_rng(4)
+    compiled = roof_duality._kernel()
+    assert compiled is not None and compiled is not roof_duality._dinic
+    for n, edges in _graphs(rng, 24):
+        g = FlowGraph.of(n, edges)
+        s, t = 2 * n, 2 * n + 1
+        cap = _capacities(rng, g, n)
+        f_py, side_py = roof_duality._dinic(g.start, g.head, g.rev, cap.copy(), s, t, 1e-15)
+        f_c, side_c = compiled(g.start, g.head, g.rev, cap.copy(), s, t, 1e-15)
+        assert f_py == f_c
+        np.testing.assert_array_equal(side_py, side_c)
+        f_nx, side_nx = _networkx_cut(g, cap, s, t)
+        assert f_py == pytest.approx(f_nx, rel=1e-9, abs=1e-12)
+        np.testing.assert_array_equal(side_py, side_nx)
+
+
+def test_plain_python_dinic_gives_the_labellings_of_the_compiled_one(monkeypatch):
+    """binary_lp with the uncompiled Dinic: the same half-integral labelling, edge marginals
+    and certificate as with the compiled kernel, on random scores (fractional ones too)."""
+    rng = np.random.default_rng(5)
+    results = []
+    for n, edges in _graphs(rng, 24):
+        b = rng.normal(size=(n, 2))
+        B = rng.normal(size=(len(edges), 2, 2)) * rng.uniform(0.1, 3.0)
+        results.append((n, edges, b, B, binary_lp(FlowGraph.of(n, edges), b, B, edges)))
+    monkeypatch.setattr(roof_duality, "_kernel", lambda: roof_duality._dinic)
+    fractional = 0
+    for n, edges, b, B, (z, mu_e, certified) in results:
+        z2, mu_e2, certified2 = binary_lp(FlowGraph.of(n, edges), b, B, edges)
+        np.testing.assert_array_equal(z2, z)
+        np.testing.assert_array_equal(mu_e2, mu_e)
+        assert certified2 == certified
+        fractional += bool(np.any(z == 0.5))
+    assert fractional >= 1
+
+
+def test_without_kernels_the_labellings_are_identical(monkeypatch):
+    """What learners.md says: where no kernel is available, the two-label oracle (dual
+    decomposition, else HiGHS) gives the labellings of the maximum flow, fractional
+    optima included."""
+    rng = np.random.default_rng(6)
+    cases, hows = [], set()
+    for i, (n, edges) in enumerate(_graphs(rng, 60)):
+        b = rng.normal(size=(n, 2))
+        B = rng.normal(size=(len(edges), 2, 2)) * rng.uniform(0.1, 3.0)
+        mu, y, how = relaxed_map(Decomposition.of(n, edges), b, B)
+        cases.append((n, edges, b, B, y))
+        hows.add(how)
+    assert {"max flow", "max flow fractional"} <= hows
+    monkeypatch.setattr(roof_duality, "_kernel", lambda: None)
+    for n, edges, b, B, y in cases:
+        mu2, y2, how2 = relaxed_map(Decomposition.of(n, edges), b, B)
+        assert not how2.startswith("max flow")
+        np.testing.assert_array_equal(y2, y)

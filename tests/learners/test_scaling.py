@@ -66,6 +66,10 @@ def optimum():
 
 
 def _check(make, scale, optimum, slack):
+    """Fit at ``scale``; the outcome: "converged" (checked against the optimum), "warned"
+    (said it did not converge) or "error" (a clear SolverError).  The callers say which
+    outcomes each scale allows: an outcome nobody checks would let a fit that always
+    raises pass."""
     X, Y, model = _data(scale)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -106,15 +110,25 @@ def test_n_slack_cutting_plane_says_when_the_scale_defeats_it(optimum):
 
 
 def test_joint_qp_never_returns_a_wrong_optimum(optimum):
+    # features x 1 and x 1e5: CLARABEL reaches the optimum; x 1e8: the optimum or a clear
+    # "inaccurate" SolverError, never a wrong optimum
+    allowed = {1.0: {"converged"}, 1e5: {"converged"}, 1e8: {"converged", "error"}}
     for scale in (1.0, 1e5, 1e8):
-        _check(lambda mdl: MaxMarginLearner(mdl, C=1.0), scale, optimum, 1e-5 * 40)
+        out = _check(lambda mdl: MaxMarginLearner(mdl, C=1.0), scale, optimum, 1e-5 * 40)
+        assert out in allowed[scale], (scale, out)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("make", [lambda mdl: FrankWolfeLearner(mdl, C=1.0),
-                                  lambda mdl: SubgradientLearner(mdl, C=1.0, random_state=0)],
-                         ids=["frank_wolfe", "subgradient"])
-def test_first_order_learners_never_claim_a_wrong_optimum(make, optimum):
+@pytest.mark.parametrize("make, well_scaled", [
+    (lambda mdl: FrankWolfeLearner(mdl, C=1.0), {"converged"}),      # certified by its gap
+    (lambda mdl: SubgradientLearner(mdl, C=1.0, random_state=0), {"converged", "warned"}),
+], ids=["frank_wolfe", "subgradient"])
+def test_first_order_learners_never_claim_a_wrong_optimum(make, well_scaled, optimum):
+    outcomes = {}
     for scale in (1.0, 1e5, 1e8):
         # relative tolerances 1e-4 of a ~40 objective
-        _check(make, scale, optimum, 1e-4 * 45)
+        outcomes[scale] = _check(make, scale, optimum, 1e-4 * 45)
+    # they solve no QP: a SolverError is never theirs to raise; the well-scaled problem
+    # ends in a checked outcome (Frank-Wolfe certifies the optimum)
+    assert "error" not in outcomes.values(), outcomes
+    assert outcomes[1.0] in well_scaled, outcomes
