@@ -24,21 +24,12 @@ FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 SLOW_PAGES = {"parallel.md", "agm.md", "dask.md"}     # worker processes; an AGM QP: longer checks
 
 
-#: blocks whose printed output is known to differ from what the page shows, and why
-KNOWN_WRONG = {
-    "parallel.md": "issue #37 item 6: with an LP oracle the n_jobs=2 fit is not the serial "
-                   "fit (its n_iter_ varies from run to run, 16 to 18 here; the serial fit "
-                   "takes the 14 epochs shown); not strict, since a run may print 14",
-}
-
 
 def guide_blocks():
     out = []
     for page in sorted((DOCS / "guide").glob("*.md")):
         for line, code, shown in code_blocks(page):
             marks = [pytest.mark.slow] if page.name in SLOW_PAGES else []
-            if page.name in KNOWN_WRONG and shown is not None:
-                marks.append(pytest.mark.xfail(strict=False, reason=KNOWN_WRONG[page.name]))
             out.append(pytest.param(code, shown, id=f"{page.name}:{line}", marks=marks))
     return out
 
