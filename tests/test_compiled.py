@@ -76,15 +76,15 @@ def test_the_compiled_functions_refuse_arguments_of_other_types(monkeypatch):
     monkeypatch.setattr(compiled, "_has_v3", lambda: False)     # the fake, not the v3 build
     monkeypatch.setattr(compiled, "_state", {})
     kernel = compiled.aot("max_sum")
-    o = np.arange(3)
+    o, p = np.arange(3), np.arange(-1, 2)
     b, B = np.zeros((3, 2)), np.zeros((2, 2, 2))
-    assert kernel(o, o, o, b, B) == "ran"
+    assert kernel(o, p, p, b, B) == "ran"
     for bad, what in ((o.astype(np.int32), "int32"), (np.arange(6)[::2], "not C-contiguous"),
                       (o[None], "shape"), (list(o), "list")):
         with pytest.raises(TypeError, match=f"max_sum: argument 0 .*{what}"):
-            kernel(bad, o, o, b, B)
+            kernel(bad, p, p, b, B)
     with pytest.raises(TypeError, match="takes 5 arguments"):
-        kernel(o, o, o, b)
+        kernel(o, p, p, b)
     assert len(calls) == 1
 
 
@@ -120,8 +120,8 @@ def test_the_x86_64_v3_build_is_used_where_the_cpu_has_it(monkeypatch, has_v3, m
     monkeypatch.setenv("STRUCTLP_AOT", mode)
     monkeypatch.setattr(compiled, "_state", {})
     assert compiled.status() == "ahead of time" and compiled.target() == expected
-    o, b, B = np.arange(3), np.zeros((3, 2)), np.zeros((2, 2, 2))
-    assert compiled.aot("max_sum")(o, o, o, b, B) == (
+    o, p, b, B = np.arange(3), np.arange(-1, 2), np.zeros((3, 2)), np.zeros((2, 2, 2))
+    assert compiled.aot("max_sum")(o, p, p, b, B) == (
         "_kernels_v3" if expected == "x86-64-v3" else "_kernels")
 
 

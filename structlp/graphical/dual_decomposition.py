@@ -31,8 +31,9 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from ..compiled import aot, jit, numba_module
-from ..exceptions import InvalidInputError
+from ..compiled import jit, kernel as compiled_kernel, numba_module
+from ..exceptions import InvalidInputError, InvalidParameterError
+from ._kernel_args import check_range, check_tree, float_array, int_array
 from . import maxsum
 from .maxsum import _max_sum_kernel, tree_max_sum
 
@@ -158,7 +159,7 @@ def _dd_numpy(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvin
 def _numba_kernel():
     """The compiled loop: built ahead of time (:mod:`structlp.compiled`), else numba's
     JIT; None without either."""
-    return aot("dual_decomposition") or _jit()
+    return compiled_kernel("dual_decomposition", _dd_kernel, _jit)
 
 
 def _jit():
@@ -197,17 +198,23 @@ def tree_dual_decomposition(orders: np.ndarray, parents: np.ndarray, edge_ofs: n
     certified : bool
         Whether ``y`` attains the dual bound (so maximizes the LP over the local polytope).
     iterations : int
+
+    Raises
+    ------
+    InvalidInputError
+        An argument that is not as described (named in the message): index arrays not of
+        integers or of other shapes, a row of ``orders``/``parents``/``edge_ofs`` that is
+        not a tree (as :func:`~structlp.graphical.maxsum.tree_max_sum` checks), an edge
+        naming a node out of range or a self-loop, a repeated edge, tables ``Bts``/``B``
+        of other shapes, or trees that do not cover each edge of ``edges`` exactly once
+        with its table (transposed when the tree runs the other way; closing edges
+        zero), scores not finite.
+    InvalidParameterError
+        ``max_iter`` or ``max_halvings`` not an int >= 0.
     """
-    b = np.ascontiguousarray(b, dtype=np.float64)
-    B = np.ascontiguousarray(B, dtype=np.float64)
-    Bts = np.ascontiguousarray(Bts, dtype=np.float64)
-    orders, parents, edge_ofs = (np.ascontiguousarray(a, dtype=np.int64)
-                                 for a in (orders, parents, edge_ofs))
-    if not (np.isfinite(b).all() and np.isfinite(B).all()):
-        raise InvalidInputError("max-sum scores must be finite; got NaN or infinite values.")
+    orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings = _checked_args(
+        orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_halvings)
     scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
-    eu = np.ascontiguousarray(edges[:, 0], dtype=np.int64)
-    ev = np.ascontiguousarray(edges[:, 1], dtype=np.int64)
     if backend not in ("auto", "numba", "numpy"):
         raise InvalidInputError(f"backend must be 'auto', 'numba' or 'numpy'; got {backend!r}.")
     kernel: Any = None if backend == "numpy" else _numba_kernel()
@@ -217,5 +224,113 @@ def tree_dual_decomposition(orders: np.ndarray, parents: np.ndarray, edge_ofs: n
                                     "imported (pip install numba).")
         kernel = _dd_numpy
     y, certified, iterations = kernel(orders, parents, edge_ofs, Bts, b, B, eu, ev,
-                                      int(max_iter), int(max_halvings), float(scale))
+                                      max_iter, max_halvings, float(scale))
     return np.asarray(y, dtype=np.int64), bool(certified), int(iterations)
+
+
+def _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_halvings):
+    """:func:`tree_dual_decomposition`'s arguments checked, as its kernel takes them
+    (``edges`` split into ``eu``, ``ev``); raises InvalidInputError naming the first bad
+    one."""
+    owner = "tree_dual_decomposition"
+    for name, v in (("max_iter", max_iter), ("max_halvings", max_halvings)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise InvalidParameterError(f"{owner}: {name} must be an int >= 0; got {v!r}.")
+    b = float_array(b, "b (node scores)", owner, (None, None))
+    n, k = b.shape
+    if n == 0 or k == 0:
+        raise InvalidInputError(f"{owner}: b (node scores) must have shape (n_nodes, "
+                                f"n_labels) with n_nodes >= 1 and n_labels >= 1; got {b.shape}.")
+    orders, parents, edge_ofs = (int_array(a, name, owner, 2) for a, name in
+                                 ((orders, "orders"), (parents, "parents"),
+                                  (edge_ofs, "edge_ofs")))
+    T = orders.shape[0]
+    if T == 0 or any(a.shape != (T, n) for a in (orders, parents, edge_ofs)):
+        raise InvalidInputError(
+            f"{owner}: orders, parents and edge_ofs must have shape (n_trees, n_nodes) with "
+            f"n_trees >= 1 and n_nodes = {n} (the rows of b); got {orders.shape}, "
+            f"{parents.shape}, {edge_ofs.shape}.")
+    for t in range(T):
+        check_tree(orders[t], parents[t], edge_ofs[t], n, owner, which=f"[{t}]")
+    Bts = float_array(Bts, "Bts (the trees' edge scores)", owner, (T, n - 1, k, k))
+    edges = np.asarray(edges)
+    if edges.size == 0:
+        edges = edges.reshape(0, 2)
+    edges = int_array(edges, "edges", owner, 2)
+    if edges.shape[1] != 2:
+        raise InvalidInputError(f"{owner}: edges must have shape (n_edges, 2); got "
+                                f"{edges.shape}.")
+    check_range(edges, 0, n - 1, "edges", owner)
+    E = len(edges)
+    B = float_array(B, "B (edge scores)", owner, (E, k, k))
+    _check_cover(orders, parents, edge_ofs, Bts, B, edges, owner)
+    eu = np.ascontiguousarray(edges[:, 0])
+    ev = np.ascontiguousarray(edges[:, 1])
+    return orders, parents, edge_ofs, Bts, b, B, eu, ev, int(max_iter), int(max_halvings)
+
+
+def _check_cover(orders, parents, edge_ofs, Bts, B, edges, owner):
+    """Each graph edge is a tree edge of exactly one tree, whose table is the edge's (or
+    its transpose when the tree runs ``v -> u``); the other tree edges score zero (edges
+    whose table is zero may be covered any number of times)."""
+    T, n = orders.shape
+    u, v = edges[:, 0], edges[:, 1]
+    loops = np.flatnonzero(u == v)
+    if len(loops):
+        raise InvalidInputError(f"{owner}: edges[{loops[0]}] = ({u[loops[0]]}, "
+                                f"{v[loops[0]]}) is a self-loop.")
+    key = np.minimum(u, v) * n + np.maximum(u, v)
+    srt = np.argsort(key, kind="stable")
+    dup = np.flatnonzero(key[srt][1:] == key[srt][:-1])
+    if len(dup):
+        e = int(srt[dup[0] + 1])
+        raise InvalidInputError(f"{owner}: edges[{e}] = ({u[e]}, {v[e]}) repeats an earlier "
+                                "edge.")
+    covered = np.zeros(len(edges), dtype=np.int64)
+    for t in range(T):
+        child = np.flatnonzero(parents[t] >= 0)
+        par = parents[t][child]
+        tab = Bts[t][edge_ofs[t][child]]                       # (n - 1, k, k)
+        tkey = np.minimum(par, child) * n + np.maximum(par, child)
+        at = np.searchsorted(key[srt], tkey)
+        found = at < len(key)
+        found[found] = key[srt][at[found]] == tkey[found]
+        g = srt[np.minimum(at, max(len(srt) - 1, 0))] if len(srt) else at
+        if np.any(tab[~found] != 0.0):
+            j = int(child[np.flatnonzero(~found)[np.any(tab[~found] != 0.0, axis=(1, 2))][0]])
+            raise InvalidInputError(
+                f"{owner}: tree {t}'s edge ({parents[t][j]}, {j}) is not an edge of the graph, "
+                "so its table in Bts must be zero (a closing edge); it is not.")
+        if np.any(found):
+            gf, pf = g[found], par[found]
+            want = np.where((u[gf] == pf)[:, None, None], B[gf], B[gf].transpose(0, 2, 1))
+            same = np.all(tab[found] == want, axis=(1, 2))
+            zero = np.all(tab[found] == 0.0, axis=(1, 2))      # a closing edge
+            off = np.flatnonzero(~same & ~zero)
+            if len(off):
+                e = int(gf[off[0]])
+                raise InvalidInputError(
+                    f"{owner}: tree {t}'s table in Bts for edge {e} = ({u[e]}, {v[e]}) is "
+                    "neither that edge's table in B (transposed when the tree runs from "
+                    f"{v[e]} to {u[e]}) nor zero (a closing edge).")
+            np.add.at(covered, gf[same], 1)
+    bad = np.flatnonzero((covered != 1) & np.any(B != 0.0, axis=(1, 2)))
+    if len(bad):
+        e = int(bad[0])
+        raise InvalidInputError(
+            f"{owner}: the trees must cover each edge exactly once; edges[{e}] = "
+            f"({u[e]}, {v[e]}) is covered {covered[e]} times.")
+
+
+def _check_kernel_args(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings,
+                       scale):
+    """The value check of the compiled kernel's arguments (:func:`structlp.compiled.aot`)."""
+    eu, ev = np.asarray(eu), np.asarray(ev)
+    if eu.shape != ev.shape:
+        raise InvalidInputError(f"dual_decomposition: eu and ev must have one entry per edge; "
+                                f"got shapes {eu.shape} and {ev.shape}.")
+    _checked_args(orders, parents, edge_ofs, Bts, b, B, np.column_stack([eu, ev]), max_iter,
+                  max_halvings)
+    if not (np.isfinite(scale) and scale > 0):
+        raise InvalidInputError(f"dual_decomposition: scale must be finite and > 0; got "
+                                f"{scale!r}.")
