@@ -56,7 +56,7 @@ def check_range(a: np.ndarray, low: int, high: int, name: str, owner: str) -> No
         bad = np.flatnonzero((a < low) | (a > high))
         if len(bad):
             i = np.unravel_index(bad[0], a.shape)
-            at = int(i[0]) if len(i) == 1 else tuple(int(j) for j in i)
+            at = ", ".join(str(int(j)) for j in i)
             raise InvalidInputError(f"{owner}: {name}[{at}] = {a[i]} is out of range "
                                     f"{low}..{high}.")
 
