@@ -20,11 +20,13 @@ _CHECKED_TREES: Dict[bytes, bool] = {}     # index arrays' bytes -> checked
 def int_array(a: Any, name: str, owner: str, ndim: int) -> np.ndarray:
     """``a`` as a C-contiguous int64 array of ``ndim`` dimensions (any integer dtype;
     refused otherwise, naming ``name`` and ``owner``)."""
-    arr = np.asarray(a) if not isinstance(a, np.ndarray) else a
-    if arr.dtype.kind not in "iu" or arr.dtype.kind == "b":
-        if not (arr.size == 0 and arr.dtype.kind == "f"):
-            raise InvalidInputError(f"{owner}: {name} must be an array of integers; got "
-                                    f"dtype {arr.dtype}.")
+    if type(a) is np.ndarray and a.dtype == np.int64 and a.ndim == ndim \
+            and a.flags.c_contiguous:
+        return a
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
+        raise InvalidInputError(f"{owner}: {name} must be an array of integers; got "
+                                f"dtype {arr.dtype}.")
     if arr.ndim != ndim:
         raise InvalidInputError(f"{owner}: {name} must have {ndim} dimension(s); got shape "
                                 f"{arr.shape}.")
@@ -34,17 +36,30 @@ def int_array(a: Any, name: str, owner: str, ndim: int) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def float_array(a: Any, name: str, owner: str, shape: Tuple[Any, ...]) -> np.ndarray:
-    """``a`` as a C-contiguous float64 array of ``shape`` (None: any size there), finite."""
-    arr = np.asarray(a)
-    if arr.dtype.kind not in "biuf":
-        raise InvalidInputError(f"{owner}: {name} must be a real array; got dtype "
-                                f"{arr.dtype}.")
-    if arr.ndim != len(shape) or any(s is not None and s != t for s, t in zip(shape, arr.shape)):
+def float_array(a: Any, name: str, owner: str, shape: Tuple[Any, ...],
+                finite: bool = True) -> np.ndarray:
+    """``a`` as a C-contiguous float64 array of ``shape`` (None: any size there), finite
+    unless ``finite`` is False (for kernels that report non-finite scores themselves)."""
+    if type(a) is np.ndarray and a.dtype == np.float64 and a.flags.c_contiguous:
+        arr = a
+    else:
+        arr = np.asarray(a)
+        if arr.dtype.kind not in "biuf":
+            raise InvalidInputError(f"{owner}: {name} must be a real array; got dtype "
+                                    f"{arr.dtype}.")
+    got = arr.shape
+    bad = len(got) != len(shape)
+    if not bad and got != shape:
+        for want_i, got_i in zip(shape, got):
+            if want_i is not None and want_i != got_i:
+                bad = True
+                break
+    if bad:
         want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
-        raise InvalidInputError(f"{owner}: {name} must have shape {want}; got {arr.shape}.")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if not np.isfinite(arr).all():
+        raise InvalidInputError(f"{owner}: {name} must have shape {want}; got {got}.")
+    if arr is not a:
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if finite and not np.isfinite(arr).all():
         raise InvalidInputError(f"{owner}: {name} must be finite; got NaN or infinite "
                                 "values.")
     return arr
@@ -75,7 +90,7 @@ def check_tree(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, n: i
             f"{owner}: order, parents and edge_of{which} must have one entry per node "
             f"({n}, the rows of b); got lengths {len(order)}, {len(parents)}, "
             f"{len(edge_of)}.")
-    key = order.tobytes() + parents.tobytes() + edge_of.tobytes()
+    key = b"".join((order.tobytes(), parents.tobytes(), edge_of.tobytes()))
     if key in _CHECKED_TREES:
         return
     check_range(order, 0, n - 1, "order" + which, owner)

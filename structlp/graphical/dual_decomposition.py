@@ -241,6 +241,47 @@ def _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_hal
     if n == 0 or k == 0:
         raise InvalidInputError(f"{owner}: b (node scores) must have shape (n_nodes, "
                                 f"n_labels) with n_nodes >= 1 and n_labels >= 1; got {b.shape}.")
+    ident = (id(orders), id(parents), id(edge_ofs), id(edges), n, k)
+    hit = _BY_IDENTITY.get(ident)
+    if hit is not None and hit[0][0] is orders and hit[0][1] is parents \
+            and hit[0][2] is edge_ofs and hit[0][3] is edges:
+        cover = hit[1]                    # the same immutable arrays, checked before
+    else:
+        raw = (orders, parents, edge_ofs, edges)
+        orders, parents, edge_ofs, edges, cover = _checked_structure(
+            orders, parents, edge_ofs, edges, n, k, owner)
+        if all(_immutable(a) for a in raw):
+            if len(_BY_IDENTITY) > 256:
+                _BY_IDENTITY.clear()
+            _BY_IDENTITY[ident] = (raw, cover)
+    T = orders.shape[0]
+    Bts = float_array(Bts, "Bts (the trees' edge scores)", owner, (T, n - 1, k, k),
+                      finite=False)         # equal to B's tables or zero: checked below
+    B = float_array(B, "B (edge scores)", owner, (len(edges), k, k))
+    _check_tables(cover, Bts, B, edges, owner)
+    return (orders, parents, edge_ofs, Bts, b, B, cover["eu"], cover["ev"], int(max_iter),
+            int(max_halvings))
+
+
+_COVERS: dict = {}        # (trees, edges, k) bytes -> their checked cover
+_BY_IDENTITY: dict = {}   # ids of immutable trees and edges arrays -> their checked cover
+
+
+def _immutable(a):
+    """Whether no one can write into ``a``'s memory (an int64 array over a bytes object,
+    as :class:`structlp.graphical.roof_duality.FlowGraph` and the structures keep)."""
+    if not (isinstance(a, np.ndarray) and a.dtype == np.int64 and a.flags.c_contiguous):
+        return False
+    while isinstance(a, np.ndarray):
+        a = a.base
+    return isinstance(a, bytes)
+
+
+def _checked_structure(orders, parents, edge_ofs, edges, n, k, owner):
+    """The trees and edges checked (each tree as :func:`tree_max_sum` checks it; edges
+    in range, no self-loop, no repeat) and their tree edges matched to graph edges:
+    ``(orders, parents, edge_ofs, edges, cover)``; the cover is remembered per distinct
+    content."""
     orders, parents, edge_ofs = (int_array(a, name, owner, 2) for a, name in
                                  ((orders, "orders"), (parents, "parents"),
                                   (edge_ofs, "edge_ofs")))
@@ -252,7 +293,6 @@ def _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_hal
             f"{parents.shape}, {edge_ofs.shape}.")
     for t in range(T):
         check_tree(orders[t], parents[t], edge_ofs[t], n, owner, which=f"[{t}]")
-    Bts = float_array(Bts, "Bts (the trees' edge scores)", owner, (T, n - 1, k, k))
     edges = np.asarray(edges)
     if edges.size == 0:
         edges = edges.reshape(0, 2)
@@ -260,66 +300,111 @@ def _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_hal
     if edges.shape[1] != 2:
         raise InvalidInputError(f"{owner}: edges must have shape (n_edges, 2); got "
                                 f"{edges.shape}.")
-    check_range(edges, 0, n - 1, "edges", owner)
-    E = len(edges)
-    B = float_array(B, "B (edge scores)", owner, (E, k, k))
-    _check_cover(orders, parents, edge_ofs, Bts, B, edges, owner)
-    eu = np.ascontiguousarray(edges[:, 0])
-    ev = np.ascontiguousarray(edges[:, 1])
-    return orders, parents, edge_ofs, Bts, b, B, eu, ev, int(max_iter), int(max_halvings)
+    key = b"|".join(a.tobytes() for a in (orders, parents, edge_ofs, edges)) \
+        + bytes(str((orders.shape, k)), "ascii")
+    cover = _COVERS.get(key)
+    if cover is None:
+        cover = _cover_map(orders, parents, edge_ofs, edges, k, owner)
+        if len(_COVERS) > 256:
+            _COVERS.clear()
+        _COVERS[key] = cover
+    return orders, parents, edge_ofs, edges, cover
 
 
-def _check_cover(orders, parents, edge_ofs, Bts, B, edges, owner):
-    """Each graph edge is a tree edge of exactly one tree, whose table is the edge's (or
-    its transpose when the tree runs ``v -> u``); the other tree edges score zero (edges
-    whose table is zero may be covered any number of times)."""
+def _cover_map(orders, parents, edge_ofs, edges, k, owner):
+    """For the tree edges of all trees at once: ``(t, slot, g, flip)`` of those joining the
+    two ends of graph edge ``g`` (``flip``: the tree runs ``v -> u``) and ``(t, slot)`` of
+    the others (closing edges), with the flat indices that compare their tables in one
+    step (``Bts.ravel()[tab] == B.ravel()[want]``, ``Bts.ravel()[closing] == 0``)."""
     T, n = orders.shape
+    check_range(edges, 0, n - 1, "edges", owner)
     u, v = edges[:, 0], edges[:, 1]
     loops = np.flatnonzero(u == v)
     if len(loops):
         raise InvalidInputError(f"{owner}: edges[{loops[0]}] = ({u[loops[0]]}, "
                                 f"{v[loops[0]]}) is a self-loop.")
-    key = np.minimum(u, v) * n + np.maximum(u, v)
-    srt = np.argsort(key, kind="stable")
-    dup = np.flatnonzero(key[srt][1:] == key[srt][:-1])
+    gkey = np.minimum(u, v) * n + np.maximum(u, v)
+    srt = np.argsort(gkey, kind="stable")
+    sk = gkey[srt]
+    dup = np.flatnonzero(sk[1:] == sk[:-1])
     if len(dup):
         e = int(srt[dup[0] + 1])
         raise InvalidInputError(f"{owner}: edges[{e}] = ({u[e]}, {v[e]}) repeats an earlier "
                                 "edge.")
-    covered = np.zeros(len(edges), dtype=np.int64)
-    for t in range(T):
-        child = np.flatnonzero(parents[t] >= 0)
-        par = parents[t][child]
-        tab = Bts[t][edge_ofs[t][child]]                       # (n - 1, k, k)
-        tkey = np.minimum(par, child) * n + np.maximum(par, child)
-        at = np.searchsorted(key[srt], tkey)
-        found = at < len(key)
-        found[found] = key[srt][at[found]] == tkey[found]
-        g = srt[np.minimum(at, max(len(srt) - 1, 0))] if len(srt) else at
-        if np.any(tab[~found] != 0.0):
-            j = int(child[np.flatnonzero(~found)[np.any(tab[~found] != 0.0, axis=(1, 2))][0]])
-            raise InvalidInputError(
-                f"{owner}: tree {t}'s edge ({parents[t][j]}, {j}) is not an edge of the graph, "
-                "so its table in Bts must be zero (a closing edge); it is not.")
-        if np.any(found):
-            gf, pf = g[found], par[found]
-            want = np.where((u[gf] == pf)[:, None, None], B[gf], B[gf].transpose(0, 2, 1))
-            same = np.all(tab[found] == want, axis=(1, 2))
-            zero = np.all(tab[found] == 0.0, axis=(1, 2))      # a closing edge
-            off = np.flatnonzero(~same & ~zero)
-            if len(off):
-                e = int(gf[off[0]])
-                raise InvalidInputError(
-                    f"{owner}: tree {t}'s table in Bts for edge {e} = ({u[e]}, {v[e]}) is "
-                    "neither that edge's table in B (transposed when the tree runs from "
-                    f"{v[e]} to {u[e]}) nor zero (a closing edge).")
-            np.add.at(covered, gf[same], 1)
-    bad = np.flatnonzero((covered != 1) & np.any(B != 0.0, axis=(1, 2)))
+    t_idx, child = np.nonzero(parents >= 0)
+    par = parents[t_idx, child]
+    slot = edge_ofs[t_idx, child]
+    tkey = np.minimum(par, child) * n + np.maximum(par, child)
+    at = np.minimum(np.searchsorted(sk, tkey), max(len(sk) - 1, 0))
+    found = (sk[at] == tkey) if len(sk) else np.zeros(len(tkey), dtype=bool)
+    g = srt[at[found]] if len(sk) else np.zeros(0, dtype=np.int64)
+    flip = u[g] != par[found]
+    t, sl, t0, sl0 = t_idx[found], slot[found], t_idx[~found], slot[~found]
+    ab = np.arange(k * k)
+    a, c = ab // k, ab % k
+    n1 = n - 1
+    tab = ((t * n1 + sl)[:, None] * (k * k) + ab[None, :]).ravel()
+    want = (g[:, None] * (k * k) + np.where(flip[:, None], c * k + a, ab)[None, :]
+            if len(g) else np.zeros((0, k * k), dtype=np.int64)).ravel()
+    closing = ((t0 * n1 + sl0)[:, None] * (k * k) + ab[None, :]).ravel()
+    return {"t": t, "g": g, "t0": t0,
+            "par0": par[~found], "child0": child[~found], "tab": tab, "want": want,
+            "closing": closing, "eu": np.ascontiguousarray(u), "ev": np.ascontiguousarray(v),
+            "pattern": None}
+
+
+def _check_tables(cover, Bts, B, edges, owner):
+    """Each graph edge is a tree edge of exactly one tree, whose table is the edge's (or
+    its transpose when the tree runs ``v -> u``); the other tree edges score zero (edges
+    whose table is zero may be covered any number of times).  The tree edges found to
+    carry the tables are remembered: the next call with the same trees checks them, and
+    that the others are zero, in two steps."""
+    flat_t, flat_b = Bts.reshape(-1), B.reshape(-1)
+    pattern = cover["pattern"]
+    if pattern is not None and np.array_equal(flat_t[pattern[0]], flat_b[pattern[1]]) \
+            and not flat_t[pattern[2]].any() and not flat_b[pattern[3]].any():
+        return
+    k = B.shape[1]
+    kk = k * k
+    g, ia, ib = cover["g"], cover["tab"], cover["want"]
+    other = flat_t[cover["closing"]].reshape(-1, kk)
+    if other.size and np.any(other != 0.0):
+        i = int(np.flatnonzero(np.any(other != 0.0, axis=1))[0])
+        raise InvalidInputError(
+            f"{owner}: tree {cover['t0'][i]}'s edge ({cover['par0'][i]}, "
+            f"{cover['child0'][i]}) is not an edge of the graph, so its table in Bts must be "
+            "zero (a closing edge); it is not.")
+    tab = flat_t[ia].reshape(-1, kk)
+    same = np.all(tab == flat_b[ib].reshape(-1, kk), axis=1)
+    zero = np.all(tab == 0.0, axis=1)               # a closing edge along a graph edge
+    off = np.flatnonzero(~same & ~zero)
+    if len(off):
+        e = int(g[off[0]])
+        u, v = edges[e]
+        raise InvalidInputError(
+            f"{owner}: tree {cover['t'][off[0]]}'s table in Bts for edge {e} = ({u}, {v}) is "
+            "neither that edge's table in B (transposed when the tree runs from "
+            f"{v} to {u}) nor zero (a closing edge).")
+    nonzero = np.any(B.reshape(len(edges), kk) != 0.0, axis=1)
+    covered = np.bincount(g, weights=same & ~zero, minlength=len(edges))
+    bad = np.flatnonzero((covered != 1) & nonzero)
     if len(bad):
         e = int(bad[0])
         raise InvalidInputError(
             f"{owner}: the trees must cover each edge exactly once; edges[{e}] = "
-            f"({u[e]}, {v[e]}) is covered {covered[e]} times.")
+            f"({edges[e, 0]}, {edges[e, 1]}) is covered {int(covered[e])} times.")
+    # remember one carrying tree edge per graph edge (a non-zero table first), the rest zero
+    rank = np.lexsort((~(same & ~zero), ~same, g))
+    first = np.ones(len(rank), dtype=bool)
+    first[1:] = g[rank][1:] != g[rank][:-1]
+    carry = np.zeros(len(g), dtype=bool)
+    carry[rank[first & same[rank]]] = True
+    rows = np.arange(len(g))
+    pos = (rows[carry][:, None] * kk + np.arange(kk)[None, :]).ravel()
+    rest = (rows[~carry][:, None] * kk + np.arange(kk)[None, :]).ravel()
+    uncovered = np.flatnonzero(np.bincount(g, minlength=len(edges)) == 0)
+    unc = (uncovered[:, None] * kk + np.arange(kk)[None, :]).ravel()
+    cover["pattern"] = (ia[pos], ib[pos], np.concatenate([cover["closing"], ia[rest]]), unc)
 
 
 def _check_kernel_args(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings,

@@ -175,14 +175,15 @@ def _checked_args(order: Any, parents: Any, edge_of: Any, b: Any,
     """:func:`tree_max_sum`'s arguments checked and as its kernel takes them (C-contiguous
     int64 and float64 arrays); raises InvalidInputError naming the first bad one."""
     owner = "tree_max_sum"
-    b = float_array(b, "b (node scores)", owner, (None, None))
+    b = float_array(b, "b (node scores)", owner, (None, None), finite=False)
     n, k = b.shape
     if n == 0 or k == 0:
         raise InvalidInputError(f"{owner}: b (node scores) must have shape (n_nodes, "
                                 f"n_labels) with n_nodes >= 1 and n_labels >= 1; got {b.shape}.")
-    B = float_array(B, "B (edge scores)", owner, (n - 1, k, k))
-    order, parents, edge_of = (int_array(a, name, owner, 1) for a, name in
-                               ((order, "order"), (parents, "parents"), (edge_of, "edge_of")))
+    B = float_array(B, "B (edge scores)", owner, (n - 1, k, k), finite=False)
+    order = int_array(order, "order", owner, 1)
+    parents = int_array(parents, "parents", owner, 1)
+    edge_of = int_array(edge_of, "edge_of", owner, 1)
     check_tree(order, parents, edge_of, n, owner)
     return order, parents, edge_of, b, B
 
