@@ -212,9 +212,8 @@ def tree_dual_decomposition(orders: np.ndarray, parents: np.ndarray, edge_ofs: n
     InvalidParameterError
         ``max_iter`` or ``max_halvings`` not an int >= 0.
     """
-    orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings = _checked_args(
-        orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_halvings)
-    scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
+    orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings, scale = \
+        _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_halvings)
     if backend not in ("auto", "numba", "numpy"):
         raise InvalidInputError(f"backend must be 'auto', 'numba' or 'numpy'; got {backend!r}.")
     kernel: Any = None if backend == "numpy" else _numba_kernel()
@@ -236,7 +235,7 @@ def _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_hal
     for name, v in (("max_iter", max_iter), ("max_halvings", max_halvings)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
             raise InvalidParameterError(f"{owner}: {name} must be an int >= 0; got {v!r}.")
-    b = float_array(b, "b (node scores)", owner, (None, None))
+    b = float_array(b, "b (node scores)", owner, (None, None), finite=False)
     n, k = b.shape
     if n == 0 or k == 0:
         raise InvalidInputError(f"{owner}: b (node scores) must have shape (n_nodes, "
@@ -257,10 +256,14 @@ def _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_hal
     T = orders.shape[0]
     Bts = float_array(Bts, "Bts (the trees' edge scores)", owner, (T, n - 1, k, k),
                       finite=False)         # equal to B's tables or zero: checked below
-    B = float_array(B, "B (edge scores)", owner, (len(edges), k, k))
+    B = float_array(B, "B (edge scores)", owner, (len(edges), k, k), finite=False)
+    scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
+    if not np.isfinite(scale):
+        raise InvalidInputError(f"{owner}: the scores b and B must be finite (and their sum "
+                                "of magnitudes too); got NaN, infinite or overflowing values.")
     _check_tables(cover, Bts, B, edges, owner)
     return (orders, parents, edge_ofs, Bts, b, B, cover["eu"], cover["ev"], int(max_iter),
-            int(max_halvings))
+            int(max_halvings), scale)
 
 
 _COVERS: dict = {}        # (trees, edges, k) bytes -> their checked cover

@@ -128,6 +128,11 @@ def _kernel():
 def _frozen(a: np.ndarray) -> np.ndarray:
     """A copy of ``a`` that no one can write into (its flag cannot be set back)."""
     a = np.ascontiguousarray(a, dtype=np.int64)
+    base = a
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, bytes):                   # already over immutable memory
+        return a
     return np.frombuffer(a.tobytes(), dtype=np.int64).reshape(a.shape)
 
 
@@ -240,17 +245,22 @@ def binary_lp(graph: FlowGraph, b: np.ndarray, B: np.ndarray,
         raise InvalidInputError(f"binary_lp: graph must be a FlowGraph; got "
                                 f"{type(graph).__name__}.")
     n = graph.n
-    b = float_array(b, "b (node scores)", "binary_lp", (n, 2))
-    edges = np.asarray(edges)
-    if edges.size == 0:
-        edges = edges.reshape(0, 2)
-    edges = int_array(edges, "edges", "binary_lp", 2)
-    if edges.shape != graph.edges.shape or not np.array_equal(edges, graph.edges):
-        raise InvalidInputError(
-            f"binary_lp: edges must be the edges the graph was built from ({len(graph.edges)} "
-            f"edges on {n} nodes); got {edges.shape[0]} other edges (build FlowGraph(n, "
-            "edges) for them).")
-    B = float_array(B, "B (edge scores)", "binary_lp", (len(edges), 2, 2))
+    b = float_array(b, "b (node scores)", "binary_lp", (n, 2), finite=False)
+    if edges is not graph.edges:                  # (the graph's own: immutable, checked)
+        edges = np.asarray(edges)
+        if edges.size == 0:
+            edges = edges.reshape(0, 2)
+        edges = int_array(edges, "edges", "binary_lp", 2)
+        if edges.shape != graph.edges.shape or not np.array_equal(edges, graph.edges):
+            raise InvalidInputError(
+                f"binary_lp: edges must be the edges the graph was built from "
+                f"({len(graph.edges)} edges on {n} nodes); got {edges.shape[0]} other edges "
+                "(build FlowGraph(n, edges) for them).")
+    B = float_array(B, "B (edge scores)", "binary_lp", (len(edges), 2, 2), finite=False)
+    scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
+    if not np.isfinite(scale):
+        raise InvalidInputError("binary_lp: the scores b and B must be finite (and their sum "
+                                "of magnitudes too); got NaN, infinite or overflowing values.")
     kernel = _kernel()
     if kernel is None:
         return None
@@ -267,7 +277,6 @@ def binary_lp(graph: FlowGraph, b: np.ndarray, B: np.ndarray,
     ws, wp = np.where(sub, -w, 0.0) / 2, np.where(sub, 0.0, w) / 2
     cap = np.concatenate([pos, neg, neg, pos, ws, ws, wp, wp])
     cap = np.concatenate([cap, np.zeros_like(cap)])[graph.order]
-    scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
     flow, side = kernel(graph.start, graph.head, graph.rev, cap, 2 * n, 2 * n + 1,
                         1e-15 * scale)
     x = 1 - side[:n]                            # x_p = 1: p on the sink's side
