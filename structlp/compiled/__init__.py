@@ -24,6 +24,11 @@ the generic CPU of the family (``structlp._kernels``) and one for the x86-64-v3 
 is in use, ``STRUCTLP_AOT=generic`` keeps to the first; ``STRUCTLP_AOT_CPU=host`` at build
 time builds one module for the building machine's CPU).  Their signatures are fixed
 (:data:`KERNELS`): int64 and float64, C-contiguous arrays, as the call sites pass them.
+
+Compiled code indexes without bounds checks: the public functions in front of the kernels
+check their arrays' values first (indices in range, permutations, trees, shapes), and
+:func:`aot` checks types, the writability of the arrays a kernel writes (:data:`WRITES`)
+and, for the graph kernels, the values too (:data:`VALUE_CHECKS`).
 """
 
 from __future__ import annotations
@@ -312,7 +317,7 @@ def _typed(name: str) -> Optional[Callable[..., Any]]:
 def _with_value_check(name: str, typed: Callable[..., Any],
                       value_check: Optional[Callable[..., Any]]) -> Callable[..., Any]:
     def kernel(*args: Any) -> Any:
-        typed.check(*args)                  # types first: the value check reads the arrays
+        typed.check(*args)  # type: ignore[attr-defined]  # types first: values read them
         if value_check is not None:
             value_check(*args)
         return typed(*args)

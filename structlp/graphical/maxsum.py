@@ -201,4 +201,8 @@ def max_sum(ex: Any, b: np.ndarray, B: np.ndarray,
     -------
     y : int array (n,); value : float
     """
+    if not all(hasattr(ex, a) for a in ("order", "parents", "edge_of")):
+        raise InvalidInputError(
+            "max_sum: ex must be a TreeExample (structlp.graphical.trees.check_tree_example), "
+            f"with order, parents and edge_of; got {type(ex).__name__}.")
     return tree_max_sum(ex.order, ex.parents, ex.edge_of, b, B, backend=backend)

@@ -128,7 +128,7 @@ def _kernel():
 def _frozen(a: np.ndarray) -> np.ndarray:
     """A copy of ``a`` that no one can write into (its flag cannot be set back)."""
     a = np.ascontiguousarray(a, dtype=np.int64)
-    base = a
+    base: Any = a
     while isinstance(base, np.ndarray):
         base = base.base
     if isinstance(base, bytes):                   # already over immutable memory
