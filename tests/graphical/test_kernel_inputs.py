@@ -266,3 +266,43 @@ def test_dual_decomposition_and_roof_duality_certify_only_optima():
                                       + sum(B[e, yb[u], yb[v]] for e, (u, v) in enumerate(pairs)),
                                       opt)
     assert certified >= 10
+
+
+def test_a_remembered_decomposition_still_checks_its_tables():
+    """The trees of a decomposition are checked once (its arrays are immutable), but each
+    call's tables still are: a table that is not the graph edge's, or a second tree
+    carrying one, is refused after any number of valid calls."""
+    from structlp.exceptions import InvalidInputError
+    from structlp.structures._graph import Decomposition, _forest_potentials, grid_edges
+
+    rng = np.random.default_rng(3)
+    edges = grid_edges(3, 3)
+    dec = Decomposition.of(9, edges)
+    orders, parents, edge_ofs = dec.stacked()
+    assert not orders.flags.writeable
+    with pytest.raises(ValueError):
+        orders.setflags(write=True)
+    k = 3
+    for _ in range(3):
+        b, B = rng.normal(size=(9, k)), rng.normal(size=(len(edges), k, k))
+        Bts = np.stack([_forest_potentials(f, B, k) for f in dec.forests])
+        tree_dual_decomposition(orders, parents, edge_ofs, Bts, b, B, dec.edges, 20, 4)
+    bad = Bts.copy()
+    t, slot = np.argwhere(np.abs(bad).sum(axis=(2, 3)) > 0)[0]
+    bad[t, slot, 0, 0] += 1.0                          # a carried table altered
+    with pytest.raises(InvalidInputError, match="neither that edge's table"):
+        tree_dual_decomposition(orders, parents, edge_ofs, bad, b, B, dec.edges, 20, 4)
+    closing = [(t, s) for t in range(len(dec.forests))
+               for s in np.flatnonzero(dec.forests[t].src < 0)]
+    if closing:
+        bad = Bts.copy()
+        bad[closing[0]] = 1.0                          # a closing edge scoring
+        with pytest.raises(InvalidInputError, match="zero"):
+            tree_dual_decomposition(orders, parents, edge_ofs, bad, b, B, dec.edges, 20, 4)
+    zero_B = B.copy()
+    zero_B[0] = 0.0                                    # edge 0 scores nothing: valid...
+    Bts0 = np.stack([_forest_potentials(f, zero_B, k) for f in dec.forests])
+    tree_dual_decomposition(orders, parents, edge_ofs, Bts0, b, zero_B, dec.edges, 20, 4)
+    # ...but its scores in B with no tree carrying them are refused
+    with pytest.raises(InvalidInputError, match="covered 0 times"):
+        tree_dual_decomposition(orders, parents, edge_ofs, Bts0, b, B, dec.edges, 20, 4)
