@@ -15,6 +15,7 @@ import numpy as np
 from ..exceptions import InvalidInputError
 
 _CHECKED_TREES: Dict[bytes, bool] = {}     # index arrays' bytes -> checked
+_CHECKED_IDS: Dict[Tuple[int, int, int], Any] = {}   # ids of checked immutable arrays
 
 
 def int_array(a: Any, name: str, owner: str, ndim: int) -> np.ndarray:
@@ -90,8 +91,12 @@ def check_tree(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, n: i
             f"{owner}: order, parents and edge_of{which} must have one entry per node "
             f"({n}, the rows of b); got lengths {len(order)}, {len(parents)}, "
             f"{len(edge_of)}.")
+    hit = _CHECKED_IDS.get((id(order), id(parents), id(edge_of)))
+    if hit is not None and hit[0] is order and hit[1] is parents and hit[2] is edge_of:
+        return                          # the same immutable arrays, checked before
     key = b"".join((order.tobytes(), parents.tobytes(), edge_of.tobytes()))
     if key in _CHECKED_TREES:
+        _remember(order, parents, edge_of)
         return
     check_range(order, 0, n - 1, "order" + which, owner)
     count = np.bincount(order, minlength=n)
@@ -135,3 +140,30 @@ def check_tree(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, n: i
     if len(_CHECKED_TREES) > 4096:
         _CHECKED_TREES.clear()
     _CHECKED_TREES[key] = True
+    _remember(order, parents, edge_of)
+
+
+def immutable(a: Any) -> bool:
+    """Whether no one can write into ``a``'s memory: an array over a bytes object (its
+    writeable flag cannot be set back)."""
+    while isinstance(a, np.ndarray):
+        a = a.base
+    return isinstance(a, bytes)
+
+
+def frozen(a: Any, dtype: Any = np.int64) -> np.ndarray:
+    """``a`` as a C-contiguous array over immutable memory (a copy unless it is already):
+    no one can write into it, so the graph kernels' checks of its content are remembered
+    by identity (a decomposition's trees and edges, a tree example's shape arrays)."""
+    a = np.ascontiguousarray(a, dtype=dtype)
+    if immutable(a):
+        return a
+    return np.frombuffer(a.tobytes(), dtype=dtype).reshape(a.shape)
+
+
+def _remember(order, parents, edge_of):
+    """Remember checked immutable arrays by identity (a lookup, no copy, next time)."""
+    if immutable(order) and immutable(parents) and immutable(edge_of):
+        if len(_CHECKED_IDS) > 4096:
+            _CHECKED_IDS.clear()
+        _CHECKED_IDS[(id(order), id(parents), id(edge_of))] = (order, parents, edge_of)

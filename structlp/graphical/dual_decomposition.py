@@ -33,7 +33,7 @@ import numpy as np
 
 from ..compiled import jit, kernel as compiled_kernel, numba_module
 from ..exceptions import InvalidInputError, InvalidParameterError
-from ._kernel_args import check_range, check_tree, float_array, int_array
+from ._kernel_args import check_range, check_tree, float_array, immutable, int_array
 from . import maxsum
 from .maxsum import _max_sum_kernel, tree_max_sum
 
@@ -249,7 +249,8 @@ def _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_hal
         raw = (orders, parents, edge_ofs, edges)
         orders, parents, edge_ofs, edges, cover = _checked_structure(
             orders, parents, edge_ofs, edges, n, k, owner)
-        if all(_immutable(a) for a in raw):
+        if all(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.flags.c_contiguous
+               and immutable(a) for a in raw):
             if len(_BY_IDENTITY) > 256:
                 _BY_IDENTITY.clear()
             _BY_IDENTITY[ident] = (raw, cover)
@@ -268,16 +269,6 @@ def _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_hal
 
 _COVERS: dict = {}        # (trees, edges, k) bytes -> their checked cover
 _BY_IDENTITY: dict = {}   # ids of immutable trees and edges arrays -> their checked cover
-
-
-def _immutable(a):
-    """Whether no one can write into ``a``'s memory (an int64 array over a bytes object,
-    as :class:`structlp.graphical.roof_duality.FlowGraph` and the structures keep)."""
-    if not (isinstance(a, np.ndarray) and a.dtype == np.int64 and a.flags.c_contiguous):
-        return False
-    while isinstance(a, np.ndarray):
-        a = a.base
-    return isinstance(a, bytes)
 
 
 def _checked_structure(orders, parents, edge_ofs, edges, n, k, owner):

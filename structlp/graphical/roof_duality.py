@@ -39,7 +39,7 @@ import numpy as np
 
 from ..compiled import jit, kernel
 from ..exceptions import InvalidInputError
-from ._kernel_args import check_range, float_array, int_array
+from ._kernel_args import check_range, float_array, frozen, int_array
 
 #: The primal-dual gap, in the scores' scale, at which the cut's point is certified
 #: (as in :mod:`structlp.graphical.dual_decomposition`).
@@ -125,17 +125,6 @@ def _kernel():
     return kernel("dinic", _dinic, _jit)
 
 
-def _frozen(a: np.ndarray) -> np.ndarray:
-    """A copy of ``a`` that no one can write into (its flag cannot be set back)."""
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    base: Any = a
-    while isinstance(base, np.ndarray):
-        base = base.base
-    if isinstance(base, bytes):                   # already over immutable memory
-        return a
-    return np.frombuffer(a.tobytes(), dtype=np.int64).reshape(a.shape)
-
-
 @dataclass(eq=False, frozen=True, init=False)
 class FlowGraph:
     """The arcs of the roof-duality graph of an ``n``-node graph with ``edges``, in CSR order.
@@ -188,7 +177,7 @@ class FlowGraph:
         for name, value in (("n", n), ("edges", edges), ("start", start),
                             ("head", heads[order]), ("rev", pos[rev[order]]),
                             ("order", order)):
-            object.__setattr__(self, name, value if name == "n" else _frozen(value))
+            object.__setattr__(self, name, value if name == "n" else frozen(value))
 
     @classmethod
     def of(cls, n: int, edges: np.ndarray) -> "FlowGraph":

@@ -51,6 +51,7 @@ from ..exceptions import InvalidInputError, InvalidParameterError
 from ..graphical.dual_decomposition import tree_dual_decomposition
 from ..graphical.maxsum import tree_max_sum
 from ..graphical.roof_duality import FlowGraph, binary_lp
+from ..graphical.trees import frozen
 from ..polytope import Polytope
 from ..utils.validation import check_finite_array, check_scalar
 
@@ -257,7 +258,7 @@ class Decomposition:
 
     @classmethod
     def of(cls, n: int, edges: np.ndarray) -> "Decomposition":
-        edges = _immutable(edges)
+        edges = frozen(edges)
         remaining = np.arange(len(edges))
         forests: List[Any] = []
         while len(remaining) or not forests:
@@ -270,7 +271,7 @@ class Decomposition:
         """The forests' ``order``, ``parents`` and ``edge_of`` arrays, each (T, n)."""
         if self._stacked is None:
             self._stacked = tuple(
-                _immutable(np.stack([getattr(f, name) for f in self.forests]))
+                frozen(np.stack([getattr(f, name) for f in self.forests]))
                 for name in ("order", "parents", "edge_of"))
         return self._stacked
 
@@ -291,14 +292,6 @@ class Decomposition:
                 _LOCAL_POLYTOPES[key] = local_polytope(self.n, self.edges, k)
             self._polytopes[k] = _LOCAL_POLYTOPES[key]
         return self._polytopes[k]
-
-
-def _immutable(a: np.ndarray) -> np.ndarray:
-    """An int64 copy of ``a`` over a bytes object: no one can write into it, so the graph
-    kernels check its content once (:func:`structlp.graphical.dual_decomposition
-    .tree_dual_decomposition` remembers immutable arrays it has checked)."""
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    return np.frombuffer(a.tobytes(), dtype=np.int64).reshape(a.shape)
 
 
 def _forest_potentials(f, B, k):
