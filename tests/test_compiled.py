@@ -76,15 +76,15 @@ def test_the_compiled_functions_refuse_arguments_of_other_types(monkeypatch):
     monkeypatch.setattr(compiled, "_has_v3", lambda: False)     # the fake, not the v3 build
     monkeypatch.setattr(compiled, "_state", {})
     kernel = compiled.aot("max_sum")
-    o = np.arange(3)
+    o, p = np.arange(3), np.arange(-1, 2)
     b, B = np.zeros((3, 2)), np.zeros((2, 2, 2))
-    assert kernel(o, o, o, b, B) == "ran"
+    assert kernel(o, p, p, b, B) == "ran"
     for bad, what in ((o.astype(np.int32), "int32"), (np.arange(6)[::2], "not C-contiguous"),
                       (o[None], "shape"), (list(o), "list")):
         with pytest.raises(TypeError, match=f"max_sum: argument 0 .*{what}"):
-            kernel(bad, o, o, b, B)
+            kernel(bad, p, p, b, B)
     with pytest.raises(TypeError, match="takes 5 arguments"):
-        kernel(o, o, o, b)
+        kernel(o, p, p, b)
     assert len(calls) == 1
 
 
@@ -120,8 +120,8 @@ def test_the_x86_64_v3_build_is_used_where_the_cpu_has_it(monkeypatch, has_v3, m
     monkeypatch.setenv("STRUCTLP_AOT", mode)
     monkeypatch.setattr(compiled, "_state", {})
     assert compiled.status() == "ahead of time" and compiled.target() == expected
-    o, b, B = np.arange(3), np.zeros((3, 2)), np.zeros((2, 2, 2))
-    assert compiled.aot("max_sum")(o, o, o, b, B) == (
+    o, p, b, B = np.arange(3), np.arange(-1, 2), np.zeros((3, 2)), np.zeros((2, 2, 2))
+    assert compiled.aot("max_sum")(o, p, p, b, B) == (
         "_kernels_v3" if expected == "x86-64-v3" else "_kernels")
 
 
@@ -370,3 +370,71 @@ def test_a_fresh_process_with_built_kernels_imports_no_numba(tmp_path):
                              [str(Path(compiled.__file__).resolve().parents[2])] + sys.path)))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-5:] == ["ahead", "of", "time", "False", "False"]
+
+
+def _written(module, fn_name, seen):
+    """Positions of the parameters that ``module.fn_name`` (or a structlp helper it passes
+    them to) assigns into by subscript."""
+    import ast
+    import importlib
+    import inspect
+    import textwrap
+
+    def base(t):
+        while isinstance(t, (ast.Subscript, ast.Attribute)):
+            t = t.value
+        return t
+
+    key = (module.__name__, fn_name)
+    if key in seen:
+        return seen[key]
+    seen[key] = set()
+    fn = getattr(module, fn_name)
+    fn = getattr(fn, "py_func", fn)
+    f = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+    params = [a.arg for a in f.args.args]
+    out = set()
+    for node in ast.walk(f):
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AugAssign) else [])
+        for t in targets:
+            for sub in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                b = base(sub)
+                if isinstance(sub, ast.Subscript) and isinstance(b, ast.Name) and b.id in params:
+                    out.add(params.index(b.id))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            obj = getattr(module, node.func.id, None)
+            obj = getattr(obj, "py_func", obj)
+            if obj is not None and str(getattr(obj, "__module__", "")).startswith("structlp"):
+                inner = _written(importlib.import_module(obj.__module__), obj.__name__, seen)
+                for j, a in enumerate(node.args):
+                    b = base(a)
+                    if j in inner and isinstance(b, ast.Name) and b.id in params:
+                        out.add(params.index(b.id))
+    seen[key] = out
+    return out
+
+
+def test_the_table_of_written_arguments_follows_the_kernels_sources():
+    """aot refuses a read-only array where a kernel writes: the table it reads must name
+    every argument the kernel's source (or a helper it calls) assigns into."""
+    import importlib
+    import inspect
+
+    for name, (module, fn, _) in compiled.KERNELS.items():
+        mod = importlib.import_module(module)
+        params = list(inspect.signature(getattr(mod, fn)).parameters)
+        written = tuple(params[i] for i in sorted(_written(mod, fn, {})))
+        assert compiled.WRITES[name] == written, name
+
+
+def test_aot_names_the_kernels_and_refuses_others(monkeypatch):
+    from structlp.exceptions import InvalidParameterError
+
+    monkeypatch.setattr(compiled, "_state", {})
+    for bad, error, what in (("nope", InvalidParameterError, "no compiled kernel is named"),
+                             (3, TypeError, "must be a str")):
+        with pytest.raises(error, match=what):
+            compiled.aot(bad)
+    with pytest.raises(InvalidParameterError, match="fn must be the kernel's own function"):
+        compiled.kernel("max_sum", print)

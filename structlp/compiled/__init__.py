@@ -24,12 +24,18 @@ the generic CPU of the family (``structlp._kernels``) and one for the x86-64-v3 
 is in use, ``STRUCTLP_AOT=generic`` keeps to the first; ``STRUCTLP_AOT_CPU=host`` at build
 time builds one module for the building machine's CPU).  Their signatures are fixed
 (:data:`KERNELS`): int64 and float64, C-contiguous arrays, as the call sites pass them.
+
+Compiled code indexes without bounds checks: the public functions in front of the kernels
+check their arrays' values first (indices in range, permutations, trees, shapes), and
+:func:`aot` checks types, the writability of the arrays a kernel writes (:data:`WRITES`)
+and, for the graph kernels, the values too (:data:`VALUE_CHECKS`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import os
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -96,6 +102,33 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "int64[::1], float64[::1])"),
 }
 
+#: The arguments each kernel writes into (a read-only array there is refused: the compiled
+#: code would write into memory it must not).  Kept equal to what the kernels' sources
+#: assign by a test that reads them.
+WRITES: Dict[str, Tuple[str, ...]] = {
+    "max_sum": (),
+    "dual_decomposition": (),
+    "dinic": ("cap",),
+    "psi_step": ("rows", "n", "psi", "idx", "val", "nnz", "alpha", "lv", "free", "nfree"),
+    "psi_pass": ("rows", "n", "alpha", "free", "nfree"),
+    "pairwise_steps": ("act", "alpha"),
+    "tree_epoch": ("w", "g_est", "ns", "so", "go", "cap", "top", "Y", "alpha", "lv", "G", "S",
+                   "msg", "back", "ybuf", "act", "before", "coef"),
+    "tree_cache_pass": ("w", "ns", "Y", "alpha", "lv", "G", "act", "before", "coef"),
+    "tree_check": ("hinge", "g_est", "msg", "back", "ybuf"),
+    "tree_primal": ("w", "alpha", "Kn", "Ke", "G"),
+}
+
+#: kernel -> (module, function): the check of its arguments' values (indices in range,
+#: permutations, trees, graphs) that :func:`aot` runs before the compiled code, as the
+#: public function around the kernel does.  The learners' kernels take a learner's own
+#: state (dozens of arrays it built and sized) and have no such check.
+VALUE_CHECKS: Dict[str, Tuple[str, str]] = {
+    "max_sum": ("structlp.graphical.maxsum", "_check_kernel_args"),
+    "dual_decomposition": ("structlp.graphical.dual_decomposition", "_check_kernel_args"),
+    "dinic": ("structlp.graphical.roof_duality", "_check_kernel_args"),
+}
+
 #: the wheel's second build of the kernels, for x86-64-v3 CPUs (:func:`target`)
 V3_MODULE = "_kernels_v3"
 #: modules the kernels compile in without exporting a kernel of their own
@@ -132,10 +165,40 @@ def jit(fn: Callable[..., Any]) -> Optional[Callable[..., Any]]:
     return _JITTED[fn]
 
 
-def kernel(name: str, fn: Callable[..., Any]) -> Optional[Callable[..., Any]]:
+def kernel(name: str, fn: Callable[..., Any],
+           jitted: Optional[Callable[[], Any]] = None) -> Optional[Callable[..., Any]]:
     """The kernel ``name`` of :data:`KERNELS` built ahead of time, else ``fn`` (its Python
-    function) compiled by numba's JIT; None without either."""
-    return aot(name) or jit(fn)
+    function) compiled by numba's JIT (``jitted()`` when given); None without either.
+
+    For the module that defines the kernel, whose public function has checked the
+    arguments' values: the ahead-of-time kernel returned here checks their types, shapes
+    and writability only (:func:`aot` also checks their values).
+
+    Raises
+    ------
+    InvalidParameterError
+        ``name`` is not a kernel, or ``fn`` is not its Python function.
+    """
+    module, fn_name, _ = _spec(name)
+    if getattr(fn, "py_func", fn) is not getattr(importlib.import_module(module), fn_name):
+        from ..exceptions import InvalidParameterError
+        raise InvalidParameterError(
+            f"kernel({name!r}, fn): fn must be the kernel's own function {module}.{fn_name}; "
+            f"got {getattr(fn, '__qualname__', type(fn).__name__)}.")
+    built = _typed(name)
+    if built is not None:
+        return built
+    return jitted() if jitted is not None else jit(fn)
+
+
+def _spec(name: Any) -> Tuple[str, str, str]:
+    if not isinstance(name, str):
+        raise TypeError(f"the kernel name must be a str; got {type(name).__name__}.")
+    if name not in KERNELS:
+        from ..exceptions import InvalidParameterError
+        raise InvalidParameterError(
+            f"no compiled kernel is named {name!r}; the kernels are {sorted(KERNELS)}.")
+    return KERNELS[name]
 
 
 def source_hash(root: Optional[Path] = None) -> int:
@@ -206,16 +269,62 @@ def _module() -> Any:
 def aot(name: str) -> Optional[Callable[..., Any]]:
     """The ahead-of-time compiled kernel ``name`` (a key of :data:`KERNELS`), or None.
 
-    The compiled function trusts its arguments' types (an int32 or a strided array where
-    its signature says a C-contiguous int64 one reads the wrong memory), so it is returned
-    behind a check of every argument against the signature: a mismatch raises TypeError
-    naming the kernel and the argument (arrays are never copied: kernels write into some).
+    The compiled function trusts its arguments (an int32 or a strided array where its
+    signature says a C-contiguous int64 one reads the wrong memory; an index out of range
+    reads or writes outside an array), so it is returned behind checks of every argument:
+
+    * against the signature: dtype, number of dimensions, C-contiguity (a mismatch raises
+      TypeError naming the kernel and the argument; arrays are never copied);
+    * writability of the arrays it writes into (:data:`WRITES`; a read-only array, such as
+      a read-only memory map, raises TypeError);
+    * the values, for the graph kernels (:data:`VALUE_CHECKS`: ``max_sum``,
+      ``dual_decomposition``, ``dinic``): indices in range, permutations, trees, shapes
+      that agree (InvalidInputError), as their public functions check them.
+
+    The learners' kernels (``psi_*``, ``pairwise_steps``, ``tree_*``) take a learner's
+    internal state and get the first two checks only.
+
+    Raises
+    ------
+    TypeError
+        ``name`` not a str.
+    InvalidParameterError
+        ``name`` not a kernel of :data:`KERNELS`.
     """
-    if name not in _state.setdefault("checked", {}):
+    _spec(name)
+    checked = _state.setdefault("checked", {})
+    if name not in checked:
+        typed = _typed(name)
+        value_check = None
+        if typed is not None and name in VALUE_CHECKS:
+            module, fn = VALUE_CHECKS[name]
+            value_check = getattr(importlib.import_module(module), fn)
+        checked[name] = None if typed is None else _with_value_check(name, typed, value_check)
+    return checked[name]
+
+
+def _typed(name: str) -> Optional[Callable[..., Any]]:
+    """The ahead-of-time kernel ``name`` behind the check of its arguments' types and
+    writability (not of their values), or None."""
+    typed = _state.setdefault("typed", {})
+    if name not in typed:
         module = _module()
-        _state["checked"][name] = (None if module is None else
-                                   _checked(name, getattr(module, name), KERNELS[name][2]))
-    return _state["checked"][name]
+        typed[name] = (None if module is None else
+                       _checked(name, getattr(module, name), KERNELS[name][2]))
+    return typed[name]
+
+
+def _with_value_check(name: str, typed: Callable[..., Any],
+                      value_check: Optional[Callable[..., Any]]) -> Callable[..., Any]:
+    def kernel(*args: Any) -> Any:
+        typed.check(*args)  # type: ignore[attr-defined]  # types first: values read them
+        if value_check is not None:
+            value_check(*args)
+        return typed(*args)
+
+    kernel.__name__ = name
+    kernel.__doc__ = typed.__doc__
+    return kernel
 
 
 def _arguments(signature: str) -> List[Tuple[str, Any, int]]:
@@ -245,8 +354,15 @@ def _arguments(signature: str) -> List[Tuple[str, Any, int]]:
 def _checked(name: str, fn: Callable[..., Any], signature: str) -> Callable[..., Any]:
     specs = _arguments(signature)
     scalar = {"int": int, "float": float, "bool": bool}
+    module, fn_name, _ = KERNELS[name]
+    try:
+        params = list(inspect.signature(getattr(importlib.import_module(module),
+                                                fn_name)).parameters)
+    except (ImportError, AttributeError, ValueError, TypeError):  # pragma: no cover
+        params = [str(i) for i in range(len(specs))]
+    written = {params.index(p) for p in WRITES[name] if p in params}
 
-    def kernel(*args: Any) -> Any:
+    def convert(args: Any) -> List[Any]:
         if len(args) != len(specs):
             raise TypeError(f"compiled kernel {name} takes {len(specs)} arguments; got "
                             f"{len(args)}.")
@@ -261,11 +377,26 @@ def _checked(name: str, fn: Callable[..., Any], signature: str) -> Callable[...,
                     raise TypeError(f"compiled kernel {name}: argument {i} must be a "
                                     f"C-contiguous {dtype} array with {ndim} dimension(s); "
                                     f"got {got}.")
+                if i in written and not a.flags.writeable:
+                    raise TypeError(f"compiled kernel {name}: argument {i} ({params[i]}) is "
+                                    "written into by the kernel and must be a writable array; "
+                                    "got a read-only one (copy it first).")
                 conv.append(a)
             else:
+                if isinstance(a, np.ndarray) or not isinstance(
+                        a, (int, float, bool, np.integer, np.floating, np.bool_)):
+                    raise TypeError(f"compiled kernel {name}: argument {i} ({params[i]}) must "
+                                    f"be a {kind} scalar; got {type(a).__name__}.")
                 conv.append(scalar[kind](a))
-        return fn(*conv)
+        return conv
 
+    def check(*args: Any) -> None:
+        convert(args)
+
+    def kernel(*args: Any) -> Any:
+        return fn(*convert(args))
+
+    kernel.check = check  # type: ignore[attr-defined]
     kernel.__name__ = name
     kernel.__doc__ = f"The compiled kernel {name} ({signature}), its arguments checked."
     return kernel

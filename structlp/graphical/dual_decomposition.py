@@ -31,8 +31,9 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from ..compiled import aot, jit, numba_module
-from ..exceptions import InvalidInputError
+from ..compiled import jit, kernel as compiled_kernel, numba_module
+from ..exceptions import InvalidInputError, InvalidParameterError
+from ._kernel_args import check_range, check_tree, float_array, immutable, int_array
 from . import maxsum
 from .maxsum import _max_sum_kernel, tree_max_sum
 
@@ -158,7 +159,7 @@ def _dd_numpy(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvin
 def _numba_kernel():
     """The compiled loop: built ahead of time (:mod:`structlp.compiled`), else numba's
     JIT; None without either."""
-    return aot("dual_decomposition") or _jit()
+    return compiled_kernel("dual_decomposition", _dd_kernel, _jit)
 
 
 def _jit():
@@ -197,17 +198,22 @@ def tree_dual_decomposition(orders: np.ndarray, parents: np.ndarray, edge_ofs: n
     certified : bool
         Whether ``y`` attains the dual bound (so maximizes the LP over the local polytope).
     iterations : int
+
+    Raises
+    ------
+    InvalidInputError
+        An argument that is not as described (named in the message): index arrays not of
+        integers or of other shapes, a row of ``orders``/``parents``/``edge_ofs`` that is
+        not a tree (as :func:`~structlp.graphical.maxsum.tree_max_sum` checks), an edge
+        naming a node out of range or a self-loop, a repeated edge, tables ``Bts``/``B``
+        of other shapes, or trees that do not cover each edge of ``edges`` exactly once
+        with its table (transposed when the tree runs the other way; closing edges
+        zero), scores not finite.
+    InvalidParameterError
+        ``max_iter`` or ``max_halvings`` not an int >= 0.
     """
-    b = np.ascontiguousarray(b, dtype=np.float64)
-    B = np.ascontiguousarray(B, dtype=np.float64)
-    Bts = np.ascontiguousarray(Bts, dtype=np.float64)
-    orders, parents, edge_ofs = (np.ascontiguousarray(a, dtype=np.int64)
-                                 for a in (orders, parents, edge_ofs))
-    if not (np.isfinite(b).all() and np.isfinite(B).all()):
-        raise InvalidInputError("max-sum scores must be finite; got NaN or infinite values.")
-    scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
-    eu = np.ascontiguousarray(edges[:, 0], dtype=np.int64)
-    ev = np.ascontiguousarray(edges[:, 1], dtype=np.int64)
+    orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings, scale = \
+        _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_halvings)
     if backend not in ("auto", "numba", "numpy"):
         raise InvalidInputError(f"backend must be 'auto', 'numba' or 'numpy'; got {backend!r}.")
     kernel: Any = None if backend == "numpy" else _numba_kernel()
@@ -217,5 +223,193 @@ def tree_dual_decomposition(orders: np.ndarray, parents: np.ndarray, edge_ofs: n
                                     "imported (pip install numba).")
         kernel = _dd_numpy
     y, certified, iterations = kernel(orders, parents, edge_ofs, Bts, b, B, eu, ev,
-                                      int(max_iter), int(max_halvings), float(scale))
+                                      max_iter, max_halvings, float(scale))
     return np.asarray(y, dtype=np.int64), bool(certified), int(iterations)
+
+
+def _checked_args(orders, parents, edge_ofs, Bts, b, B, edges, max_iter, max_halvings):
+    """:func:`tree_dual_decomposition`'s arguments checked, as its kernel takes them
+    (``edges`` split into ``eu``, ``ev``); raises InvalidInputError naming the first bad
+    one."""
+    owner = "tree_dual_decomposition"
+    for name, v in (("max_iter", max_iter), ("max_halvings", max_halvings)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise InvalidParameterError(f"{owner}: {name} must be an int >= 0; got {v!r}.")
+    b = float_array(b, "b (node scores)", owner, (None, None), finite=False)
+    n, k = b.shape
+    if n == 0 or k == 0:
+        raise InvalidInputError(f"{owner}: b (node scores) must have shape (n_nodes, "
+                                f"n_labels) with n_nodes >= 1 and n_labels >= 1; got {b.shape}.")
+    ident = (id(orders), id(parents), id(edge_ofs), id(edges), n, k)
+    hit = _BY_IDENTITY.get(ident)
+    if hit is not None and hit[0][0] is orders and hit[0][1] is parents \
+            and hit[0][2] is edge_ofs and hit[0][3] is edges:
+        cover = hit[1]                    # the same immutable arrays, checked before
+    else:
+        raw = (orders, parents, edge_ofs, edges)
+        orders, parents, edge_ofs, edges, cover = _checked_structure(
+            orders, parents, edge_ofs, edges, n, k, owner)
+        if all(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.flags.c_contiguous
+               and immutable(a) for a in raw):
+            if len(_BY_IDENTITY) > 256:
+                _BY_IDENTITY.clear()
+            _BY_IDENTITY[ident] = (raw, cover)
+    T = orders.shape[0]
+    Bts = float_array(Bts, "Bts (the trees' edge scores)", owner, (T, n - 1, k, k),
+                      finite=False)         # equal to B's tables or zero: checked below
+    B = float_array(B, "B (edge scores)", owner, (len(edges), k, k), finite=False)
+    scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
+    if not np.isfinite(scale):
+        raise InvalidInputError(f"{owner}: the scores b and B must be finite (and their sum "
+                                "of magnitudes too); got NaN, infinite or overflowing values.")
+    _check_tables(cover, Bts, B, edges, owner)
+    return (orders, parents, edge_ofs, Bts, b, B, cover["eu"], cover["ev"], int(max_iter),
+            int(max_halvings), scale)
+
+
+_COVERS: dict = {}        # (trees, edges, k) bytes -> their checked cover
+_BY_IDENTITY: dict = {}   # ids of immutable trees and edges arrays -> their checked cover
+
+
+def _checked_structure(orders, parents, edge_ofs, edges, n, k, owner):
+    """The trees and edges checked (each tree as :func:`tree_max_sum` checks it; edges
+    in range, no self-loop, no repeat) and their tree edges matched to graph edges:
+    ``(orders, parents, edge_ofs, edges, cover)``; the cover is remembered per distinct
+    content."""
+    orders, parents, edge_ofs = (int_array(a, name, owner, 2) for a, name in
+                                 ((orders, "orders"), (parents, "parents"),
+                                  (edge_ofs, "edge_ofs")))
+    T = orders.shape[0]
+    if T == 0 or any(a.shape != (T, n) for a in (orders, parents, edge_ofs)):
+        raise InvalidInputError(
+            f"{owner}: orders, parents and edge_ofs must have shape (n_trees, n_nodes) with "
+            f"n_trees >= 1 and n_nodes = {n} (the rows of b); got {orders.shape}, "
+            f"{parents.shape}, {edge_ofs.shape}.")
+    for t in range(T):
+        check_tree(orders[t], parents[t], edge_ofs[t], n, owner, which=f"[{t}]")
+    edges = np.asarray(edges)
+    if edges.size == 0:
+        edges = edges.reshape(0, 2)
+    edges = int_array(edges, "edges", owner, 2)
+    if edges.shape[1] != 2:
+        raise InvalidInputError(f"{owner}: edges must have shape (n_edges, 2); got "
+                                f"{edges.shape}.")
+    key = b"|".join(a.tobytes() for a in (orders, parents, edge_ofs, edges)) \
+        + bytes(str((orders.shape, k)), "ascii")
+    cover = _COVERS.get(key)
+    if cover is None:
+        cover = _cover_map(orders, parents, edge_ofs, edges, k, owner)
+        if len(_COVERS) > 256:
+            _COVERS.clear()
+        _COVERS[key] = cover
+    return orders, parents, edge_ofs, edges, cover
+
+
+def _cover_map(orders, parents, edge_ofs, edges, k, owner):
+    """For the tree edges of all trees at once: ``(t, slot, g, flip)`` of those joining the
+    two ends of graph edge ``g`` (``flip``: the tree runs ``v -> u``) and ``(t, slot)`` of
+    the others (closing edges), with the flat indices that compare their tables in one
+    step (``Bts.ravel()[tab] == B.ravel()[want]``, ``Bts.ravel()[closing] == 0``)."""
+    T, n = orders.shape
+    check_range(edges, 0, n - 1, "edges", owner)
+    u, v = edges[:, 0], edges[:, 1]
+    loops = np.flatnonzero(u == v)
+    if len(loops):
+        raise InvalidInputError(f"{owner}: edges[{loops[0]}] = ({u[loops[0]]}, "
+                                f"{v[loops[0]]}) is a self-loop.")
+    gkey = np.minimum(u, v) * n + np.maximum(u, v)
+    srt = np.argsort(gkey, kind="stable")
+    sk = gkey[srt]
+    dup = np.flatnonzero(sk[1:] == sk[:-1])
+    if len(dup):
+        e = int(srt[dup[0] + 1])
+        raise InvalidInputError(f"{owner}: edges[{e}] = ({u[e]}, {v[e]}) repeats an earlier "
+                                "edge.")
+    t_idx, child = np.nonzero(parents >= 0)
+    par = parents[t_idx, child]
+    slot = edge_ofs[t_idx, child]
+    tkey = np.minimum(par, child) * n + np.maximum(par, child)
+    at = np.minimum(np.searchsorted(sk, tkey), max(len(sk) - 1, 0))
+    found = (sk[at] == tkey) if len(sk) else np.zeros(len(tkey), dtype=bool)
+    g = srt[at[found]] if len(sk) else np.zeros(0, dtype=np.int64)
+    flip = u[g] != par[found]
+    t, sl, t0, sl0 = t_idx[found], slot[found], t_idx[~found], slot[~found]
+    ab = np.arange(k * k)
+    a, c = ab // k, ab % k
+    n1 = n - 1
+    tab = ((t * n1 + sl)[:, None] * (k * k) + ab[None, :]).ravel()
+    want = (g[:, None] * (k * k) + np.where(flip[:, None], c * k + a, ab)[None, :]
+            if len(g) else np.zeros((0, k * k), dtype=np.int64)).ravel()
+    closing = ((t0 * n1 + sl0)[:, None] * (k * k) + ab[None, :]).ravel()
+    return {"t": t, "g": g, "t0": t0,
+            "par0": par[~found], "child0": child[~found], "tab": tab, "want": want,
+            "closing": closing, "eu": np.ascontiguousarray(u), "ev": np.ascontiguousarray(v),
+            "pattern": None}
+
+
+def _check_tables(cover, Bts, B, edges, owner):
+    """Each graph edge is a tree edge of exactly one tree, whose table is the edge's (or
+    its transpose when the tree runs ``v -> u``); the other tree edges score zero (edges
+    whose table is zero may be covered any number of times).  The tree edges found to
+    carry the tables are remembered: the next call with the same trees checks them, and
+    that the others are zero, in two steps."""
+    flat_t, flat_b = Bts.reshape(-1), B.reshape(-1)
+    pattern = cover["pattern"]
+    if pattern is not None and np.array_equal(flat_t[pattern[0]], flat_b[pattern[1]]) \
+            and not flat_t[pattern[2]].any() and not flat_b[pattern[3]].any():
+        return
+    k = B.shape[1]
+    kk = k * k
+    g, ia, ib = cover["g"], cover["tab"], cover["want"]
+    other = flat_t[cover["closing"]].reshape(-1, kk)
+    if other.size and np.any(other != 0.0):
+        i = int(np.flatnonzero(np.any(other != 0.0, axis=1))[0])
+        raise InvalidInputError(
+            f"{owner}: tree {cover['t0'][i]}'s edge ({cover['par0'][i]}, "
+            f"{cover['child0'][i]}) is not an edge of the graph, so its table in Bts must be "
+            "zero (a closing edge); it is not.")
+    tab = flat_t[ia].reshape(-1, kk)
+    same = np.all(tab == flat_b[ib].reshape(-1, kk), axis=1)
+    zero = np.all(tab == 0.0, axis=1)               # a closing edge along a graph edge
+    off = np.flatnonzero(~same & ~zero)
+    if len(off):
+        e = int(g[off[0]])
+        u, v = edges[e]
+        raise InvalidInputError(
+            f"{owner}: tree {cover['t'][off[0]]}'s table in Bts for edge {e} = ({u}, {v}) is "
+            "neither that edge's table in B (transposed when the tree runs from "
+            f"{v} to {u}) nor zero (a closing edge).")
+    nonzero = np.any(B.reshape(len(edges), kk) != 0.0, axis=1)
+    covered = np.bincount(g, weights=same & ~zero, minlength=len(edges))
+    bad = np.flatnonzero((covered != 1) & nonzero)
+    if len(bad):
+        e = int(bad[0])
+        raise InvalidInputError(
+            f"{owner}: the trees must cover each edge exactly once; edges[{e}] = "
+            f"({edges[e, 0]}, {edges[e, 1]}) is covered {int(covered[e])} times.")
+    # remember one carrying tree edge per graph edge (a non-zero table first), the rest zero
+    rank = np.lexsort((~(same & ~zero), ~same, g))
+    first = np.ones(len(rank), dtype=bool)
+    first[1:] = g[rank][1:] != g[rank][:-1]
+    carry = np.zeros(len(g), dtype=bool)
+    carry[rank[first & same[rank]]] = True
+    rows = np.arange(len(g))
+    pos = (rows[carry][:, None] * kk + np.arange(kk)[None, :]).ravel()
+    rest = (rows[~carry][:, None] * kk + np.arange(kk)[None, :]).ravel()
+    uncovered = np.flatnonzero(np.bincount(g, minlength=len(edges)) == 0)
+    unc = (uncovered[:, None] * kk + np.arange(kk)[None, :]).ravel()
+    cover["pattern"] = (ia[pos], ib[pos], np.concatenate([cover["closing"], ia[rest]]), unc)
+
+
+def _check_kernel_args(orders, parents, edge_ofs, Bts, b, B, eu, ev, max_iter, max_halvings,
+                       scale):
+    """The value check of the compiled kernel's arguments (:func:`structlp.compiled.aot`)."""
+    eu, ev = np.asarray(eu), np.asarray(ev)
+    if eu.shape != ev.shape:
+        raise InvalidInputError(f"dual_decomposition: eu and ev must have one entry per edge; "
+                                f"got shapes {eu.shape} and {ev.shape}.")
+    _checked_args(orders, parents, edge_ofs, Bts, b, B, np.column_stack([eu, ev]), max_iter,
+                  max_halvings)
+    if not (np.isfinite(scale) and scale > 0):
+        raise InvalidInputError(f"dual_decomposition: scale must be finite and > 0; got "
+                                f"{scale!r}.")

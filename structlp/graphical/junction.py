@@ -166,7 +166,7 @@ def check_edges(edges, n, name="edges", connected=True):
 
 
 def check_graph_example(x: Any, n_labels: Optional[int] = None, max_treewidth: int = MAX_TREEWIDTH,
-                        name: str = "x") -> GraphExample:
+                        name: str = "x", connected: bool = True) -> GraphExample:
     """Validate one graph example (a dict or a :class:`GraphExample`); build its junction tree.
 
     Parameters
@@ -176,6 +176,11 @@ def check_graph_example(x: Any, n_labels: Optional[int] = None, max_treewidth: i
         For the error message of the ``max_treewidth`` guard (clique size k^(w+1)).
     max_treewidth : int
         Refuse a junction tree wider than this before any clique table is built.
+    name : str
+        The example's name in error messages.
+    connected : bool, default True
+        Require a connected graph (the adversarial models); False takes any graph, whose
+        junction tree joins its components' by empty separators (:func:`junction_tree`).
 
     Returns
     -------
@@ -201,7 +206,7 @@ def check_graph_example(x: Any, n_labels: Optional[int] = None, max_treewidth: i
     n = V.shape[0]
     if n == 0:
         raise InvalidInputError(f"{name}['node_features'] must have at least one row (node).")
-    E = check_edges(x["edges"], n, f"{name}['edges']")
+    E = check_edges(x["edges"], n, f"{name}['edges']", connected=connected)
     Ef = check_finite_array(x["edge_features"], f"{name}['edge_features']")
     if Ef.ndim == 1 and Ef.size == 0:
         Ef = Ef.reshape(0, 0)
@@ -227,11 +232,14 @@ def _check_width(width, lower, k, max_treewidth, name):
 
 
 def junction_tree(n, edges):
-    """A junction tree of the connected graph ``(range(n), edges)``.
+    """A junction tree of the graph ``(range(n), edges)``.
 
     The narrower of networkx's ``treewidth_min_fill_in`` and
     ``treewidth_min_degree`` tree decompositions, with every bag that is a subset
-    of a neighbouring bag contracted into it.
+    of a neighbouring bag contracted into it.  A graph that is not connected gets one
+    such tree per connected component, their bags joined into one tree by links with
+    empty separators (the components are independent; the width is the largest of
+    theirs).
 
     Returns
     -------
@@ -243,17 +251,21 @@ def junction_tree(n, edges):
         lower`` proves ``width`` is the treewidth)
     """
     import networkx as nx
-    from networkx.algorithms.approximation import treewidth_min_degree, treewidth_min_fill_in
     G = nx.Graph()
     G.add_nodes_from(range(n))
     G.add_edges_from(np.asarray(edges).tolist())
-    if G.number_of_edges() == 0:
-        T = nx.Graph()
-        T.add_node(frozenset(range(n)))
-    else:
-        T = min((h(G)[1] for h in (treewidth_min_fill_in, treewidth_min_degree)),
-                key=lambda t: (max(len(c) for c in t.nodes), t.number_of_nodes()))
-        T = _contract_subset_bags(T)
+    components = sorted((sorted(c) for c in nx.connected_components(G)), key=lambda c: c[0])
+    T = nx.Graph()
+    first = None
+    for comp in components:
+        Tc = _component_tree(G.subgraph(comp))
+        T.add_nodes_from(Tc.nodes)
+        T.add_edges_from(Tc.edges)
+        bag = min(Tc.nodes, key=lambda c: sorted(c))
+        if first is None:
+            first = bag
+        else:
+            T.add_edge(first, bag)          # an empty separator: independent components
     bags = sorted(T.nodes, key=lambda c: (0 not in c, sorted(c)))
     index = {c: i for i, c in enumerate(bags)}
     parent = np.full(len(bags), -1, dtype=np.int64)
@@ -264,6 +276,19 @@ def junction_tree(n, edges):
     cliques = [np.array(sorted(c), dtype=np.int64) for c in bags]
     width = max(len(c) for c in cliques) - 1
     return cliques, parent, np.array(order, dtype=np.int64), width, minor_min_width(G)
+
+
+def _component_tree(G):
+    """A tree decomposition (bags: frozensets) of the connected graph ``G``."""
+    import networkx as nx
+    from networkx.algorithms.approximation import treewidth_min_degree, treewidth_min_fill_in
+    if G.number_of_edges() == 0:
+        T = nx.Graph()
+        T.add_node(frozenset(G.nodes))
+        return T
+    T = min((h(G)[1] for h in (treewidth_min_fill_in, treewidth_min_degree)),
+            key=lambda t: (max(len(c) for c in t.nodes), t.number_of_nodes()))
+    return _contract_subset_bags(T)
 
 
 def _contract_subset_bags(T):

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..compiled import jit, kernel
 from ..exceptions import InvalidInputError
+from ._kernel_args import check_tree, float_array, int_array
 
 def _importable(name: str) -> bool:
     if name in sys.modules:
@@ -108,7 +109,7 @@ def _jit():
 def _numba_kernel():
     """The compiled kernel: built ahead of time (:mod:`structlp.compiled`), else numba's
     JIT; None without either."""
-    return kernel("max_sum", _max_sum_kernel)
+    return kernel("max_sum", _max_sum_kernel, _jit)
 
 
 def tree_max_sum(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, b: np.ndarray,
@@ -140,15 +141,18 @@ def tree_max_sum(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, b:
         at the root and at every backtracking step.
     value : float
         Its score.
+
+    Raises
+    ------
+    InvalidInputError
+        An argument that is not as described (named in the message): index arrays of
+        another length than ``b``'s rows or not of integers, ``order`` not a permutation
+        listing each node after its parent, ``parents`` not a tree (a cycle, an index out
+        of range, another root), ``edge_of`` not one edge per non-root node, ``k = 0``
+        labels, ``B`` of another shape, scores not finite.  Checked before the compiled
+        kernel runs (a repeated tree is checked once).
     """
-    b = np.ascontiguousarray(b, dtype=np.float64)
-    B = np.ascontiguousarray(B, dtype=np.float64)
-    order, parents, edge_of = (np.ascontiguousarray(a, dtype=np.int64)
-                               for a in (order, parents, edge_of))
-    if b.ndim != 2 or B.shape != (b.shape[0] - 1, b.shape[1], b.shape[1]):
-        raise InvalidInputError(
-            f"max-sum needs node scores b (n, k) and edge scores B (n - 1, k, k); got "
-            f"b {b.shape} and B {B.shape}.")
+    order, parents, edge_of, b, B = _checked_args(order, parents, edge_of, b, B)
     if backend == "auto":
         kernel = _numba_kernel() or _max_sum_numpy
     elif backend == "numba":
@@ -166,6 +170,29 @@ def tree_max_sum(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray, b:
     return y, float(value)
 
 
+def _checked_args(order: Any, parents: Any, edge_of: Any, b: Any,
+                       B: Any) -> Tuple[np.ndarray, ...]:
+    """:func:`tree_max_sum`'s arguments checked and as its kernel takes them (C-contiguous
+    int64 and float64 arrays); raises InvalidInputError naming the first bad one."""
+    owner = "tree_max_sum"
+    b = float_array(b, "b (node scores)", owner, (None, None), finite=False)
+    n, k = b.shape
+    if n == 0 or k == 0:
+        raise InvalidInputError(f"{owner}: b (node scores) must have shape (n_nodes, "
+                                f"n_labels) with n_nodes >= 1 and n_labels >= 1; got {b.shape}.")
+    B = float_array(B, "B (edge scores)", owner, (n - 1, k, k), finite=False)
+    order = int_array(order, "order", owner, 1)
+    parents = int_array(parents, "parents", owner, 1)
+    edge_of = int_array(edge_of, "edge_of", owner, 1)
+    check_tree(order, parents, edge_of, n, owner)
+    return order, parents, edge_of, b, B
+
+
+def _check_kernel_args(order, parents, edge_of, b, B):
+    """The value check of the compiled kernel's arguments (:func:`structlp.compiled.aot`)."""
+    _checked_args(order, parents, edge_of, b, B)
+
+
 def max_sum(ex: Any, b: np.ndarray, B: np.ndarray,
             backend: str = "auto") -> Tuple[np.ndarray, float]:
     """:func:`tree_max_sum` of a :class:`~structlp.graphical.trees.TreeExample`.
@@ -174,4 +201,8 @@ def max_sum(ex: Any, b: np.ndarray, B: np.ndarray,
     -------
     y : int array (n,); value : float
     """
+    if not all(hasattr(ex, a) for a in ("order", "parents", "edge_of")):
+        raise InvalidInputError(
+            "max_sum: ex must be a TreeExample (structlp.graphical.trees.check_tree_example), "
+            f"with order, parents and edge_of; got {type(ex).__name__}.")
     return tree_max_sum(ex.order, ex.parents, ex.edge_of, b, B, backend=backend)

@@ -38,6 +38,8 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from ..compiled import jit, kernel
+from ..exceptions import InvalidInputError
+from ._kernel_args import check_range, float_array, frozen, int_array
 
 #: The primal-dual gap, in the scores' scale, at which the cut's point is certified
 #: (as in :mod:`structlp.graphical.dual_decomposition`).
@@ -120,10 +122,10 @@ def _jit():
 def _kernel():
     """Dinic's algorithm built ahead of time (:mod:`structlp.compiled`), else by numba's
     JIT; None without either."""
-    return kernel("dinic", _dinic)
+    return kernel("dinic", _dinic, _jit)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True, init=False)
 class FlowGraph:
     """The arcs of the roof-duality graph of an ``n``-node graph with ``edges``, in CSR order.
 
@@ -132,17 +134,32 @@ class FlowGraph:
     does not use it), so the layout depends on the graph only: per node, source -> p,
     p -> sink, source -> p', p' -> sink; per edge ``(p, q)``, q -> p, p' -> q',
     q' -> p, p' -> q; each with its reverse arc.
+
+    Built from ``(n, edges)`` only (``FlowGraph(n, edges)`` or :meth:`of`), which are
+    checked (``n >= 1``; edges an (E, 2) integer array of node indices, no self-loop); its
+    arrays are read-only and the object frozen, so the maximum flow always runs on a
+    consistent layout.
+
+    Raises
+    ------
+    InvalidInputError
+        ``n`` or ``edges`` not as above.
     """
 
     n: int
+    edges: np.ndarray
     start: np.ndarray
     head: np.ndarray
     rev: np.ndarray
     order: np.ndarray      # position in CSR order -> position in the laid-out arc list
 
-    @classmethod
-    def of(cls, n: int, edges: np.ndarray) -> "FlowGraph":
-        p, q = edges[:, 0].astype(np.int64), edges[:, 1].astype(np.int64)
+    def __init__(self, n: Any, edges: Any) -> None:
+        owner = "FlowGraph"
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise InvalidInputError(f"{owner}: n must be an int >= 1; got {n!r}.")
+        n = int(n)
+        edges = _edge_array(edges, n, owner)
+        p, q = edges[:, 0], edges[:, 1]
         nodes = np.arange(n, dtype=np.int64)
         s, t = 2 * n, 2 * n + 1
         S, T = np.full(n, s), np.full(n, t)
@@ -157,8 +174,32 @@ class FlowGraph:
         pos[order] = np.arange(2 * m)
         start = np.zeros(2 * n + 3, dtype=np.int64)
         np.cumsum(np.bincount(tails, minlength=2 * n + 2), out=start[1:])
-        return cls(n, start, np.ascontiguousarray(heads[order]),
-                   np.ascontiguousarray(pos[rev[order]]), order)
+        for name, value in (("n", n), ("edges", edges), ("start", start),
+                            ("head", heads[order]), ("rev", pos[rev[order]]),
+                            ("order", order)):
+            object.__setattr__(self, name, value if name == "n" else frozen(value))
+
+    @classmethod
+    def of(cls, n: int, edges: np.ndarray) -> "FlowGraph":
+        """``FlowGraph(n, edges)``."""
+        return cls(n, edges)
+
+
+def _edge_array(edges: Any, n: int, owner: str) -> np.ndarray:
+    edges = np.asarray(edges)
+    if edges.size == 0:
+        edges = edges.reshape(0, 2)
+    edges = int_array(edges, "edges", owner, 2)
+    if edges.shape[1] != 2:
+        raise InvalidInputError(f"{owner}: edges must have shape (n_edges, 2); got "
+                                f"{edges.shape}.")
+    check_range(edges, 0, n - 1, "edges", owner)
+    loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
+    if len(loops):
+        e = int(loops[0])
+        raise InvalidInputError(f"{owner}: edges[{e}] = ({edges[e, 0]}, {edges[e, 1]}) is a "
+                                "self-loop.")
+    return edges
 
 
 def binary_lp(graph: FlowGraph, b: np.ndarray, B: np.ndarray,
@@ -182,11 +223,36 @@ def binary_lp(graph: FlowGraph, b: np.ndarray, B: np.ndarray,
     certified : bool
         Whether the point's score equals the flow's upper bound to ``1e-9`` of the scores'
         scale (then it is an optimal point of the LP).
+
+    Raises
+    ------
+    InvalidInputError
+        ``graph`` not a :class:`FlowGraph`, ``edges`` not the edges it was built from,
+        ``b`` or ``B`` not finite arrays of shapes (n, 2) and (E, 2, 2).
     """
+    if not isinstance(graph, FlowGraph):
+        raise InvalidInputError(f"binary_lp: graph must be a FlowGraph; got "
+                                f"{type(graph).__name__}.")
+    n = graph.n
+    b = float_array(b, "b (node scores)", "binary_lp", (n, 2), finite=False)
+    if edges is not graph.edges:                  # (the graph's own: immutable, checked)
+        edges = np.asarray(edges)
+        if edges.size == 0:
+            edges = edges.reshape(0, 2)
+        edges = int_array(edges, "edges", "binary_lp", 2)
+        if edges.shape != graph.edges.shape or not np.array_equal(edges, graph.edges):
+            raise InvalidInputError(
+                f"binary_lp: edges must be the edges the graph was built from "
+                f"({len(graph.edges)} edges on {n} nodes); got {edges.shape[0]} other edges "
+                "(build FlowGraph(n, edges) for them).")
+    B = float_array(B, "B (edge scores)", "binary_lp", (len(edges), 2, 2), finite=False)
+    scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
+    if not np.isfinite(scale):
+        raise InvalidInputError("binary_lp: the scores b and B must be finite (and their sum "
+                                "of magnitudes too); got NaN, infinite or overflowing values.")
     kernel = _kernel()
     if kernel is None:
         return None
-    n = b.shape[0]
     p, q = edges[:, 0], edges[:, 1]
     th = -B                                     # energies
     u = (b[:, 0] - b[:, 1]).astype(np.float64)  # the energy's coefficient of x_p
@@ -200,7 +266,6 @@ def binary_lp(graph: FlowGraph, b: np.ndarray, B: np.ndarray,
     ws, wp = np.where(sub, -w, 0.0) / 2, np.where(sub, 0.0, w) / 2
     cap = np.concatenate([pos, neg, neg, pos, ws, ws, wp, wp])
     cap = np.concatenate([cap, np.zeros_like(cap)])[graph.order]
-    scale = 1.0 + np.abs(b).sum() + np.abs(B).sum()
     flow, side = kernel(graph.start, graph.head, graph.rev, cap, 2 * n, 2 * n + 1,
                         1e-15 * scale)
     x = 1 - side[:n]                            # x_p = 1: p on the sink's side
@@ -218,3 +283,40 @@ def binary_lp(graph: FlowGraph, b: np.ndarray, B: np.ndarray,
     primal = float(b[:, 0] @ (1 - z) + b[:, 1] @ z + (B * mu_e).sum())
     upper = -(const + flow)
     return z, mu_e, bool(upper - primal <= _CERTIFY * scale)
+
+
+def _check_kernel_args(start, head, rev, cap, s, t, eps):
+    """The value check of the compiled kernel's arguments (:func:`structlp.compiled.aot`):
+    a residual graph in CSR form whose reverse arcs pair up, finite capacities >= 0, two
+    distinct terminals and ``eps > 0`` (so that every augmenting path saturates an arc and
+    the search ends)."""
+    owner = "dinic"
+    n = len(start) - 1
+    m = len(head)
+    if n < 2 or start[0] != 0 or start[-1] != m or np.any(np.diff(start) < 0):
+        raise InvalidInputError(
+            f"{owner}: start must be the CSR offsets of the arcs of n >= 2 nodes: "
+            f"non-decreasing from 0 to len(head) = {m}; got {len(start)} entries from "
+            f"{start[0] if len(start) else None} to {start[-1] if len(start) else None}.")
+    if len(rev) != m or len(cap) != m:
+        raise InvalidInputError(f"{owner}: head, rev and cap must have one entry per arc; got "
+                                f"lengths {m}, {len(rev)}, {len(cap)}.")
+    check_range(head, 0, n - 1, "head", owner)
+    check_range(rev, 0, m - 1, "rev", owner)
+    tail = np.repeat(np.arange(n), np.diff(start))
+    bad = np.flatnonzero((rev[rev] != np.arange(m)) | (rev == np.arange(m))
+                         | (head[rev] != tail))
+    if len(bad):
+        a = int(bad[0])
+        raise InvalidInputError(
+            f"{owner}: rev must pair each arc with its reverse (rev[rev[a]] = a != rev[a], "
+            f"head[rev[a]] = the tail of a); arc {a} is not paired.")
+    if not (np.isfinite(cap).all() and np.all(cap >= 0)):
+        raise InvalidInputError(f"{owner}: cap must be finite and >= 0.")
+    for name, v in (("s", s), ("t", t)):
+        if not 0 <= v < n:
+            raise InvalidInputError(f"{owner}: {name} = {v} is not a node 0..{n - 1}.")
+    if s == t:
+        raise InvalidInputError(f"{owner}: s and t must differ; got {s} for both.")
+    if not (np.isfinite(eps) and eps > 0):
+        raise InvalidInputError(f"{owner}: eps must be finite and > 0; got {eps!r}.")

@@ -36,6 +36,7 @@ from ..utils.validation import check_finite_array, check_real
 from ..exceptions import InvalidInputError, InvalidOutputError
 from ..utils.numeric import logsumexp
 from .maxsum import max_sum as _max_sum
+from ._kernel_args import frozen
 from ..polytope import Polytope
 
 
@@ -160,8 +161,7 @@ def _tree_shape(parents, name):
     edge_of[edge_child] = np.arange(len(par) - 1)
     shape = (par, order, edge_child, edge_of)
     if key is not None:
-        for a in shape:
-            a.setflags(write=False)
+        shape = tuple(frozen(a) for a in shape)     # immutable: the kernels check it once
         if len(_TREE_SHAPES) > 4096:
             _TREE_SHAPES.clear()
         _TREE_SHAPES[key] = shape

@@ -51,6 +51,7 @@ from ..exceptions import InvalidInputError, InvalidParameterError
 from ..graphical.dual_decomposition import tree_dual_decomposition
 from ..graphical.maxsum import tree_max_sum
 from ..graphical.roof_duality import FlowGraph, binary_lp
+from ..graphical.trees import frozen
 from ..polytope import Polytope
 from ..utils.validation import check_finite_array, check_scalar
 
@@ -257,6 +258,7 @@ class Decomposition:
 
     @classmethod
     def of(cls, n: int, edges: np.ndarray) -> "Decomposition":
+        edges = frozen(edges)
         remaining = np.arange(len(edges))
         forests: List[Any] = []
         while len(remaining) or not forests:
@@ -269,7 +271,7 @@ class Decomposition:
         """The forests' ``order``, ``parents`` and ``edge_of`` arrays, each (T, n)."""
         if self._stacked is None:
             self._stacked = tuple(
-                np.ascontiguousarray(np.stack([getattr(f, name) for f in self.forests]))
+                frozen(np.stack([getattr(f, name) for f in self.forests]))
                 for name in ("order", "parents", "edge_of"))
         return self._stacked
 

@@ -79,7 +79,8 @@ class GraphLabelingExample:
                 try:
                     _JUNCTIONS[key] = check_graph_example(
                         {"node_features": np.zeros((self.n_nodes, 0)), "edges": self.edges,
-                         "edge_features": np.zeros((self.n_edges, 0))}, k, max_treewidth)
+                         "edge_features": np.zeros((self.n_edges, 0))}, k, max_treewidth,
+                        connected=False)
                 except InvalidInputError as exc:
                     _JUNCTIONS[key] = exc
             self._jt[max_treewidth] = _JUNCTIONS[key]
@@ -113,7 +114,9 @@ class GraphLabeling(StructuredModel):
       exact max-sum on the junction tree; refused when wider than ``max_treewidth``.
     * ``"auto"``: exact on forests (the local polytope is then exact) and on graphs of at
       most :data:`AUTO_JUNCTION_MAX_NODES` nodes whose junction tree has width at most
-      ``max_treewidth``; relaxed otherwise.
+      ``max_treewidth``; relaxed otherwise.  A graph need not be connected: its junction
+      tree joins one per connected component (by empty separators), so each component
+      is solved exactly and the width is the widest component's.
 
     An example is a dict ``{"node_features": (n, d_v), "edges": (E, 2), "edge_features":
     (E, d_e)}`` (the format of :class:`JunctionTreeLabeling`; :func:`grid_example` builds
@@ -213,7 +216,8 @@ class GraphLabeling(StructuredModel):
                 check_graph_example({"node_features": np.zeros((x.n_nodes, 0)),
                                      "edges": x.edges,
                                      "edge_features": np.zeros((x.n_edges, 0))},
-                                    k, int(self.max_treewidth))   # raises, with the width
+                                    k, int(self.max_treewidth),
+                                    connected=False)              # raises, with the width
             return "local"
         return jt
 

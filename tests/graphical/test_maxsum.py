@@ -122,7 +122,7 @@ def test_same_as_previous_release_algorithm():
 
 def test_bad_input():
     ex = random_tree(np.random.default_rng(0), 3)
-    with pytest.raises(InvalidInputError, match="edge scores B"):
+    with pytest.raises(InvalidInputError, match=r"B \(edge scores\) must have shape \(2, 2, 2\)"):
         ms.max_sum(ex, np.zeros((3, 2)), np.zeros((3, 2, 2)))
     with pytest.raises(InvalidInputError, match="finite"):
         ms.max_sum(ex, np.full((3, 2), np.nan), np.zeros((2, 2, 2)))

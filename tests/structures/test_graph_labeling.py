@@ -230,3 +230,62 @@ def test_grid_example_refuses_bad_features(node, edge, name):
     # were passed through silently (complex ones losing their imaginary part)
     with pytest.raises(InvalidInputError, match=name):
         grid_example(node, edge)
+
+
+def test_auto_is_exact_on_a_frustrated_triangle_plus_an_isolated_node():
+    """The documented promise: auto is exact on small narrow graphs, connected or not
+    (the LP relaxation answers 0.01 here: its half-integral optimum, rounded)."""
+    x = {"node_features": np.ones((4, 1)), "edges": np.array([[0, 1], [1, 2], [0, 2]]),
+         "edge_features": np.ones((3, 1))}
+    b = np.zeros((4, 2))
+    b[3, 1] = 0.01
+    B = np.tile([[0.0, 1.0], [1.0, 0.0]], (3, 1, 1))          # every edge wants a disagreement
+    s = np.concatenate([b.ravel(), B.ravel()])
+    for mode in ("auto", "exact"):
+        model = GraphLabeling(2, mode=mode)
+        xx = model.check_x(x)
+        y = model.inference(xx, s)
+        assert s @ model.encode(xx, y) == pytest.approx(2.01) == _brute(model, xx, s)
+        assert model.inference_counts_ == {"junction tree": 1}
+
+
+def _disconnected(rng, sizes):
+    """A graph of components of the given sizes: each a random connected graph (a random
+    spanning tree plus random chords; one node: isolated)."""
+    edges, start = [], 0
+    for size in sizes:
+        nodes = start + rng.permutation(size)
+        for t in range(1, size):
+            edges.append((int(nodes[t]), int(nodes[rng.integers(0, t)])))
+        have = {frozenset(e) for e in edges}
+        for u, v in itertools.combinations(range(start, start + size), 2):
+            if frozenset((u, v)) not in have and rng.random() < 0.4:
+                edges.append((u, v))
+        start += size
+    return _graph(rng, start, np.array(edges, dtype=np.int64).reshape(-1, 2))
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_auto_and_exact_equal_enumeration_on_small_disconnected_graphs(rng, k):
+    """Per component, each its own exact route (a forest's max-sum or a junction tree):
+    the oracle's value, and the LP over the exact polytope (what the joint QP uses), equal
+    brute-force enumeration on random small disconnected graphs with frustrated edges."""
+    loopy = 0
+    for trial in range(12):
+        sizes = [int(v) for v in rng.integers(1, 5, size=int(rng.integers(2, 4)))]
+        if sum(sizes) > 8:
+            sizes = sizes[:2]
+        x = _disconnected(rng, sizes)
+        for mode in ("auto", "exact"):
+            model = GraphLabeling(k, mode=mode)
+            xx = model.check_x(x)
+            loopy += not xx.forest
+            s = rng.normal(size=model.n_parts(xx))
+            s[xx.n_nodes * k:] *= 3
+            brute = _brute(model, xx, s)
+            assert s @ model.inference_parts(xx, s) == pytest.approx(brute, abs=1e-9)
+            assert s @ model.encode(xx, model.inference(xx, s)) == pytest.approx(brute, abs=1e-9)
+            if trial < 4:
+                lp = solve_stacked_lp([model.polytope(xx)], [s])[0]
+                assert s @ lp[:model.n_parts(xx)] == pytest.approx(brute, abs=1e-7)
+    assert loopy >= 6

@@ -140,3 +140,78 @@ def test_empty_feature_vector_is_refused():
     # label weights (every label scored by its edges only)
     with pytest.raises(InvalidInputError, match="x must be a feature vector"):
         MultiLabel(3).check_x(np.zeros(0))
+
+
+@pytest.mark.parametrize("L", [3, 4, 7, 9])
+def test_exact_inference_is_the_first_best_of_all_outputs(L, rng):
+    """The exact route (no 2^L table: a product of the two halves' tables) returns the
+    best output of the enumeration and, on ties (integer scores), the first in
+    itertools.product order, as an argmax over all outputs."""
+    for edges in ("full", np.array([(i, j) for i, j in itertools.combinations(range(L), 2)
+                                    if rng.random() < 0.5] + [(0, 1), (1, 2), (0, 2)])):
+        edges = edges if isinstance(edges, str) else np.unique(edges, axis=0)
+        model = MultiLabel(L, edges=edges, max_exact_labels=L)
+        x = rng.normal(size=2)
+        assert model._kind() == "hull"
+        outs = [np.array(y) for y in itertools.product((0, 1), repeat=L)]
+        enc = np.array([model.encode(x, y) for y in outs])
+        for trial in range(6):
+            s = rng.normal(size=model.n_parts(x))
+            if trial % 2:
+                s = np.round(s)                  # ties between outputs
+            first = outs[int(np.argmax(enc @ s))]
+            y = model.inference(x, s)
+            np.testing.assert_array_equal(y, first)
+            np.testing.assert_array_equal(model.inference_parts(x, s), model.encode(x, first))
+
+
+def test_exact_tables_are_built_once_per_label_count_and_never_saved(rng, monkeypatch,
+                                                                    tmp_path):
+    import pickle
+
+    from structlp import persistence
+    from structlp.structures import multilabel
+
+    built = []
+    real = multilabel._bits
+    monkeypatch.setattr(multilabel, "_bits", lambda L: built.append(L) or real(L))
+    model = MultiLabel(6, edges="full")
+    x = rng.normal(size=2)
+    for _ in range(4):
+        model.inference(x, rng.normal(size=model.n_parts(x)))
+    assert built == [3, 3]                       # the two halves, once
+    model.polytope(x)
+    model.polytope(x)
+    assert built == [3, 3, 6]                    # the hull's 2^L outputs, once
+    model.n_labels = 7
+    model.inference(x, rng.normal(size=model.n_parts(x)))
+    assert built[3:] == [3, 4]                   # another label count: new tables
+    # the cache is private: not a parameter, not saved, not pickled
+    assert "_exact_tables" in vars(model)
+    assert set(persistence.init_params(model)) == {"n_labels", "edges", "max_exact_labels"}
+    persistence.save(model, tmp_path / "m.structlp")
+    loaded = persistence.load(tmp_path / "m.structlp")
+    assert "_exact_tables" not in vars(loaded)
+    assert persistence.init_params(loaded) == persistence.init_params(model)
+    clone = pickle.loads(pickle.dumps(model))
+    assert "_exact_tables" not in vars(clone)
+    s = rng.normal(size=model.n_parts(x))
+    np.testing.assert_array_equal(clone.inference(x, s), model.inference(x, s))
+    np.testing.assert_array_equal(loaded.inference(x, s), model.inference(x, s))
+
+
+def test_exact_inference_on_20_labels_builds_no_table_of_all_outputs(rng, monkeypatch):
+    """20 labels, all pairs: the 2^20 outputs are never listed (the earlier table was
+    2^20 x 210 floats, 1.7 GB, rebuilt on every call)."""
+    model = MultiLabel(20, edges="full", max_exact_labels=20)
+    monkeypatch.setattr(MultiLabel, "_configs", lambda self: pytest.fail("2^L table built"))
+    x = rng.normal(size=2)
+    s = rng.normal(size=model.n_parts(x))
+    mu = model.inference_parts(x, s)
+    y = model.inference(x, s)
+    np.testing.assert_array_equal(mu, model.encode(x, y))
+    # no single flip of a label improves it (a necessary condition of the optimum)
+    for j in range(20):
+        z = y.copy()
+        z[j] = 1 - z[j]
+        assert s @ model.encode(x, z) <= s @ mu + 1e-12
