@@ -44,7 +44,8 @@ def test_malformed_graph_file(tmp_path):
     (tmp_path / "dataset").write_text("P.2\n")
     (tmp_path / "graphs").mkdir()
     (tmp_path / "graphs" / "P.2").write_text("node 1 2 3\n")
-    with pytest.raises(InvalidInputError, match=r"P\.2, line 1: a node vector of 3 numbers; expected 102"):
+    with pytest.raises(InvalidInputError,
+                       match=r"P\.2, line 1: a node vector of 3 numbers; expected 102"):
         load_disulfide(tmp_path)
     (tmp_path / "dataset").write_text("P.2\nQ.2\n")
     with pytest.raises(InvalidInputError):
