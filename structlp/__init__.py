@@ -16,8 +16,8 @@ from .utils.compat import install_aliases
 from .utils.lazy import attach
 from .exceptions import (ConvergenceWarning, DataNotFoundError, DeclarationError,
                          FractionalSolutionError, InvalidInputError, InvalidOutputError,
-                         InvalidParameterError, NotFittedError, PersistenceError, SolverError,
-                         StructlpError)
+                         InvalidParameterError, NotFittedError, OracleError, PersistenceError,
+                         SolverError, StructlpError)
 
 from .utils.version import __version__
 
@@ -50,7 +50,7 @@ __all__ = [
     "ShardedFrankWolfeLearner", "StructuredModel", "BackendError", "Polytope", "structures",
     "installed_solvers",
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
-    "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
+    "DeclarationError", "OracleError", "SolverError", "FractionalSolutionError", "NotFittedError",
     "ConvergenceWarning", "PersistenceError", "DataNotFoundError", "save", "load", "clone",
     "make_scorer", "PartTransformer", "maximize",
 ]
