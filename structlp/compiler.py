@@ -63,7 +63,7 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
     if len(X) != len(Y):
         raise InvalidInputError(
             f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
-    from .model import LOSS_CHECKS
+    from .model import FIRST_CHECKS
     Phis, polys, ds, Xs = [], [], [], []
     # with operators, the loss coefficients and true outputs are kept by their nonzeros
     # from the start (m dense part vectors are never held at once)
@@ -91,7 +91,10 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
             mu = model.checked_output(x, y, poly if poly is not None else _box(Phi.shape[0]),
                                       name=f"Y[{i}]")
             step = "loss_coefficients"
-            c, d = model.checked_loss(x, y, mu, i, poly, first=i < LOSS_CHECKS)
+            c, d = model.checked_loss(x, y, mu, i, poly, first=i < FIRST_CHECKS)
+            if i < FIRST_CHECKS:
+                step = "inference"
+                probe_decoder(model, x, i, poly)
         except Exception as exc:
             err = hook_error(model, exc, step, i)
             if err is exc:
@@ -105,6 +108,42 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
         Xs.append(x)
     return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs,
                         Y, int(n_features))  # type: ignore[arg-type]  # Y: any sequence
+
+
+def probe_decoder(model: StructuredModel, x: Any, i: int, polytope: Any) -> None:
+    """Spot check of a decoder of the model's own on example ``X[i]`` (the learners check
+    its outputs against the truth, which a decoder that ignores its scores can tie):
+    for random scores (seeded by ``i``) its output must score as much as the optimum of
+    the inference LP over ``polytope`` when that optimum is an output (a fractional one
+    says nothing of the decoder).  Skipped without a polytope, a decoder of the model's
+    own, or with ``check_inference = False``.
+
+    Raises
+    ------
+    OracleError
+        Naming the hook, the example and both values.
+    """
+    hook = model.decoder_hook()
+    if polytope is None or hook is None or not model.check_inference:
+        return
+    from .exceptions import OracleError
+    from .inference import solve_stacked_lp
+    from .model import ORACLE_RTOL
+    s = np.random.default_rng(i).standard_normal(polytope.n_parts)
+    mu = model.checked_inference_parts(x, s, index=i, polytope=polytope)
+    if mu is None:
+        return
+    lp = np.asarray(solve_stacked_lp([polytope], [s])[0], dtype=float)
+    best = np.rint(lp)
+    if np.abs(lp - best).max(initial=0.0) > 1e-6:
+        return
+    got, want = float(s @ mu), float(s @ best)
+    if got < want - ORACLE_RTOL * (float(np.abs(s) @ mu) + float(np.abs(s) @ best)):
+        raise OracleError(
+            f"{type(model).__name__}.{hook}(x, scores) on X[{i}] returned an output scoring "
+            f"{got:.6g} for random scores, where the inference LP over the declared polytope "
+            f"finds an output scoring {want:.6g}: the decoder does not maximize its scores. "
+            "A decoder must return argmax_y scores . mu(y) for any real scores.")
 
 
 def check_parts_and_features(model: StructuredModel, i: int, shape: Tuple[int, ...]) -> None:

@@ -377,7 +377,7 @@ class StructuredModel:
         Always: a finite ``c`` of one entry per part and a finite ``d``.  For a loss the
         user declared (:meth:`loss_hook`): the loss is 0 at the true output
         ``mu_true`` (to rounding, relative :data:`LOSS_RTOL`); and with ``first`` (the
-        learners pass it for the first :data:`LOSS_CHECKS` examples) its minimum over
+        learners pass it for the first :data:`FIRST_CHECKS` examples) its minimum over
         the outputs is not negative (the outputs minimizing it are found by the model's
         decoder on the scores ``-c``, or by the inference LP over ``polytope`` when the
         model has no decoder), and a model that defines both ``loss`` and
@@ -562,8 +562,13 @@ class StructuredModel:
             return self.inference_parts(x, scores)
         try:
             mu = self.inference_parts(x, scores)
-        except OracleError as exc:        # from encoded_inference: add the example
+        except StructlpError as exc:      # from encoded_inference: add the example
             raise _at_example(exc, index) from None
+        except (MemoryError, RecursionError):
+            raise
+        except Exception as exc:
+            raise OracleError(f"{_where(self, user, index)} raised {type(exc).__name__}: "
+                              f"{exc}") from exc
         if mu is None:
             return None
         return self.check_decoded(mu, scores, hook or user, index, polytope, truth)
@@ -656,9 +661,10 @@ class StructuredModel:
 #: A user-declared loss must be 0 at the truth and >= 0 elsewhere to this relative rounding
 #: (of the loss's magnitude).
 LOSS_RTOL = 1e-9
-#: The checks of a user-declared loss (both hooks agree, no negative value) run on the
-#: first this many examples of a training set.
-LOSS_CHECKS = 3
+#: The checks made once per training set (a user loss: both hooks agree, no negative
+#: value; a user decoder: as good as the inference LP on random scores) run on its first
+#: this many examples.
+FIRST_CHECKS = 3
 #: A user decoder's output may score below the true output by this share of their
 #: magnitudes (rounding, float32 decoders), never more.
 ORACLE_RTOL = 1e-6
