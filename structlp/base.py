@@ -327,13 +327,12 @@ def predict_outputs(model: Any, X: Sequence[Any], scores: Sequence[np.ndarray]) 
     ``check_inference`` left True) has each output checked against the example's
     declared polytope (built once per ``polytope_key``): an
     :class:`~structlp.OracleError` names the example and the hook."""
-    from .compiler import PolytopeCache
+    from .compiler import PolytopeCache, needs_polytopes
     from .inference import maximize_checked
-    from .learners.cutting_plane import _needs_polytopes
     from .model import _is_builtin
     if _is_builtin(model, "inference") or not model.check_inference:
         return maximize_checked(model, X, scores)[0]
-    cache = PolytopeCache(model) if _needs_polytopes(model) else None
+    cache = PolytopeCache(model) if needs_polytopes(model) else None
     outputs: List[Any] = [None] * len(X)
     pending = []
     for i, (x, s) in enumerate(zip(X, scores)):

@@ -225,6 +225,13 @@ class PolytopeCache:
         return poly
 
 
+def needs_polytopes(model: StructuredModel) -> bool:
+    """Whether ``model``'s outputs live in declared output polytopes that the learners
+    build (and check outputs against): the models that offer the min-max formulation;
+    certificate-only models validate their outputs in ``encode``."""
+    return "minmax" in tuple(getattr(model, "formulations", ("minmax",)))
+
+
 class SparseVectors(Sequence):
     """A list of 1-D float vectors kept by their nonzeros; item ``i`` is the dense
     vector, made afresh (so that m dense part vectors are never held at once:

@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from ..utils.progress import Progress, check_callback, check_verbose
 from ..utils.validation import check_bool, check_scalar
 from ..base import BaseEstimator, StructuredPredictorMixin
-from ..compiler import prepare
+from ..compiler import needs_polytopes, prepare
 from ..exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
 from ..exceptions import SolverError
 from ..parallel import solve_chunk
@@ -44,10 +44,7 @@ MASTER_TOL = 5e-2
 CACHE_FRACTION = 0.5
 
 
-def _needs_polytopes(model):
-    # models that offer the min-max formulation can build their polytopes (and
-    # validate y against them); certificate-only models validate y in encode
-    return "minmax" in tuple(getattr(model, "formulations", ("minmax",)))
+_needs_polytopes = needs_polytopes     # (the name the learners import)
 
 
 class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
