@@ -28,6 +28,7 @@ and LP prediction.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Hashable, Optional, Sequence, Tuple
 
 import numpy as np
@@ -326,14 +327,10 @@ class StructuredModel:
             return np.asarray(self.encode(x, y), dtype=float)
         try:
             mu = self.encode(x, y)
-        except StructlpError as exc:
-            raise OracleError(
-                f"{type(self).__name__}.inference(x, scores) returned an output that "
-                f"encode(x, y) refuses: {exc}") from None
         except Exception as exc:
-            raise OracleError(
-                f"{type(self).__name__}.inference(x, scores) returned an output that "
-                f"encode(x, y) refuses ({type(exc).__name__}: {exc}).") from exc
+            why = str(exc) if isinstance(exc, StructlpError) else f"{type(exc).__name__}: {exc}"
+            raise OracleError(f"{type(self).__name__}.inference(x, scores) returned an output "
+                              f"that encode(x, y) refuses: {why}") from exc
         return self.check_parts(mu, n_parts, "inference")
 
     def feature_operator(self, x: Any) -> PartFeatures:
@@ -524,8 +521,7 @@ class StructuredModel:
             return None if _is_builtin(self, "inference") else "inference"
         return None if _is_builtin(self, "inference_parts") else "inference_parts"
 
-    def checked_inference_parts(self, x: Any, scores: np.ndarray, hook: Optional[str] = None,
-                                index: Optional[int] = None,
+    def checked_inference_parts(self, x: Any, scores: np.ndarray, index: Optional[int] = None,
                                 polytope: Optional[Polytope] = None,
                                 truth: Optional[Tuple[np.ndarray, np.ndarray]] = None
                                 ) -> Optional[np.ndarray]:
@@ -536,8 +532,6 @@ class StructuredModel:
         x : a checked example
         scores : ndarray, shape (n_parts,)
             The (loss-augmented) part scores given to the decoder.
-        hook : str, optional
-            The hook named in errors (default: :meth:`decoder_hook`).
         index : int, optional
             The example's index (``X[index]`` is named in errors).
         polytope : Polytope, optional
@@ -571,7 +565,7 @@ class StructuredModel:
                               f"{exc}") from exc
         if mu is None:
             return None
-        return self.check_decoded(mu, scores, hook or user, index, polytope, truth)
+        return self.check_decoded(mu, scores, user, index, polytope, truth)
 
     def checked_inference(self, x: Any, scores: np.ndarray, index: Optional[int] = None,
                           polytope: Optional[Polytope] = None) -> Tuple[Any, Any]:
@@ -593,50 +587,59 @@ class StructuredModel:
                       index: Optional[int] = None, polytope: Optional[Polytope] = None,
                       truth: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
         """Check a part vector returned by the model's decoder ``hook`` for ``scores`` (see
-        :meth:`checked_inference_parts`); return it as floats."""
+        :meth:`checked_inference_parts`); return it as floats.  A part vector once found
+        in ``polytope`` is remembered (per polytope, as long as it lives), so that a
+        learner's repeated outputs are checked against the polytope once."""
         mu = self.check_parts(mu, len(scores), hook, index)
         if not self.check_inference:
             return mu
-        where = _where(self, hook, index)
         if polytope is not None:
-            try:
-                polytope.check_output(mu, name=f"The output of {where}")
-            except InvalidOutputError as exc:
-                raise OracleError(
-                    f"{exc} A decoder must return an output of the declared polytope "
-                    "(constraints or polytope).") from None
+            seen = _IN_POLYTOPE.get(polytope)
+            if seen is None:
+                seen = _IN_POLYTOPE[polytope] = set()
+            key = mu.tobytes()
+            if key not in seen:
+                try:
+                    polytope.check_output(mu, name=f"The output of {_where(self, hook, index)}")
+                except InvalidOutputError as exc:
+                    raise OracleError(
+                        f"{exc} A decoder must return an output of the declared polytope "
+                        "(constraints or polytope).") from None
+                if len(seen) < 4096:
+                    seen.add(key)
         if truth is not None:
             idx, val = truth
-            s = np.asarray(scores, dtype=float)
+            s = scores if type(scores) is np.ndarray else np.asarray(scores, dtype=float)
             got, want = float(s.dot(mu)), float(s[idx].dot(val))
-            tol = ORACLE_RTOL * max(1e-300, float(np.abs(s).dot(mu)) + float(
-                np.abs(s[idx]).dot(np.abs(val))))
-            if got < want - tol:
+            if got < want and got < want - ORACLE_RTOL * max(1e-300, float(np.abs(s).dot(
+                    mu)) + float(np.abs(s[idx]).dot(np.abs(val)))):
                 at = f"Y[{index}]" if index is not None else "the true output"
                 raise OracleError(
-                    f"{where} returned an output scoring {got:.6g} on the scores it was given, "
-                    f"less than the true output {at} ({want:.6g}): it does not maximize "
-                    f"its scores, and the hinge would be negative ({got - want:.4g}). A "
-                    "decoder must return argmax_y scores . mu(y) for the scores it receives.")
+                    f"{_where(self, hook, index)} returned an output scoring {got:.6g} on the "
+                    f"scores it was given, less than the true output {at} ({want:.6g}): it "
+                    f"does not maximize its scores, and the hinge would be negative "
+                    f"({got - want:.4g}). A decoder must return argmax_y scores . mu(y) for "
+                    "the scores it receives.")
         return mu
 
     def check_parts(self, mu: Any, n_parts: int, hook: str,
                     index: Optional[int] = None) -> np.ndarray:
         """Check a part vector produced by a model hook (``hook`` and ``X[index]`` are named
         in the error, an :class:`~structlp.OracleError`): finite, 0/1, ``n_parts`` entries."""
-        where = _where(self, hook, index)
-        try:
-            mu = check_finite_array(mu, f"The output of {where}")
-        except InvalidInputError as exc:
-            raise OracleError(f"{exc} (its part vector must be finite).") from None
+        if type(mu) is not np.ndarray or mu.dtype != np.float64:
+            try:
+                mu = check_finite_array(mu, f"The output of {_where(self, hook, index)}")
+            except InvalidInputError as exc:
+                raise OracleError(f"{exc} (its part vector must be finite).") from None
         if mu.shape != (n_parts,):
             raise OracleError(
-                f"The output of {where} encodes to {mu.shape} part indicators; expected "
-                f"({n_parts},), one per part.")
-        if not np.all((mu == 0) | (mu == 1)):
-            bad = mu[(mu != 0) & (mu != 1)][0]
+                f"The output of {_where(self, hook, index)} encodes to {mu.shape} part "
+                f"indicators; expected ({n_parts},), one per part.")
+        bad = (mu != 0) & (mu != 1)          # (NaN and infinities too)
+        if bad.any():
             raise OracleError(
-                f"The output of {where} must be a 0/1 part vector (an output); got entry {bad!r}.")
+                f"The output of {_where(self, hook, index)} must be a finite 0/1 part vector "
+                f"(an output); got entry {mu[bad][0]!r}.")
         return mu
 
     def checked_output(self, x: Any, y: Any, polytope: Polytope,
@@ -668,6 +671,10 @@ FIRST_CHECKS = 3
 #: A user decoder's output may score below the true output by this share of their
 #: magnitudes (rounding, float32 decoders), never more.
 ORACLE_RTOL = 1e-6
+
+
+#: Polytope -> the part vectors (bytes) of a decoder's outputs found in it.
+_IN_POLYTOPE: "weakref.WeakKeyDictionary[Polytope, set]" = weakref.WeakKeyDictionary()
 
 
 def _is_builtin(model, hook):
