@@ -358,7 +358,7 @@ def test_switch_turns_the_checks_off(rng):
 
 def test_hinge_losses_check_the_decoder(rng):
     X, Y = choose_data(rng)
-    est = FrankWolfeLearner(FastChooseK(), max_iter=10, random_state=0).fit(X, Y)
+    est = FrankWolfeLearner(FastChooseK(), max_iter=100, tol=1e-3, random_state=0).fit(X, Y)
     est.model = later(IgnoresScores)()
     with pytest.raises(OracleError, match=r"IgnoresScores\.inference.*X\[\d+\].*less than"):
         est.hinge_losses(X, Y)
@@ -548,3 +548,25 @@ def test_oracle_error_is_public():
     import structlp
     assert "OracleError" in structlp.__all__
     assert issubclass(OracleError, DeclarationError)
+
+
+# ---------------------------------------------------------------- the sharded learner
+def test_sharded_learner_checks_the_decoder(rng):
+    """The oracle of each partition (on its dask worker) checks the decoder; an error
+    names the partition, the example in it and the hook."""
+    distributed = pytest.importorskip("distributed")
+    db = pytest.importorskip("dask.bag")
+    from structlp import ShardedFrankWolfeLearner
+    X, Y = choose_data(rng, m=12)
+    bag = db.from_sequence(list(zip(X, Y)), npartitions=2)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        with pytest.raises(OracleError, match=r"Partition \d of X: IgnoresScores\.inference\(x, "
+                                              r"scores\) on X\[0\] .* for random scores"):
+            ShardedFrankWolfeLearner(IgnoresScores(), client=client, max_iter=5).fit(bag)
+        with pytest.raises(OracleError, match=r"Partition \d of X: LaterIgnoresScores\.inference"
+                                              r"\(x, scores\) on X\[\d+\] returned an output "
+                                              r"scoring .* less than the true output"):
+            ShardedFrankWolfeLearner(later(IgnoresScores)(), client=client,
+                                     max_iter=30).fit(bag)

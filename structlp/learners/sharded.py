@@ -56,8 +56,8 @@ import numpy as np
 
 from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import prepare
-from ..exceptions import (ConvergenceWarning, InvalidInputError, InvalidParameterError,
-                          OracleError)
+from ..exceptions import (ConvergenceWarning, DeclarationError, InvalidInputError,
+                          InvalidParameterError, OracleError)
 from ..model import StructuredModel
 from ..parallel import BackendError, call_supervised, is_cluster_failure, solve_chunk
 from ..utils.progress import Progress, check_callback, check_verbose
@@ -82,8 +82,8 @@ class _Shard:
         try:
             data = prepare(model, xs, ys, need_polytopes=_needs_polytopes(model),
                            operators=True)
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"Partition {part} of X: {exc}") from None
+        except (InvalidInputError, DeclarationError) as exc:   # (OracleError included)
+            raise type(exc)(f"Partition {part} of X: {exc}") from None
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         self.part = part
         self.model = model
