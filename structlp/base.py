@@ -289,7 +289,10 @@ class StructuredPredictorMixin:
 
         Uses the model's combinatorial fast path where it has one, otherwise the
         inference LP ``max_{mu in P_i} s_i . mu`` for all examples at once, with
-        ``s_i`` the part scores (:meth:`decision_scores`).
+        ``s_i`` the part scores (:meth:`decision_scores`).  The outputs of a decoder
+        declared by the model (not structlp's) are checked against the declared
+        polytope (:class:`~structlp.OracleError` naming the example and the hook;
+        ``check_inference = False`` on the model's class turns it off).
 
         Parameters
         ----------
