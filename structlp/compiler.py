@@ -90,7 +90,7 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
             step = "encode"
             mu = model.checked_output(x, y, poly if poly is not None else _box(Phi.shape[0]),
                                       name=f"Y[{i}]")
-            step = "loss_coefficients"
+            step = model.loss_hook() or "loss_coefficients"
             c, d = model.checked_loss(x, y, mu, i, poly, first=i < FIRST_CHECKS)
             if i < FIRST_CHECKS:
                 step = "inference"
@@ -110,13 +110,19 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
                         Y, int(n_features))  # type: ignore[arg-type]  # Y: any sequence
 
 
+#: The fit-time probe of a user decoder (:func:`probe_decoder`) skips polytopes of more
+#: columns (parts and auxiliary variables) than this.
+PROBE_MAX_COLUMNS = 5000
+
+
 def probe_decoder(model: StructuredModel, x: Any, i: int, polytope: Any) -> None:
     """Spot check of a decoder of the model's own on example ``X[i]`` (the learners check
     its outputs against the truth, which a decoder that ignores its scores can tie):
     for random scores (seeded by ``i``) its output must score as much as the optimum of
     the inference LP over ``polytope`` when that optimum is an output (a fractional one
     says nothing of the decoder).  Skipped without a polytope, a decoder of the model's
-    own, or with ``check_inference = False``.
+    own, or with ``check_inference = False``, and for polytopes of more than
+    :data:`PROBE_MAX_COLUMNS` columns (an LP too long for a check).
 
     Raises
     ------
@@ -124,7 +130,8 @@ def probe_decoder(model: StructuredModel, x: Any, i: int, polytope: Any) -> None
         Naming the hook, the example and both values.
     """
     hook = model.decoder_hook()
-    if polytope is None or hook is None or not model.check_inference:
+    if polytope is None or hook is None or not model.check_inference \
+            or polytope.n_columns > PROBE_MAX_COLUMNS:
         return
     from .exceptions import OracleError
     from .inference import solve_stacked_lp

@@ -512,6 +512,20 @@ def test_exception_in_features_names_the_example(rng):
         FrankWolfeLearner(Raising()).fit(X, Y)
 
 
+def test_exception_in_loss_names_the_example_and_the_hook(rng):
+    X, Y = choose_data(rng)
+
+    class Raising(ChooseK):
+        def loss(self, x, y_true, mu):
+            if x is X[4]:
+                raise ZeroDivisionError("division by zero")
+            return np.sum(y_true) - np.asarray(y_true, dtype=float) @ mu
+
+    with pytest.raises(DeclarationError, match=r"Raising\.loss raised ZeroDivisionError on "
+                                               r"X\[4\]: division by zero"):
+        CuttingPlaneLearner(Raising()).fit(X, Y)
+
+
 def test_builtin_nan_message_names_the_example(rng):
     X = [rng.normal(size=(3, 3, 2)) for _ in range(3)]
     X[1][0, 0, 0] = np.nan
