@@ -16,7 +16,7 @@ from .utils.compat import install_aliases
 from .utils.lazy import attach
 from .exceptions import (ConvergenceWarning, DataNotFoundError, DeclarationError,
                          FractionalSolutionError, InvalidInputError, InvalidOutputError,
-                         InvalidParameterError, NotFittedError, PersistenceError,
+                         InvalidParameterError, NotFittedError, OracleError, PersistenceError,
                          RelaxationWarning, SolverError, StructlpError)
 
 from .utils.version import __version__
@@ -50,8 +50,9 @@ __all__ = [
     "ShardedFrankWolfeLearner", "StructuredModel", "BackendError", "Polytope", "structures",
     "installed_solvers",
     "StructlpError", "InvalidParameterError", "InvalidInputError", "InvalidOutputError",
-    "DeclarationError", "SolverError", "FractionalSolutionError", "NotFittedError",
-    "ConvergenceWarning", "RelaxationWarning", "PersistenceError", "DataNotFoundError", "save", "load", "clone",
+    "DeclarationError", "OracleError", "SolverError", "FractionalSolutionError", "NotFittedError",
+    "ConvergenceWarning", "RelaxationWarning", "PersistenceError", "DataNotFoundError", "save",
+    "load", "clone",
     "make_scorer", "PartTransformer", "maximize",
 ]
 

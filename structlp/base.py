@@ -24,7 +24,7 @@ import numpy as np
 
 from .utils.validation import check_scalar, check_sequence_of_examples
 from .compiler import stacked_scores
-from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError
+from .exceptions import InvalidInputError, InvalidParameterError, NotFittedError, StructlpError
 
 
 def _fitted_names(obj):
@@ -230,11 +230,21 @@ class StructuredPredictorMixin:
 
     def _checked_X(self, X):
         """Validate examples against the model and the fitted feature count."""
+        from .compiler import check_parts_and_features, hook_error
         X = check_sequence_of_examples(X, "X")
         Xc, Phis = [], []
         for i, x in enumerate(X):
-            x = self.model.check_x(x)
-            Phi = self.model.checked_features(x, name=f"features of X[{i}]")
+            step = "check_x"
+            try:
+                x = self.model.check_x(x)
+                step = "features"
+                Phi = self.model.checked_features(x, name=f"features of X[{i}]")
+                check_parts_and_features(self.model, i, Phi.shape)
+            except Exception as exc:
+                err = hook_error(self.model, exc, step, i)
+                if err is exc:
+                    raise
+                raise err from (None if isinstance(exc, StructlpError) else exc)
             if Phi.shape[1] != self.n_features_in_:
                 raise InvalidInputError(
                     f"X[{i}] has {Phi.shape[1]} features per part; the learner was fitted "
@@ -279,7 +289,10 @@ class StructuredPredictorMixin:
 
         Uses the model's combinatorial fast path where it has one, otherwise the
         inference LP ``max_{mu in P_i} s_i . mu`` for all examples at once, with
-        ``s_i`` the part scores (:meth:`decision_scores`).
+        ``s_i`` the part scores (:meth:`decision_scores`).  The outputs of a decoder
+        declared by the model (not structlp's) are checked against the declared
+        polytope (:class:`~structlp.OracleError` naming the example and the hook;
+        ``check_inference = False`` on the model's class turns it off).
 
         Parameters
         ----------
@@ -289,12 +302,10 @@ class StructuredPredictorMixin:
         -------
         list of m outputs
         """
-        from .inference import maximize_checked
         self._check_keywords("predict", kwargs)
         self._check_fitted(self._fitted_attr())
         X, Phis = self._checked_X(X)
-        outputs, _ = maximize_checked(self.model, X, self._scores(Phis, **kwargs))
-        return outputs
+        return predict_outputs(self.model, X, self._scores(Phis, **kwargs))
 
     def loss(self, X: Sequence[Any], Y: Sequence[Any], **kwargs: Any) -> float:
         """Mean task loss of the predictions on ``(X, Y)``."""
@@ -310,3 +321,31 @@ class StructuredPredictorMixin:
     def score(self, X: Sequence[Any], Y: Sequence[Any], **kwargs: Any) -> float:
         """Negated mean task loss on ``(X, Y)`` (higher is better, as scikit-learn expects)."""
         return -self.loss(X, Y, **kwargs)
+
+
+def predict_outputs(model: Any, X: Sequence[Any], scores: Sequence[np.ndarray]) -> List[Any]:
+    """The best output of each checked example for its part scores: the model's fast path,
+    else the inference LP (all examples at once).  A decoder of the model's own
+    (:meth:`~structlp.model.StructuredModel.inference` defined outside structlp, and
+    ``check_inference`` left True) has each output checked against the example's
+    declared polytope (built once per ``polytope_key``): an
+    :class:`~structlp.OracleError` names the example and the hook."""
+    from .compiler import PolytopeCache, needs_polytopes
+    from .inference import maximize_checked
+    from .model import _is_builtin
+    if _is_builtin(model, "inference") or not model.check_inference:
+        return maximize_checked(model, X, scores)[0]
+    cache = PolytopeCache(model) if needs_polytopes(model) else None
+    outputs: List[Any] = [None] * len(X)
+    pending = []
+    for i, (x, s) in enumerate(zip(X, scores)):
+        poly = cache.get(x, i, len(s)) if cache is not None else None
+        y, _ = model.checked_inference(x, s, index=i, polytope=poly)
+        if y is None:
+            pending.append(i)
+        outputs[i] = y
+    if pending:
+        for i, y in zip(pending, maximize_checked(model, [X[i] for i in pending],
+                                                  [scores[i] for i in pending])[0]):
+            outputs[i] = y
+    return outputs

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .utils.validation import check_sequence_of_examples
-from .exceptions import DeclarationError, InvalidInputError
+from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError, StructlpError
 from .formulations import LinearBlocks, TrainingData
 from .part_features import MatrixFeatures
 
@@ -63,45 +63,43 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
     if len(X) != len(Y):
         raise InvalidInputError(
             f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
+    from .model import FIRST_CHECKS
     Phis, polys, ds, Xs = [], [], [], []
     # with operators, the loss coefficients and true outputs are kept by their nonzeros
     # from the start (m dense part vectors are never held at once)
     cs: Any
     mus: Any
     cs, mus = (SparseVectors(), SparseVectors()) if operators else ([], [])
-    cache: Dict[Any, Any] = {}
+    cache = PolytopeCache(model)
     n_features: Any = None
     for i, (x, y) in enumerate(zip(X, Y)):
-        x = model.check_x(x)
-        Phi = (model.checked_feature_operator(x, name=f"features of X[{i}]", verify=i == 0)
-               if operators else model.checked_features(x, name=f"features of X[{i}]"))
-        if n_features is None:
-            n_features = Phi.shape[1]
-        elif Phi.shape[1] != n_features:
-            raise InvalidInputError(
-                f"X[{i}] has {Phi.shape[1]} features per part; X[0] has {n_features}.")
-        poly = None
-        if need_polytopes:
-            key = model.polytope_key(x)
-            poly = cache.get(key) if key is not None else None
-            if poly is None:
-                poly = model.checked_polytope(x)
-                if poly.n_parts != Phi.shape[0]:
-                    raise DeclarationError(
-                        f"The polytope of X[{i}] has {poly.n_parts} parts but its features "
-                        f"have {Phi.shape[0]} rows.")
-                poly.check_bounded()
-                if key is not None:
-                    cache[key] = poly
-            mu = model.checked_output(x, y, poly, name=f"Y[{i}]")
-        else:
-            mu = model.checked_output(x, y, _box(Phi.shape[0]), name=f"Y[{i}]")
-        c, d = model.loss_coefficients(x, y)
-        c = np.asarray(c, dtype=float)
-        if c.shape != (Phi.shape[0],) or not np.all(np.isfinite(c)) or not np.isfinite(d):
-            raise DeclarationError(
-                f"{type(model).__name__}.loss_coefficients must give a finite c of shape "
-                f"({Phi.shape[0]},) and a finite d; got c of shape {c.shape}, d={d!r}.")
+        step = "check_x"             # the hook running, named if it raises
+        try:
+            x = model.check_x(x)
+            step = "features"
+            Phi = (model.checked_feature_operator(x, name=f"features of X[{i}]", verify=i == 0)
+                   if operators else model.checked_features(x, name=f"features of X[{i}]"))
+            check_parts_and_features(model, i, Phi.shape)
+            if n_features is None:
+                n_features = Phi.shape[1]
+            elif Phi.shape[1] != n_features:
+                raise InvalidInputError(
+                    f"X[{i}] has {Phi.shape[1]} features per part; X[0] has {n_features}.")
+            step = "polytope"
+            poly = cache.get(x, i, Phi.shape[0]) if need_polytopes else None
+            step = "encode"
+            mu = model.checked_output(x, y, poly if poly is not None else _box(Phi.shape[0]),
+                                      name=f"Y[{i}]")
+            step = model.loss_hook() or "loss_coefficients"
+            c, d = model.checked_loss(x, y, mu, i, poly, first=i < FIRST_CHECKS)
+            if i < FIRST_CHECKS:
+                step = "inference"
+                probe_decoder(model, x, i, poly)
+        except Exception as exc:
+            err = hook_error(model, exc, step, i)
+            if err is exc:
+                raise
+            raise err from (None if isinstance(exc, StructlpError) else exc)
         Phis.append(Phi)
         polys.append(poly)
         cs.append(c)
@@ -110,6 +108,135 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
         Xs.append(x)
     return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs,
                         Y, int(n_features))  # type: ignore[arg-type]  # Y: any sequence
+
+
+#: The fit-time probe of a user decoder (:func:`probe_decoder`) skips polytopes of more
+#: columns (parts and auxiliary variables) than this.
+PROBE_MAX_COLUMNS = 5000
+
+
+def probe_decoder(model: StructuredModel, x: Any, i: int, polytope: Any) -> None:
+    """Spot check of a decoder of the model's own on example ``X[i]`` (the learners check
+    its outputs against the truth, which a decoder that ignores its scores can tie):
+    for random scores (seeded by ``i``) its output must score as much as the optimum of
+    the inference LP over ``polytope`` when that optimum is an output (a fractional one
+    says nothing of the decoder).  Skipped without a polytope, a decoder of the model's
+    own, or with ``check_inference = False``, and for polytopes of more than
+    :data:`PROBE_MAX_COLUMNS` columns (an LP too long for a check).
+
+    Raises
+    ------
+    OracleError
+        Naming the hook, the example and both values.
+    """
+    hook = model.decoder_hook()
+    if polytope is None or hook is None or not model.check_inference \
+            or polytope.n_columns > PROBE_MAX_COLUMNS:
+        return
+    from .exceptions import OracleError
+    from .inference import solve_stacked_lp
+    from .model import ORACLE_RTOL
+    s = np.random.default_rng(i).standard_normal(polytope.n_parts)
+    mu = model.checked_inference_parts(x, s, index=i, polytope=polytope)
+    if mu is None:
+        return
+    lp = np.asarray(solve_stacked_lp([polytope], [s])[0], dtype=float)
+    best = np.rint(lp)
+    if np.abs(lp - best).max(initial=0.0) > 1e-6:
+        return
+    got, want = float(s @ mu), float(s @ best)
+    if got < want - ORACLE_RTOL * (float(np.abs(s) @ mu) + float(np.abs(s) @ best)):
+        raise OracleError(
+            f"{type(model).__name__}.{hook}(x, scores) on X[{i}] returned an output scoring "
+            f"{got:.6g} for random scores, where the inference LP over the declared polytope "
+            f"finds an output scoring {want:.6g}: the decoder does not maximize its scores. "
+            "A decoder must return argmax_y scores . mu(y) for any real scores.")
+
+
+def check_parts_and_features(model: StructuredModel, i: int, shape: Tuple[int, ...]) -> None:
+    """Refuse example ``X[i]`` whose part features have ``shape`` (L, d) with no part or
+    no feature (``InvalidInputError`` naming the example)."""
+    if shape[0] == 0:
+        raise InvalidInputError(
+            f"X[{i}] has no parts ({type(model).__name__}.n_parts(X[{i}]) = 0): every example "
+            "needs at least one part (drop the examples without any).")
+    if shape[1] == 0:
+        raise InvalidInputError(
+            f"X[{i}] has no features: its part features have shape {tuple(shape)}; every "
+            "part needs at least one feature.")
+
+
+def hook_error(model: StructuredModel, exc: BaseException, hook: str, i: int) -> BaseException:
+    """The error to raise for ``exc``, raised while the model's ``hook`` handled example
+    ``i``: a structlp error with ``X[i]`` (``Y[i]`` for ``encode``) prefixed unless its
+    message names the example already; any other exception (a bug or an unexpected
+    input in the model's own code) as a structlp error naming the hook and the example
+    (:class:`~structlp.InvalidInputError` from ``check_x``,
+    :class:`~structlp.InvalidOutputError` from ``encode``,
+    :class:`~structlp.DeclarationError` from the other hooks; chain it to ``exc``);
+    ``MemoryError`` and ``RecursionError`` as they are."""
+    who = f"{'Y' if hook == 'encode' else 'X'}[{i}]"
+    if isinstance(exc, StructlpError):
+        if who in str(exc) or f"X[{i}]" in str(exc):
+            return exc
+        try:
+            return type(exc)(f"{who}: {exc}")
+        except Exception:  # pragma: no cover - an exception class with other arguments
+            return exc
+    if isinstance(exc, (MemoryError, RecursionError)) or not isinstance(exc, Exception):
+        return exc
+    kind = {"check_x": InvalidInputError, "encode": InvalidOutputError}.get(hook, DeclarationError)
+    return kind(f"{type(model).__name__}.{hook} raised {type(exc).__name__} on {who}: {exc}")
+
+
+class PolytopeCache:
+    """Each example's checked output polytope, built (and checked bounded) once per
+    :meth:`~structlp.model.StructuredModel.polytope_key`.
+
+    A key that is not hashable, or that two examples with different numbers of parts
+    share, is a :class:`~structlp.DeclarationError` naming ``polytope_key`` and the
+    examples.
+    """
+
+    def __init__(self, model: StructuredModel) -> None:
+        self.model = model
+        self.polytopes: Dict[Any, Any] = {}
+
+    def get(self, x: Any, i: int, n_parts: int) -> Any:
+        """The polytope of the checked example ``x`` (``X[i]``, of ``n_parts`` parts)."""
+        cls = type(self.model).__name__
+        key = self.model.polytope_key(x)
+        try:
+            hit = self.polytopes.get(key) if key is not None else None
+        except TypeError:
+            raise DeclarationError(
+                f"{cls}.polytope_key(X[{i}]) must return a hashable value or None; got "
+                f"{type(key).__name__} {key!r}.") from None
+        if hit is not None:
+            poly, j = hit
+            if poly.n_parts != n_parts:
+                raise DeclarationError(
+                    f"{cls}.polytope_key gives X[{i}] the key {key!r} of X[{j}], but X[{i}] "
+                    f"has {n_parts} parts and the polytope of X[{j}] {poly.n_parts}: equal "
+                    "keys must mean equal polytopes (return a key that tells them apart, "
+                    "or None).")
+            return poly
+        poly = self.model.checked_polytope(x)
+        if poly.n_parts != n_parts:
+            raise DeclarationError(
+                f"The polytope of X[{i}] has {poly.n_parts} parts but its features have "
+                f"{n_parts} rows.")
+        poly.check_bounded()
+        if key is not None:
+            self.polytopes[key] = (poly, i)
+        return poly
+
+
+def needs_polytopes(model: StructuredModel) -> bool:
+    """Whether ``model``'s outputs live in declared output polytopes that the learners
+    build (and check outputs against): the models that offer the min-max formulation;
+    certificate-only models validate their outputs in ``encode``."""
+    return "minmax" in tuple(getattr(model, "formulations", ("minmax",)))
 
 
 class SparseVectors(Sequence):

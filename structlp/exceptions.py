@@ -26,6 +26,15 @@ class DeclarationError(StructlpError, ValueError):
     """A structured model's declaration (polytope, loss, features) is unusable."""
 
 
+class OracleError(DeclarationError):
+    """A model's own decoder (its ``inference`` or ``inference_parts`` hook) returned an
+    output that is not a maximizer: outside the declared output polytope, not a 0/1 part
+    vector, or scoring below the example's true output on the scores it was given (a
+    negative hinge).  The message names the example and the hook; structlp's built-in
+    decoders are not checked, and a model whose class sets ``check_inference = False``
+    opts out."""
+
+
 class SolverError(StructlpError, RuntimeError):
     """A convex solver failed, or ended infeasible, unbounded or inaccurate."""
 

@@ -18,6 +18,7 @@ silently.
 from __future__ import annotations
 
 import os
+import threading
 import time
 import warnings
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, cast
@@ -166,12 +167,15 @@ class _HighsLP:
 
 
 def _compiled_lp(poly):
-    entry = _HIGHS.get(id(poly))
+    # one HiGHS instance per polytope and thread: a HiGHS model is not thread-safe, and
+    # dask workers in threads (processes=False) share this module
+    key = (id(poly), threading.get_ident())
+    entry = _HIGHS.get(key)
     if entry is None or entry[0] is not poly:
         entry = (poly, _HighsLP(poly))
         if len(_HIGHS) > 10_000:          # a bound on what is kept alive
             _HIGHS.clear()
-        _HIGHS[id(poly)] = entry
+        _HIGHS[key] = entry
     return entry[1]
 
 

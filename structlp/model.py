@@ -28,13 +28,15 @@ and LP prediction.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Hashable, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
 
 from .utils.validation import check_finite_array
-from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError
+from .exceptions import (DeclarationError, InvalidInputError, InvalidOutputError, OracleError,
+                         StructlpError)
 from .part_features import MatrixFeatures, PartFeatures
 from .polytope import Polytope
 
@@ -117,8 +119,21 @@ class StructuredModel:
         The names of the formulations the model supports (default
         ``("minmax",)``, LP duality; graph structures add ``"certificate"``).
 
+    ``check_inference`` (class attribute)
+        Whether the outputs of the model's own decoder are checked (default True;
+        see :attr:`check_inference`).
+
+    Whatever hook a subclass overrides wins: a ``loss`` overridden below a class
+    that defines ``loss_coefficients`` (a built-in structure) is the loss every
+    learner trains with, and an ``inference`` overridden below ``inference_parts``
+    is the decoder they call.  A model that defines both ``loss`` and
+    ``loss_coefficients`` has them compared on the first examples of a fit, and a
+    user-declared loss must be 0 at each true output and never negative (checked
+    on the first examples): otherwise :class:`~structlp.DeclarationError`.
+
     Helpers (not to override): :meth:`task_loss`, :meth:`checked_features`,
-    :meth:`checked_output`.
+    :meth:`checked_output`, :meth:`checked_loss`, :meth:`checked_inference`,
+    :meth:`checked_inference_parts`.
 
     Examples
     --------
@@ -159,6 +174,32 @@ class StructuredModel:
     #: features, so that their steps without an oracle call stay far cheaper than one.
     #: Models without a decoder (the inference LP) count as such.
     costly_inference: bool = False
+    #: Whether the outputs of the model's own decoder (:meth:`inference` or
+    #: :meth:`inference_parts`, when the model defines one) are checked at every call
+    #: made by a learner or by ``predict``: encoded into the declared output polytope,
+    #: and, in training, scoring at least as much as the example's true output on the
+    #: same scores (so that no hinge is negative).  A failure is an
+    #: :class:`~structlp.OracleError` naming the example and the hook.  Set it to False
+    #: in the class body of a model whose decoder is trusted (a compiled decoder already
+    #: tested); its outputs are then only checked to be 0/1 vectors of the right size.
+    #: structlp's built-in decoders are never checked.
+    check_inference: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The lowest definition of a hook wins: a subclass that overrides :meth:`loss`
+        below a class defining :meth:`loss_coefficients` (a built-in structure) gets the
+        coefficients read from its ``loss``, and one that overrides :meth:`inference`
+        below a class defining :meth:`inference_parts` gets the part vectors of its
+        ``inference`` (so that every learner, ``predict`` and ``task_loss`` use the
+        hook the user wrote)."""
+        super().__init_subclass__(**kwargs)
+        for hook, derived in (("loss", "loss_coefficients"), ("inference", "inference_parts"),
+                              ("inference", "encoded_inference")):
+            mro = cls.__mro__
+            where = [next(k for k, c in enumerate(mro) if name in c.__dict__)
+                     for name in (hook, derived)]
+            if mro[where[1]] is not StructuredModel and where[0] < where[1]:
+                setattr(cls, derived, StructuredModel.__dict__[derived])
 
     # ------------------------------------------------------------ required
     def n_parts(self, x: Any) -> int:
@@ -286,10 +327,10 @@ class StructuredModel:
             return np.asarray(self.encode(x, y), dtype=float)
         try:
             mu = self.encode(x, y)
-        except (ValueError, TypeError, IndexError) as exc:
-            raise DeclarationError(
-                f"{type(self).__name__}.inference(x, scores) returned an output that "
-                f"encode(x, y) refuses: {exc}") from None
+        except Exception as exc:
+            why = str(exc) if isinstance(exc, StructlpError) else f"{type(exc).__name__}: {exc}"
+            raise OracleError(f"{type(self).__name__}.inference(x, scores) returned an output "
+                              f"that encode(x, y) refuses: {why}") from exc
         return self.check_parts(mu, n_parts, "inference")
 
     def feature_operator(self, x: Any) -> PartFeatures:
@@ -316,6 +357,92 @@ class StructuredModel:
         """The task loss of ``y_pred`` against ``y_true`` (a float)."""
         c, d = self.loss_coefficients(x, y_true)
         return float(d + c @ self.encode(x, y_pred))
+
+    def loss_hook(self) -> Optional[str]:
+        """The name of the model's own loss hook (``"loss"`` or ``"loss_coefficients"``),
+        or None when the loss is structlp's (the default Hamming loss, a built-in
+        structure's): the hook whose results :meth:`checked_loss` verifies."""
+        if type(self).loss_coefficients is StructuredModel.loss_coefficients:
+            return None if _is_builtin(self, "loss") else "loss"
+        return None if _is_builtin(self, "loss_coefficients") else "loss_coefficients"
+
+    def checked_loss(self, x: Any, y_true: Any, mu_true: np.ndarray, index: int = 0,
+                     polytope: Optional[Polytope] = None,
+                     first: bool = False) -> Tuple[np.ndarray, float]:
+        """:meth:`loss_coefficients` validated for example ``index``.
+
+        Always: a finite ``c`` of one entry per part and a finite ``d``.  For a loss the
+        user declared (:meth:`loss_hook`): the loss is 0 at the true output
+        ``mu_true`` (to rounding, relative :data:`LOSS_RTOL`); and with ``first`` (the
+        learners pass it for the first :data:`FIRST_CHECKS` examples) its minimum over
+        the outputs is not negative (the outputs minimizing it are found by the model's
+        decoder on the scores ``-c``, or by the inference LP over ``polytope`` when the
+        model has no decoder), and a model that defines both ``loss`` and
+        ``loss_coefficients`` gets the same coefficients from both.
+
+        Returns
+        -------
+        c : ndarray, shape (n_parts,)
+        d : float
+
+        Raises
+        ------
+        DeclarationError
+            Naming the hook, the example and the value found.
+        """
+        cls = type(self).__name__
+        c, d = self.loss_coefficients(x, y_true)
+        c = np.asarray(c, dtype=float)
+        L = len(mu_true)
+        if c.shape != (L,) or not np.all(np.isfinite(c)) or np.ndim(d) or not np.isfinite(d):
+            raise DeclarationError(
+                f"{cls}.loss_coefficients must give a finite c of shape ({L},) and a finite "
+                f"scalar d; got c of shape {c.shape}, d={d!r} for X[{index}].")
+        d = float(d)
+        hook = self.loss_hook()
+        if hook is None:
+            return c, d
+        what = f"{cls}.{hook}(x, y_true, ...) of X[{index}]"
+        at = d + float(c @ mu_true)
+        if abs(at) > LOSS_RTOL * max(1.0, abs(d) + float(np.abs(c) @ np.abs(mu_true))):
+            raise DeclarationError(
+                f"The task loss {what} is {at:.6g} at the true output Y[{index}] itself; a "
+                "task loss must be 0 at the truth and >= 0 at every output (otherwise the "
+                "hinge and the learned weights are wrong).")
+        if first:
+            if type(self).loss is not StructuredModel.loss and \
+                    type(self).loss_coefficients is not StructuredModel.loss_coefficients:
+                c2, d2 = StructuredModel.loss_coefficients(self, x, y_true)
+                scale = LOSS_RTOL * max(1.0, abs(d), float(np.abs(c).max(initial=0.0)))
+                if abs(d2 - d) > scale or np.abs(c2 - c).max(initial=0.0) > scale:
+                    k = int(np.argmax(np.abs(c2 - c))) if L else 0
+                    raise DeclarationError(
+                        f"{cls} defines both loss and loss_coefficients and they disagree on "
+                        f"X[{index}]: loss gives d={d2:.6g} and c[{k}]={c2[k]:.6g} where "
+                        f"loss_coefficients gives d={d:.6g} and c[{k}]={c[k]:.6g}. The "
+                        "learners use loss_coefficients; make them the same loss, or "
+                        "define only one of them.")
+            low = self._least_loss(x, c, d, mu_true, index, polytope)
+            if low is not None and low < -LOSS_RTOL * max(1.0, abs(d) + float(np.abs(c).sum())):
+                raise DeclarationError(
+                    f"The task loss {what} is negative, {low:.6g}, at an output of "
+                    f"X[{index}]; a task loss must be >= 0 at every output (and 0 at the "
+                    "truth): a negative loss rewards mistakes and makes the hinge negative.")
+        return c, d
+
+    def _least_loss(self, x, c, d, mu_true, index, polytope):
+        """The least loss ``d + c . mu`` over the outputs of ``x``: by the model's decoder
+        (checked), or by the inference LP over ``polytope``; None when neither is at hand
+        or the LP's optimum is fractional (a relaxation: not the outputs' minimum)."""
+        nz = np.flatnonzero(mu_true)
+        mu = self.checked_inference_parts(x, -c, index=index, polytope=polytope,
+                                          truth=(nz, mu_true[nz]))
+        if mu is None and polytope is not None:
+            from .inference import solve_stacked_lp
+            mu = np.asarray(solve_stacked_lp([polytope], [-c])[0], dtype=float)
+        if mu is None or np.abs(mu - np.rint(mu)).max(initial=0.0) > 1e-6:
+            return None
+        return d + float(c @ np.rint(mu))
 
     def checked_features(self, x: Any, name: str = "features(x)") -> Any:
         """:meth:`features` validated: finite, shape (n_parts, n_features)."""
@@ -386,33 +513,133 @@ class StructuredModel:
                 f"{type(poly).__name__}.")
         return poly
 
-    def checked_inference_parts(self, x: Any, scores: np.ndarray,
-                                hook: str = "inference_parts") -> Optional[np.ndarray]:
-        """:meth:`inference_parts` validated: None, or a 0/1 vector of ``len(scores)`` parts.
+    def decoder_hook(self) -> Optional[str]:
+        """The name of the model's own decoder (``"inference"`` or ``"inference_parts"``),
+        whose outputs the learners check; None when the decoder is structlp's (a built-in
+        structure's, trusted) or there is none (the inference LP)."""
+        if type(self).inference_parts is StructuredModel.inference_parts:
+            return None if _is_builtin(self, "inference") else "inference"
+        return None if _is_builtin(self, "inference_parts") else "inference_parts"
 
-        A fast path returning NaN, a fraction or the wrong number of parts is a
-        :class:`DeclarationError` naming the hook, never an output used as is.
+    def checked_inference_parts(self, x: Any, scores: np.ndarray, index: Optional[int] = None,
+                                polytope: Optional[Polytope] = None,
+                                truth: Optional[Tuple[np.ndarray, np.ndarray]] = None
+                                ) -> Optional[np.ndarray]:
+        """:meth:`inference_parts`, its output checked when the decoder is the model's own.
+
+        Parameters
+        ----------
+        x : a checked example
+        scores : ndarray, shape (n_parts,)
+            The (loss-augmented) part scores given to the decoder.
+        index : int, optional
+            The example's index (``X[index]`` is named in errors).
+        polytope : Polytope, optional
+            The output must be one of its points (to its feasibility tolerance).
+        truth : (idx, vals), optional
+            The example's true output by its nonzeros: the output must score at least as
+            much on ``scores`` (relative :data:`ORACLE_RTOL`): no hinge is negative.
+
+        Returns
+        -------
+        None (no fast path: use the inference LP), or a 0/1 ndarray of shape (n_parts,)
+
+        Raises
+        ------
+        OracleError
+            A NaN, a fraction or the wrong number of parts (always), or, unless the
+            class sets ``check_inference = False``, an output outside ``polytope`` or
+            scoring below ``truth``; naming the hook and ``X[index]``.
         """
-        mu = self.inference_parts(x, scores)
-        if mu is None or _is_builtin(self, "inference_parts"):
-            return mu
-        return self.check_parts(mu, len(scores), hook)
-
-    def check_parts(self, mu: Any, n_parts: int, hook: str) -> np.ndarray:
-        """Check a part vector produced by a model hook (``hook`` is named in the error)."""
-        where = f"{type(self).__name__}.{hook}(x, scores)"
+        user = self.decoder_hook()
+        if user is None:
+            return self.inference_parts(x, scores)
         try:
-            mu = check_finite_array(mu, f"The output of {where}")
-        except InvalidInputError as exc:
-            raise DeclarationError(f"{exc} (its part vector must be finite).") from None
+            mu = self.inference_parts(x, scores)
+        except StructlpError as exc:      # from encoded_inference: add the example
+            raise _at_example(exc, index) from None
+        except (MemoryError, RecursionError):
+            raise
+        except Exception as exc:
+            raise OracleError(f"{_where(self, user, index)} raised {type(exc).__name__}: "
+                              f"{exc}") from exc
+        if mu is None:
+            return None
+        return self.check_decoded(mu, scores, user, index, polytope, truth)
+
+    def checked_inference(self, x: Any, scores: np.ndarray, index: Optional[int] = None,
+                          polytope: Optional[Polytope] = None) -> Tuple[Any, Any]:
+        """:meth:`inference` and the part vector of its output, checked as by
+        :meth:`checked_inference_parts` when the hook is the model's own (what
+        ``predict`` uses); ``(None, None)`` when it has no fast path."""
+        y = self.inference(x, scores)
+        if y is None:
+            return None, None
+        if _is_builtin(self, "inference"):
+            return y, self.encoded_inference(x, y, len(scores))
+        try:
+            mu = self.encoded_inference(x, y, len(scores))
+        except OracleError as exc:
+            raise _at_example(exc, index) from None
+        return y, self.check_decoded(mu, scores, "inference", index, polytope)
+
+    def check_decoded(self, mu: Any, scores: np.ndarray, hook: str,
+                      index: Optional[int] = None, polytope: Optional[Polytope] = None,
+                      truth: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
+        """Check a part vector returned by the model's decoder ``hook`` for ``scores`` (see
+        :meth:`checked_inference_parts`); return it as floats.  A part vector once found
+        in ``polytope`` is remembered (per polytope, as long as it lives), so that a
+        learner's repeated outputs are checked against the polytope once."""
+        mu = self.check_parts(mu, len(scores), hook, index)
+        if not self.check_inference:
+            return mu
+        if polytope is not None:
+            seen = _IN_POLYTOPE.get(polytope)
+            if seen is None:
+                seen = _IN_POLYTOPE[polytope] = set()
+            key = mu.tobytes()
+            if key not in seen:
+                try:
+                    polytope.check_output(mu, name=f"The output of {_where(self, hook, index)}")
+                except InvalidOutputError as exc:
+                    raise OracleError(
+                        f"{exc} A decoder must return an output of the declared polytope "
+                        "(constraints or polytope).") from None
+                if len(seen) < 4096:
+                    seen.add(key)
+        if truth is not None:
+            idx, val = truth
+            s = scores if type(scores) is np.ndarray else np.asarray(scores, dtype=float)
+            got, want = float(s.dot(mu)), float(s[idx].dot(val))
+            if got < want and got < want - ORACLE_RTOL * max(1e-300, float(np.abs(s).dot(
+                    mu)) + float(np.abs(s[idx]).dot(np.abs(val)))):
+                at = f"Y[{index}]" if index is not None else "the true output"
+                raise OracleError(
+                    f"{_where(self, hook, index)} returned an output scoring {got:.6g} on the "
+                    f"scores it was given, less than the true output {at} ({want:.6g}): it "
+                    f"does not maximize its scores, and the hinge would be negative "
+                    f"({got - want:.4g}). A decoder must return argmax_y scores . mu(y) for "
+                    "the scores it receives.")
+        return mu
+
+    def check_parts(self, mu: Any, n_parts: int, hook: str,
+                    index: Optional[int] = None) -> np.ndarray:
+        """Check a part vector produced by a model hook (``hook`` and ``X[index]`` are named
+        in the error, an :class:`~structlp.OracleError`): finite, 0/1, ``n_parts`` entries."""
+        if type(mu) is not np.ndarray or mu.dtype != np.float64:
+            try:
+                mu = check_finite_array(mu, f"The output of {_where(self, hook, index)}")
+            except InvalidInputError as exc:
+                raise OracleError(f"{exc} (its part vector must be finite).") from None
         if mu.shape != (n_parts,):
-            raise DeclarationError(
-                f"The output of {where} encodes to {mu.shape} part indicators; expected "
-                f"({n_parts},), one per part.")
-        if not np.all((mu == 0) | (mu == 1)):
-            bad = mu[(mu != 0) & (mu != 1)][0]
-            raise DeclarationError(
-                f"The output of {where} must be a 0/1 part vector (an output); got entry {bad!r}.")
+            raise OracleError(
+                f"The output of {_where(self, hook, index)} encodes to {mu.shape} part "
+                f"indicators; expected ({n_parts},), one per part.")
+        bad = (mu != 0) & (mu != 1)          # (NaN and infinities too)
+        if bad.any():
+            raise OracleError(
+                f"The output of {_where(self, hook, index)} must be a finite 0/1 part vector "
+                f"(an output); got entry {mu[bad][0]!r}.")
         return mu
 
     def checked_output(self, x: Any, y: Any, polytope: Polytope,
@@ -434,6 +661,35 @@ class StructuredModel:
 
 
 
+#: A user-declared loss must be 0 at the truth and >= 0 elsewhere to this relative rounding
+#: (of the loss's magnitude).
+LOSS_RTOL = 1e-9
+#: The checks made once per training set (a user loss: both hooks agree, no negative
+#: value; a user decoder: as good as the inference LP on random scores) run on its first
+#: this many examples.
+FIRST_CHECKS = 3
+#: A user decoder's output may score below the true output by this share of their
+#: magnitudes (rounding, float32 decoders), never more.
+ORACLE_RTOL = 1e-6
+
+
+#: Polytope -> the part vectors (bytes) of a decoder's outputs found in it.
+_IN_POLYTOPE: "weakref.WeakKeyDictionary[Polytope, set]" = weakref.WeakKeyDictionary()
+
+
 def _is_builtin(model, hook):
     """Whether ``model``'s ``hook`` method is structlp's own (trusted, not re-checked)."""
     return getattr(getattr(type(model), hook), "__module__", "").startswith("structlp.")
+
+
+def _where(model, hook, index):
+    """``Model.hook(x, scores)``, with the example when known (for error messages)."""
+    on = f" on X[{index}]" if index is not None else ""
+    return f"{type(model).__name__}.{hook}(x, scores){on}"
+
+
+def _at_example(exc, index):
+    """``exc`` (a structlp error) with ``X[index]`` prefixed, unless it names it already."""
+    if index is None or f"X[{index}]" in str(exc):
+        return exc
+    return type(exc)(f"X[{index}]: {exc}")

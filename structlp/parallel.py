@@ -93,9 +93,15 @@ def _chunks(idx):
 
 
 def solve_chunk(state, idx, aug):
-    """Each example's fast path (``inference_parts``) where it has one, one LP for the rest."""
-    model, X, polys, solver, opts = state
-    mus = [model.checked_inference_parts(X[i], a) for i, a in zip(idx, aug)]
+    """Each example's fast path (``inference_parts``) where it has one, one LP for the rest.
+
+    A decoder of the model's own has each output checked
+    (:meth:`~structlp.model.StructuredModel.checked_inference_parts`: against the
+    example's polytope, and against its true output when the state holds the truths)."""
+    model, X, polys, solver, opts, truths = state
+    mus = [model.checked_inference_parts(
+        X[i], a, index=i, polytope=None if polys is None else polys[i],
+        truth=None if truths is None else truths.nonzeros(i)) for i, a in zip(idx, aug)]
     pending = [k for k, mu in enumerate(mus) if mu is None]
     if pending:
         sub_p = None if polys is None else [polys[idx[k]] for k in pending]
@@ -136,6 +142,9 @@ class OraclePool:
         Seconds to wait for a dask scheduler given by address.
     owner : str
         Name used in error messages.
+    truths : SparseVectors, optional
+        The true outputs of the examples (``TrainingData.mu_true``): the outputs of a
+        decoder of the model's own are checked to score at least as much as these.
 
     Use as a context manager (or call :meth:`close`): worker processes and
     scattered data are released on exit.
@@ -144,8 +153,8 @@ class OraclePool:
     def __init__(self, model: Any, X: Sequence[Any], polytopes: Optional[Sequence[Any]] = None,
                  solver: Optional[str] = None, solver_opts: Optional[Dict[str, Any]] = None,
                  n_jobs: Optional[int] = None, backend: Any = None, timeout: float = 10.0,
-                 owner: Optional[str] = None) -> None:
-        self.state = (model, list(X), polytopes, solver, solver_opts)
+                 owner: Optional[str] = None, truths: Any = None) -> None:
+        self.state = (model, list(X), polytopes, solver, solver_opts, truths)
         self.n_jobs = check_n_jobs(n_jobs, owner)
         self.backend = check_backend(backend, owner)
         self.timeout = timeout
@@ -253,7 +262,10 @@ class OraclePool:
         """``argmax_{mu in P_i} aug . mu`` for one example: its fast path, served here
         when the pool is serial, without chunking (the step of block-coordinate methods)."""
         if self.kind == "serial":
-            mu = self.state[0].checked_inference_parts(self.state[1][i], aug)
+            model, X, polys, _, _, truths = self.state
+            mu = model.checked_inference_parts(
+                X[i], aug, index=i, polytope=None if polys is None else polys[i],
+                truth=None if truths is None else truths.nonzeros(i))
             if mu is not None:
                 return mu
         return self.argmax([i], [aug])[0]

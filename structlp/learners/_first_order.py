@@ -85,7 +85,8 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
 
     def _pool(self, data, polys, solver, opts, timeout):
         return OraclePool(self.model, data.X, polys, solver, opts, n_jobs=self.n_jobs,
-                          backend=self.backend, timeout=timeout, owner=type(self).__name__)
+                          backend=self.backend, timeout=timeout, owner=type(self).__name__,
+                          truths=data.mu_true)
 
     @staticmethod
     def _exact_pass(pool, data, w, visit=None):
@@ -125,5 +126,6 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
             raise InvalidInputError(
                 f"X has {data.n_features} features per part; the learner was fitted with "
                 f"{self.n_features_in_}.")
-        pool = OraclePool(self.model, data.X, polys, self.solver_, self.solver_opts)
+        pool = OraclePool(self.model, data.X, polys, self.solver_, self.solver_opts,
+                          truths=data.mu_true)
         return self._exact_pass(pool, data, self.coef_)

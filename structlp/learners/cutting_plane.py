@@ -13,10 +13,10 @@ import scipy.sparse as sp
 from ..utils.progress import Progress, check_callback, check_verbose
 from ..utils.validation import check_bool, check_scalar
 from ..base import BaseEstimator, StructuredPredictorMixin
-from ..compiler import prepare
+from ..compiler import needs_polytopes, prepare
 from ..exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
 from ..exceptions import SolverError
-from ..inference import argmax_parts
+from ..parallel import solve_chunk
 from ..solvers import solve
 from ..utils.fingerprint import training_fingerprint
 from ._cp_cache import _Cache, _key, _nonzeros, _Parts
@@ -44,10 +44,7 @@ MASTER_TOL = 5e-2
 CACHE_FRACTION = 0.5
 
 
-def _needs_polytopes(model):
-    # models that offer the min-max formulation can build their polytopes (and
-    # validate y against them); certificate-only models validate y in encode
-    return "minmax" in tuple(getattr(model, "formulations", ("minmax",)))
+_needs_polytopes = needs_polytopes     # (the name the learners import)
 
 
 class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
@@ -225,14 +222,15 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         time (:meth:`_Parts.score_chunks`), never for the whole training set."""
         m = data.n_examples
         sups, losses, hinge = [], np.empty(m), np.empty(m)
+        state = (self.model, data.X, polys, None, None, data.mu_true)
         for idx, s in parts.score_chunks(w):
             i0, i1 = idx.start, idx.stop
             off = parts.offsets[i0:i1 + 1] - parts.offsets[i0]   # the group's own offsets
             s = np.concatenate(s)
             c = parts.chunk_dense(data.c, idx)
             aug = s + c
-            mus = argmax_parts(self.model, data.X[i0:i1], np.split(aug, off[1:-1]),
-                               None if polys is None else polys[i0:i1])
+            # the fast path, checked when it is the model's own; one LP for the others
+            mus = solve_chunk(state, list(idx), np.split(aug, off[1:-1]))
             mu = np.concatenate(mus)
             z = np.flatnonzero(mu)
             v = mu[z]

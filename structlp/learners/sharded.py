@@ -56,7 +56,8 @@ import numpy as np
 
 from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import prepare
-from ..exceptions import ConvergenceWarning, InvalidInputError, InvalidParameterError
+from ..exceptions import (ConvergenceWarning, DeclarationError, InvalidInputError,
+                          InvalidParameterError, OracleError)
 from ..model import StructuredModel
 from ..parallel import BackendError, call_supervised, is_cluster_failure, solve_chunk
 from ..utils.progress import Progress, check_callback, check_verbose
@@ -81,13 +82,13 @@ class _Shard:
         try:
             data = prepare(model, xs, ys, need_polytopes=_needs_polytopes(model),
                            operators=True)
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"Partition {part} of X: {exc}") from None
+        except (InvalidInputError, DeclarationError) as exc:   # (OracleError included)
+            raise type(exc)(f"Partition {part} of X: {exc}") from None
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         self.part = part
         self.model = model
         self.data = data
-        self.state = (model, data.X, polys, solver, opts)   # what solve_chunk takes
+        self.state = (model, data.X, polys, solver, opts, data.mu_true)  # what solve_chunk takes
         m, d = data.n_examples, data.n_features
         # chains and trees: whole passes in one compiled kernel
         self.tree = pairwise and _TreeBlocks.applicable(model, data)
@@ -104,8 +105,12 @@ class _Shard:
                                   self.data.n_features)
 
     def oracle(self, i, a):
-        mu = self.model.checked_inference_parts(self.data.X[i], a)
-        return mu if mu is not None else solve_chunk(self.state, [i], [a])[0]
+        """The loss-augmented maximizer of the partition's example ``i`` (a decoder of the
+        model's own is checked: an OracleError names the partition and the example)."""
+        try:
+            return solve_chunk(self.state, [i], [a])[0]
+        except OracleError as exc:
+            raise OracleError(f"Partition {self.part} of X: {exc}") from None
 
 
 def _split_pairs(items, part):
