@@ -387,7 +387,16 @@ def maximize(model: StructuredModel, X: Sequence[Any], scores: Sequence[Any],
     if solver is not None:
         check_solver(solver)
     solver_opts = check_solver_opts(solver_opts, "maximize") or None
-    return maximize_checked(model, X, checked, solver=solver, solver_opts=solver_opts)
+    outputs, mus = maximize_checked(model, X, checked, solver=solver, solver_opts=solver_opts)
+    from .model import _is_builtin
+    if not _is_builtin(model, "inference") and model.check_inference:
+        # a decoder declared by the user: its outputs checked as predict checks them
+        from .compiler import PolytopeCache, needs_polytopes
+        cache = PolytopeCache(model) if needs_polytopes(model) else None
+        for i, (x, s, mu) in enumerate(zip(X, checked, mus)):
+            poly = cache.get(x, i, len(s)) if cache is not None else None
+            mus[i] = model.check_decoded(mu, s, "inference", i, poly)
+    return outputs, mus
 
 
 def loss_augmented(model: StructuredModel, data: Any, w: Optional[np.ndarray] = None,

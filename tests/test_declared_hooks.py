@@ -17,6 +17,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
+import structlp
 from oracles import enumerated_qp
 from structlp import (CuttingPlaneLearner, DeclarationError, FrankWolfeLearner,
                       InvalidInputError, InvalidOutputError, MaxMarginLearner, OracleError,
@@ -344,6 +345,21 @@ def test_predict_checks_the_decoder_output(rng):
         est.predict(X)
     bad.check_inference = False                  # the switch: its outputs are trusted
     assert all(p.sum() == 3 for p in est.predict(X))
+
+
+def test_maximize_checks_the_decoder_output(rng):
+    """structlp.maximize (public exact inference) checks a declared decoder as predict does."""
+    X, _ = choose_data(rng)
+    scores = [x @ rng.normal(size=x.shape[1]) for x in X[:3]]
+    with pytest.raises(OracleError, match=r"OneTooMany\.inference\(x, scores\) on X\[0\]"):
+        structlp.maximize(OneTooMany(), X[:3], scores)
+    _, mus = structlp.maximize(FastChooseK(), X[:3], scores)
+    for s, mu in zip(scores, mus):                     # the sort decoder against enumeration
+        best = max(itertools.combinations(range(len(s)), int(mu.sum())),
+                   key=lambda c: s[list(c)].sum())
+        assert set(np.flatnonzero(mu)) == set(best)
+    trusted = type("Trusted", (OneTooMany,), {"check_inference": False})
+    assert all(mu.sum() == 3 for mu in structlp.maximize(trusted(), X[:3], scores)[1])
 
 
 def test_switch_turns_the_checks_off(rng):
