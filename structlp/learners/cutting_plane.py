@@ -11,11 +11,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils.progress import Progress, check_callback, check_verbose
-from ..utils.validation import check_bool, check_scalar
+from ..utils.validation import check_bool, check_objective, check_scalar, check_scale
 from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import prepare
 from ..exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
-from ..exceptions import SolverError
 from ..inference import argmax_parts
 from ..solvers import solve
 from ..utils.fingerprint import training_fingerprint
@@ -267,6 +266,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         t0 = time.perf_counter()
         data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
                        operators=True)   # data.Phi: PartFeatures (factored where offered)
+        check_scale(data.Phi, data.c, data.d, C=C, owner=type(self).__name__)
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         m, d = data.n_examples, data.n_features
         parts = _Parts(data)
@@ -349,11 +349,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                     oracle=False):
                 stopped = use_oracle = True   # a last oracle pass: the exact objective of w
         progress.close()
-        if not (np.isfinite(obj) and np.all(np.isfinite(w))):
-            raise SolverError(
-                f"CuttingPlaneLearner cannot represent this problem in double precision: "
-                f"with C={C:g} the objective or the weights overflow (objective {float(obj):g})."
-                " Lower C or scale the features down.")
+        check_objective(float(obj), w, C, type(self).__name__)
         if untrusted:
             norms = float(np.diag(ws._gram()).max(initial=0.0))
             warnings.warn(

@@ -14,7 +14,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import InvalidInputError, InvalidParameterError
+from ..exceptions import InvalidInputError, InvalidParameterError, SolverError
 
 
 def _owner(owner):
@@ -174,3 +174,103 @@ def check_sequence_of_examples(X: Any, name: str = "X") -> List[Any]:
     if len(X) == 0:
         raise InvalidInputError(f"{name} must contain at least one example; got 0.")
     return X
+
+
+#: The largest value a training objective's bound may reach (float64 overflows at
+#: 1.8e308: eight orders of magnitude are left for the sums and products on the way).
+SCALE_LIMIT = 1e300
+
+
+def _safe_norm(v: np.ndarray) -> float:
+    """``|v|_2`` without overflow in the squares (inf when an entry is not finite)."""
+    v = np.asarray(v, dtype=float).ravel()
+    top = float(np.max(np.abs(v))) if v.size else 0.0
+    if not math.isfinite(top):
+        return math.inf
+    return top * float(np.linalg.norm(v / top)) if top > 0 else 0.0
+
+
+def _joint_bound(P: Any) -> float:
+    """``G >= |Phi^T delta|_2`` for every ``delta`` in ``[-1, 1]^L``: the sum of the row
+    norms of an explicit matrix; for a factored operator (no entries to read) the larger
+    of ``|Phi^T 1|`` and ``sqrt(L) |Phi^T r|`` for fixed random signs ``r`` (an estimate
+    of the same sum, within a small factor)."""
+    M = getattr(P, "matrix", P)
+    if sp.issparse(M) or isinstance(M, np.ndarray):
+        A = sp.csr_array(M, dtype=float) if sp.issparse(M) else np.asarray(M, dtype=float)
+        vals = A.data if sp.issparse(A) else A
+        top = float(np.max(np.abs(vals))) if vals.size else 0.0
+        if not math.isfinite(top):
+            return math.inf
+        if top == 0:
+            return 0.0
+        B = A / top
+        sq = np.asarray(B.multiply(B).sum(axis=1)).ravel() if sp.issparse(B) \
+            else (B * B).sum(axis=1)
+        return top * float(np.sqrt(sq).sum())
+    L = int(P.shape[0])
+    r = np.where(np.random.default_rng(0).random(L) < 0.5, -1.0, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return max(_safe_norm(P.joint(np.ones(L))), math.sqrt(L) * _safe_norm(P.joint(r)))
+
+
+def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
+                C: Optional[float] = None, owner: Optional[str] = None) -> None:
+    """Refuse a training set (and ``C``) whose objective cannot be represented in float64.
+
+    With ``G_i`` the largest norm of a joint-feature difference ``Phi_i^T (mu - mu')``
+    of example ``i`` (at most the sum of its parts' feature norms) and ``Lambda_i =
+    |d_i| + |c_i|_1`` its largest loss, every iterate of the first-order learners and the
+    optimum have ``|w| <= W = C sum_i G_i`` (``w`` is ``C`` times a sum of one joint
+    difference per example), so the objective ``1/2 |w|^2 + C sum_i hinge_i(w)`` stays
+    below ``F = W^2 / 2 + C sum_i (Lambda_i + G_i W)``.  Without ``C`` the features and
+    losses alone are checked (``G_i^2`` and ``Lambda_i`` at most :data:`SCALE_LIMIT`:
+    what the Gram products of any learner compute); with ``C``, ``F`` too.  Cost: one
+    pass over the feature matrices (two products of a factored operator per example).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the example whose features (or losses) are too large and their magnitude.
+    InvalidParameterError
+        Naming ``C`` and the bound it would imply, when the data alone are fine.
+    """
+    G = np.array([_joint_bound(P) for P in Phis], dtype=float)
+    Lam = np.array([abs(float(d)) + float(np.abs(np.asarray(c, dtype=float)).sum())
+                    for c, d in zip(cs, ds)], dtype=float)
+    root = math.sqrt(SCALE_LIMIT)
+    if G.size and not G.max() <= root:
+        i = int(np.argmax(np.nan_to_num(G, nan=np.inf)))
+        raise InvalidInputError(
+            f"The features of X[{i}] are too large for float64: their parts' feature norms "
+            f"sum to {G[i]:.3g}, whose square (a Gram product of the training problem) "
+            f"exceeds {SCALE_LIMIT:.0e}. Scale the features down (e.g. standardize them).")
+    if Lam.size and not Lam.max() <= SCALE_LIMIT:
+        i = int(np.argmax(Lam))
+        raise InvalidInputError(
+            f"The loss of X[{i}] can reach {Lam[i]:.3g}, more than {SCALE_LIMIT:.0e}: the "
+            "training objective would overflow float64. Scale the loss down.")
+    if C is None:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = C * float(G.sum())
+        F = 0.5 * W * W + C * float(Lam.sum() + G.sum() * W)
+    if not F <= SCALE_LIMIT:
+        i = int(np.argmax(G)) if G.size else 0
+        raise InvalidParameterError(
+            f"The 'C' parameter{_owner(owner)} is too large for this training set: with "
+            f"C={C:.3g}, the features (largest in X[{i}], norms summing to {G[i]:.3g} "
+            f"there; {G.sum():.3g} over all examples) and losses up to {Lam.max():.3g}, "
+            f"the weights may reach |w| = {W:.3g} and the objective 1/2|w|^2 + "
+            f"C*sum(hinge) {F:.3g}, beyond float64's safe range ({SCALE_LIMIT:.0e}). "
+            "Lower C or scale the features down.")
+
+
+def check_objective(objective: float, w: np.ndarray, C: float, owner: str) -> None:
+    """Raise :class:`~structlp.exceptions.SolverError` when a fit ends with a non-finite
+    objective or weights (a learner never reports them without an error)."""
+    if not (math.isfinite(objective) and np.all(np.isfinite(w))):
+        raise SolverError(
+            f"{owner} cannot represent this problem in double precision: with C={C:g} the "
+            f"objective or the weights overflow (objective {float(objective):g}). Lower C or "
+            "scale the features down.")
