@@ -107,7 +107,13 @@ class _HighsLP:
         example's own last optimal basis, stored there, which after a small change of the
         scores (a learner's next pass) needs few pivots; or cold, on its first solve."""
         h = self.h
-        h.changeColsCost(self.L, self.idx, np.asarray(s, dtype=float))
+        s = np.asarray(s, dtype=float)
+        # HiGHS's optimality tolerance (1e-7) is absolute: scores scaled to a largest
+        # magnitude of 1e6 (the argmax is unchanged) make it 1e-13 relative, so that a
+        # vertex worse than the optimum by 1e-8 (a hinge 1e-8 short, C = 1e8 times) is not
+        # accepted as optimal
+        top = float(np.max(np.abs(s))) if s.size else 0.0
+        h.changeColsCost(self.L, self.idx, s * (_COST_SCALE / top) if top > 0 else s)
         last = warm.get("highs") if warm is not None else None
         if last is not None and last[0] is self:
             h.setBasis(last[1])
@@ -130,6 +136,10 @@ class _HighsLP:
         # within HiGHS's feasibility tolerance of the bounds, and no -0.0 (without presolve
         # the simplex can return either)
         return np.clip(mu, self.lb, self.ub) + 0.0
+
+
+#: The largest score magnitude of an inference LP as HiGHS sees it (see _HighsLP.solve).
+_COST_SCALE = 1e6
 
 
 def _compiled_lp(poly):
