@@ -125,6 +125,12 @@ class _HighsLP:
         h.run()
         status = h.getModelStatus()
         if status != self.optimal:
+            # a warm start (from this example's or the last solve's basis) can end short of
+            # optimal (status 'Unknown', dual infeasible after cleanup): solve again, cold
+            h.clearSolver()
+            h.run()
+            status = h.getModelStatus()
+        if status != self.optimal:
             text = h.modelStatusToString(status)
             hint = " A declared output polytope is empty." if "nfeasible" in text else \
                 " A declared output polytope is unbounded; give every part finite bounds." \
