@@ -912,7 +912,7 @@ def _max_sum(draw):
     if mode == "labels":       # node and edge tables of different label counts (issue 37)
         other = draw(st.sampled_from([kk for kk in (1, 2, 3, 4) if kk != k]))
         return Case(lambda: agm.max_sum(ex, b, rng.normal(size=(n - 1, other, other))),
-                    names=(f"{k} (shape", ))
+                    names=(f"b has {k} labels",))
     if mode == "B":
         bad = draw(st.sampled_from([B[..., :1] if k > 1 else B[:, :, :0], B + 0.5j,
                                     np.full((n, k, k), np.nan)]))

@@ -322,9 +322,9 @@ def check_scores(b, B, n_nodes, n_edges, owner):
     shape_B = np.shape(B)
     if len(shape_B) == 3 and shape_B[1:] != (k, k):
         raise InvalidInputError(
-            f"b (node scores) and B (edge scores) of {owner} must have the same number of "
-            f"labels: b has {k} (shape {b.shape}) but B's tables are {shape_B[1]} x "
-            f"{shape_B[2]} (shape {shape_B}); B must have shape ({n_edges}, {k}, {k}).")
+            f"B (edge scores) must have shape ({n_edges}, {k}, {k}): b (node scores) and B "
+            f"of {owner} must have the same number of labels, but b has {k} labels (shape "
+            f"{b.shape}) and B's tables are {shape_B[1]} x {shape_B[2]} (shape {shape_B}).")
     return b, check_finite_array(B, "B (edge scores)", shape=(n_edges, k, k))
 
 

@@ -197,14 +197,14 @@ def _joint_bound(P: Any) -> float:
     of the same sum, within a small factor)."""
     M = getattr(P, "matrix", P)
     if sp.issparse(M) or isinstance(M, np.ndarray):
-        A = sp.csr_array(M, dtype=float) if sp.issparse(M) else np.asarray(M, dtype=float)
-        vals = A.data if sp.issparse(A) else A
+        A: Any = sp.csr_array(M, dtype=float) if sp.issparse(M) else np.asarray(M, dtype=float)
+        vals = np.asarray(A.data if sp.issparse(A) else A)
         top = float(np.max(np.abs(vals))) if vals.size else 0.0
         if not math.isfinite(top):
             return math.inf
         if top == 0:
             return 0.0
-        B = A / top
+        B: Any = A / top
         sq = np.asarray(B.multiply(B).sum(axis=1)).ravel() if sp.issparse(B) \
             else (B * B).sum(axis=1)
         return top * float(np.sqrt(sq).sum())
@@ -262,8 +262,8 @@ def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
             f"C={C:.3g}, the features (largest in X[{i}], norms summing to {G[i]:.3g} "
             f"there; {G.sum():.3g} over all examples) and losses up to {Lam.max():.3g}, "
             f"the weights may reach |w| = {W:.3g} and the objective 1/2|w|^2 + "
-            f"C*sum(hinge) {F:.3g}, beyond float64's safe range ({SCALE_LIMIT:.0e}). "
-            "Lower C or scale the features down.")
+            f"C*sum(hinge) {F:.3g}: they would overflow float64 (safe up to "
+            f"{SCALE_LIMIT:.0e}). Lower C or scale the features down.")
 
 
 def check_objective(objective: float, w: np.ndarray, C: float, owner: str) -> None:
