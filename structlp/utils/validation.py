@@ -7,6 +7,7 @@ scikit-learn style: it names the argument, what was expected and what came.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import Any, List, Optional, Sequence, Tuple
@@ -209,9 +210,18 @@ def _joint_bound(P: Any) -> float:
             else (B * B).sum(axis=1)
         return top * float(np.sqrt(sq).sum())
     L = int(P.shape[0])
-    r = np.where(np.random.default_rng(0).random(L) < 0.5, -1.0, 1.0)
+    ones, r = _probes(L)
     with np.errstate(over="ignore", invalid="ignore"):
-        return max(_safe_norm(P.joint(np.ones(L))), math.sqrt(L) * _safe_norm(P.joint(r)))
+        return max(_safe_norm(P.joint(ones)), math.sqrt(L) * _safe_norm(P.joint(r)))
+
+
+@functools.lru_cache(maxsize=64)
+def _probes(L: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``(ones, fixed random signs)`` of length ``L`` (read-only, made once per size)."""
+    ones = np.ones(L)
+    r = np.where(np.random.default_rng(0).random(L) < 0.5, -1.0, 1.0)
+    ones.flags.writeable = r.flags.writeable = False
+    return ones, r
 
 
 def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
@@ -236,8 +246,10 @@ def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
         Naming ``C`` and the bound it would imply, when the data alone are fine.
     """
     G = np.array([_joint_bound(P) for P in Phis], dtype=float)
-    Lam = np.array([abs(float(d)) + float(np.abs(np.asarray(c, dtype=float)).sum())
-                    for c, d in zip(cs, ds)], dtype=float)
+    nonzeros = getattr(cs, "nonzeros", None)          # SparseVectors: by their nonzeros
+    Lam = np.array([abs(float(d)) + float(np.abs(
+        nonzeros(i)[1] if nonzeros is not None else np.asarray(cs[i], dtype=float)).sum())
+        for i, d in enumerate(ds)], dtype=float)
     root = math.sqrt(SCALE_LIMIT)
     if G.size and not G.max() <= root:
         i = int(np.argmax(np.nan_to_num(G, nan=np.inf)))
