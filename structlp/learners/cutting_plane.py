@@ -111,6 +111,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     model : StructuredModel
     C : float > 0, default=1.0
         Weight of the slacks.
+        A C at which the objective could overflow float64 with these features is refused
+        (``InvalidParameterError``; the learners guide, "Scale").
     tol : float > 0, default=1e-4
         Stop when every hinge loss exceeds its master-QP slack by at most ``tol``
         (in loss units); one-slack: when ``objective_ - master_objective_ <=

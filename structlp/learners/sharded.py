@@ -272,6 +272,9 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
     ----------
     model : StructuredModel
     C : float > 0, default=1.0
+        Weight of the hinge losses.
+        A C at which the objective could overflow float64 with these features is refused
+        (``InvalidParameterError``; the learners guide, "Scale").
     tol : float > 0, default=1e-3
         Stop when ``duality_gap_ <= tol * objective_``.
     max_iter : int >= 1, default=100

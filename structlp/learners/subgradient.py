@@ -59,6 +59,9 @@ class SubgradientLearner(_FirstOrderLearner):
     ----------
     model : StructuredModel
     C : float > 0, default=1.0
+        Weight of the hinge losses.
+        A C at which the objective could overflow float64 with these features is refused
+        (``InvalidParameterError``; the learners guide, "Scale").
     tol : float > 0, default=1e-4
         Relative improvement of the objective that counts as progress.
     max_iter : int >= 1, default=200
