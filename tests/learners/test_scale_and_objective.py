@@ -232,3 +232,39 @@ def test_node_and_edge_tables_of_different_label_counts_are_refused(fn):
         msg = str(err.value)
         assert "b (node scores)" in msg and "B (edge scores)" in msg, msg
         assert f"b has {kb}" in msg and f"{kB} x {kB}" in msg, msg
+
+
+def test_sharded_learner_refuses_overflowing_C_and_features(monkeypatch):
+    """ShardedFrankWolfeLearner: the same checks, on each partition's worker (it returned
+    objective_ = nan at C = 1e300, inf at 1e200); with the scale check off, a SolverError."""
+    distributed = pytest.importorskip("distributed")
+    db = pytest.importorskip("dask.bag")
+    model, X, Y, scale = _problem("TreeLabeling", np.random.default_rng(5))
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        bag = db.from_sequence(list(zip(X, Y)), npartitions=2)
+        est = structlp.ShardedFrankWolfeLearner(model, C=1e300, client=client, max_iter=5)
+        with pytest.raises(InvalidParameterError, match=r"'C' parameter .*partition \d.*1e\+300"):
+            est.fit(bag)
+        big = db.from_sequence([(scale(X[0], 1e300), Y[0]), (X[1], Y[1])], npartitions=2)
+        with pytest.raises(InvalidInputError, match=r"Partition 0 of X: The features of X\[0\]"):
+            structlp.ShardedFrankWolfeLearner(model, client=client, max_iter=5).fit(big)
+        monkeypatch.setattr(validation, "SCALE_LIMIT", np.inf)   # in-process workers
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(SolverError, match="cannot represent this problem"):
+                structlp.ShardedFrankWolfeLearner(model, C=1e200, client=client,
+                                                  max_iter=5).fit(bag)
+        monkeypatch.undo()
+        ok = structlp.ShardedFrankWolfeLearner(model, C=1.0, client=client, max_iter=50,
+                                               tol=1e-6, random_state=0).fit(bag)
+    outputs = [model.encode(model.check_x(X[0]), np.array(y))
+               for y in itertools.product(range(2), repeat=3)]
+    total = 0.0
+    for x, y in zip(X, Y):
+        g = model.check_x(x)
+        s = np.asarray(model.features(g) @ ok.coef_).ravel()
+        c, d = model.loss_coefficients(g, y)
+        total += max(float(s @ mu + d + c @ mu) for mu in outputs) - float(s @ model.encode(g, y))
+    assert ok.objective_ == pytest.approx(0.5 * ok.coef_ @ ok.coef_ + total, rel=1e-9)
