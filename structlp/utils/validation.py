@@ -252,13 +252,13 @@ def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
         for i, d in enumerate(ds)], dtype=float)
     root = math.sqrt(SCALE_LIMIT)
     if G.size and not G.max() <= root:
-        i = int(np.argmax(np.nan_to_num(G, nan=np.inf)))
+        i = int(np.argmax(~(G <= root)))          # the first example over the limit
         raise InvalidInputError(
             f"The features of X[{i}] are too large for float64: their parts' feature norms "
             f"sum to {G[i]:.3g}, whose square (a Gram product of the training problem) "
             f"exceeds {SCALE_LIMIT:.0e}. Scale the features down (e.g. standardize them).")
     if Lam.size and not Lam.max() <= SCALE_LIMIT:
-        i = int(np.argmax(Lam))
+        i = int(np.argmax(~(Lam <= SCALE_LIMIT)))
         raise InvalidInputError(
             f"The loss of X[{i}] can reach {Lam[i]:.3g}, more than {SCALE_LIMIT:.0e}: the "
             "training objective would overflow float64. Scale the loss down.")
