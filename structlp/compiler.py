@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from .utils.validation import check_sequence_of_examples
+from .utils.validation import check_scale, check_sequence_of_examples
 from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError, StructlpError
 from .formulations import LinearBlocks, TrainingData
 from .part_features import MatrixFeatures
@@ -106,6 +106,7 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
         ds.append(float(d))
         mus.append(mu)
         Xs.append(x)
+    check_scale(Phis, cs, ds)      # features whose squares would overflow float64
     return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs,
                         Y, int(n_features))  # type: ignore[arg-type]  # Y: any sequence
 

@@ -121,6 +121,12 @@ class _HighsLP:
         h.run()
         status = h.getModelStatus()
         if status != self.optimal:
+            # a warm start (from this example's or the last solve's basis) can end short of
+            # optimal (status 'Unknown', dual infeasible after cleanup): solve again, cold
+            h.clearSolver()
+            h.run()
+            status = h.getModelStatus()
+        if status != self.optimal:
             text = h.modelStatusToString(status)
             hint = " A declared output polytope is empty." if "nfeasible" in text else \
                 " A declared output polytope is unbounded; give every part finite bounds." \
@@ -146,6 +152,12 @@ class _HighsLP:
         the same (see the class)."""
         h = self.h
         s = np.asarray(s, dtype=float)
+        # HiGHS's optimality tolerance (1e-7) is absolute: scores scaled to a largest
+        # magnitude of 1e6 (the argmax is unchanged) make it 1e-13 relative, so that a
+        # vertex worse than the optimum by 1e-8 (a hinge 1e-8 short, C = 1e8 times) is not
+        # accepted as optimal
+        top = float(np.max(np.abs(s))) if s.size else 0.0
+        s = s * (_COST_SCALE / top) if top > 0 else s
         h.changeColsCost(self.L, self.idx, s)
         last = warm.get("highs") if warm is not None else None
         if last is not None and last[0] is self:
@@ -164,6 +176,10 @@ class _HighsLP:
         # same vertex read from two bases of a degenerate vertex may differ in its last
         # bits), and no -0.0 (without presolve the simplex can return either)
         return np.clip(np.round(mu, 12), self.lb, self.ub) + 0.0
+
+
+#: The largest score magnitude of an inference LP as HiGHS sees it (see _HighsLP.solve).
+_COST_SCALE = 1e6
 
 
 def _compiled_lp(poly):

@@ -11,7 +11,6 @@ from structlp import (
     InvalidInputError,
     InvalidParameterError,
     MaxMarginLearner,
-    SolverError,
     SubgradientLearner,
 )
 from structlp.agm import zero_one_game
@@ -49,7 +48,8 @@ def test_an_overflowing_C_is_a_clear_error(data):
         est = CuttingPlaneLearner(model, C=1e300, one_slack=one)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            with pytest.raises(SolverError, match="C=1e\\+300.*overflow"):
+            # refused before the fit, by the scale check (issue 37)
+            with pytest.raises(InvalidParameterError, match="'C'.*C=1e\\+300.*overflow"):
                 est.fit(X, Y)
         assert not hasattr(est, "coef_")
 

@@ -319,6 +319,12 @@ def check_scores(b, B, n_nodes, n_edges, owner):
             f"b (node scores) of {owner} must have shape (n_nodes, n_labels) with "
             f"n_nodes={n_nodes} and n_labels >= 1; got {b.shape}.")
     k = b.shape[1]
+    shape_B = np.shape(B)
+    if len(shape_B) == 3 and shape_B[1:] != (k, k):
+        raise InvalidInputError(
+            f"B (edge scores) must have shape ({n_edges}, {k}, {k}): b (node scores) and B "
+            f"of {owner} must have the same number of labels, but b has {k} labels (shape "
+            f"{b.shape}) and B's tables are {shape_B[1]} x {shape_B[2]} (shape {shape_B}).")
     return b, check_finite_array(B, "B (edge scores)", shape=(n_edges, k, k))
 
 

@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
-from ..utils.validation import check_bool, check_random_state, check_scalar
+from ..utils.validation import check_bool, check_random_state, check_scalar, check_scale
 from ..base import BaseEstimator, StructuredPredictorMixin
 from ..utils.progress import check_callback, check_verbose
 from ..compiler import prepare
@@ -72,6 +72,7 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
         """Prepare the data, open the oracle pool, ``run(pool, data, t0)``, record timings."""
         t0 = time.perf_counter()
         data, polys = self._prepare(X, Y)
+        check_scale(data.Phi, data.c, data.d, C=float(self.C), owner=type(self).__name__)
         if not self._tree_path():
             check_oracle_solver(self.model, data.X, polys, self.solver, type(self).__name__)
         t_prep = time.perf_counter() - t0

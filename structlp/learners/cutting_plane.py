@@ -11,11 +11,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils.progress import Progress, check_callback, check_verbose
-from ..utils.validation import check_bool, check_scalar
+from ..utils.validation import check_bool, check_objective, check_scalar, check_scale
 from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import needs_polytopes, prepare
 from ..exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
-from ..exceptions import SolverError
 from ..parallel import solve_chunk
 from ..solvers import solve
 from ..utils.fingerprint import training_fingerprint
@@ -109,6 +108,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     model : StructuredModel
     C : float > 0, default=1.0
         Weight of the slacks.
+        A C at which the objective could overflow float64 with these features is refused
+        (``InvalidParameterError``; the learners guide, "Scale").
     tol : float > 0, default=1e-4
         Stop when every hinge loss exceeds its master-QP slack by at most ``tol``
         (in loss units); one-slack: when ``objective_ - master_objective_ <=
@@ -265,6 +266,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         t0 = time.perf_counter()
         data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
                        operators=True)   # data.Phi: PartFeatures (factored where offered)
+        check_scale(data.Phi, data.c, data.d, C=C, owner=type(self).__name__)
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         m, d = data.n_examples, data.n_features
         parts = _Parts(data)
@@ -347,11 +349,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                     oracle=False):
                 stopped = use_oracle = True   # a last oracle pass: the exact objective of w
         progress.close()
-        if not (np.isfinite(obj) and np.all(np.isfinite(w))):
-            raise SolverError(
-                f"CuttingPlaneLearner cannot represent this problem in double precision: "
-                f"with C={C:g} the objective or the weights overflow (objective {float(obj):g})."
-                " Lower C or scale the features down.")
+        check_objective(float(obj), w, C, type(self).__name__)
         if untrusted:
             norms = float(np.diag(ws._gram()).max(initial=0.0))
             warnings.warn(

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from ..utils.validation import check_bool, check_choice, check_scalar
+from ..utils.validation import check_bool, check_choice, check_objective, check_scalar
 from ..utils.progress import Progress
 from ..exceptions import ConvergenceWarning
 from ..model import StructuredModel
@@ -118,6 +118,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
     model : StructuredModel
     C : float > 0, default=1.0
         Weight of the hinge losses.
+        A C at which the objective could overflow float64 with these features is refused
+        (``InvalidParameterError``; the learners guide, "Scale").
     tol : float > 0, default=1e-4
         Stop when ``duality_gap_ <= tol * objective_`` (relative duality gap).
     max_iter : int >= 1, default=200
@@ -415,6 +417,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
                 f"{type(self).__name__} stopped after max_iter={max_iter} epochs with a "
                 f"relative duality gap of {gap / max(obj, 1e-300):.3g} > tol={tol:g}; raise "
                 "max_iter or tol.", ConvergenceWarning, stacklevel=3)
+        check_objective(obj, w, C, type(self).__name__)
         self._warm = (output_fingerprint(self.model, data), blocks)
         self.coef_ = w
         self.slack_ = hinge

@@ -61,7 +61,7 @@ from ..exceptions import (ConvergenceWarning, DeclarationError, InvalidInputErro
 from ..model import StructuredModel
 from ..parallel import BackendError, call_supervised, is_cluster_failure, solve_chunk
 from ..utils.progress import Progress, check_callback, check_verbose
-from ..utils.validation import check_bool, check_scalar
+from ..utils.validation import check_bool, check_objective, check_scalar, check_scale
 from ..solvers import check_solver
 from ._first_order import _augment
 from ._fw_blocks import run_cache_passes
@@ -145,6 +145,9 @@ def _make_shard(items, model, part, solver, opts, pairwise=True):
 def _shard_info(shard, C):
     """Task: what the driver keeps of a (new) shard: its size, feature count, round
     counter and contribution."""
+    # the scale check with C, on this partition's examples (the data alone: in prepare)
+    check_scale(shard.data.Phi, shard.data.c, shard.data.d, C=C,
+                owner=f"ShardedFrankWolfeLearner (partition {shard.part})")
     w_p, ell_p = shard.contribution(C)
     return dict(n=shard.data.n_examples, d=shard.data.n_features, rounds=shard.rounds,
                 w=w_p, ell=ell_p, nbytes=shard.nbytes, compiled=shard.tree)
@@ -185,6 +188,9 @@ def _local_pass(shard, w, C, K, seed, epochs, pairwise, inner_steps, cache_passe
     ell, dual_before = run_cache_passes(blocks, w_loc, Cp, ell, dual_before, gain,
                                         cache_passes)
     shard.rounds += 1
+    # the scale check with C, on this partition's examples (the data alone: in prepare)
+    check_scale(shard.data.Phi, shard.data.c, shard.data.d, C=C,
+                owner=f"ShardedFrankWolfeLearner (partition {shard.part})")
     w_p, ell_p = shard.contribution(C)
     return dict(w=w_p, ell=ell_p, gap_estimate=g_sum / K, restarted=restarted,
                 rounds=shard.rounds, oracle_calls=epochs * m)
@@ -271,6 +277,9 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
     ----------
     model : StructuredModel
     C : float > 0, default=1.0
+        Weight of the hinge losses.
+        A C at which the objective could overflow float64 with these features is refused
+        (``InvalidParameterError``; the learners guide, "Scale").
     tol : float > 0, default=1e-3
         Stop when ``duality_gap_ <= tol * objective_``.
     max_iter : int >= 1, default=100
@@ -539,6 +548,10 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
                     n_calls += sum(sizes)
                 break
         progress.close()
+        if not np.isfinite(obj):      # the last check lost a partition: check w again
+            obj, gap, hinge, block_gaps, _ = self._check(client, timeout, shards, w, C,
+                                                         rounds, dual)
+        check_objective(obj, w, C, type(self).__name__)
         if not converged and not stopped:
             warnings.warn(
                 f"ShardedFrankWolfeLearner stopped after max_iter={p['max_iter']} rounds with "

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from ..utils.progress import Progress
-from ..utils.validation import check_bool, check_scalar
+from ..utils.validation import check_bool, check_objective, check_scalar
 from ..exceptions import ConvergenceWarning
 from ._first_order import _FirstOrderLearner
 from ..model import StructuredModel
@@ -59,6 +59,9 @@ class SubgradientLearner(_FirstOrderLearner):
     ----------
     model : StructuredModel
     C : float > 0, default=1.0
+        Weight of the hinge losses.
+        A C at which the objective could overflow float64 with these features is refused
+        (``InvalidParameterError``; the learners guide, "Scale").
     tol : float > 0, default=1e-4
         Relative improvement of the objective that counts as progress.
     max_iter : int >= 1, default=200
@@ -241,6 +244,7 @@ class SubgradientLearner(_FirstOrderLearner):
                 f"{type(self).__name__} stopped after max_iter={max_iter} epochs while the "
                 f"objective was still decreasing by more than tol={tol:g}; raise max_iter.",
                 ConvergenceWarning, stacklevel=3)
+        check_objective(float(best[0]), best[1], C, type(self).__name__)
         self.objective_, self.coef_, self.slack_, self.suboptimality_bound_ = \
             float(best[0]), best[1], best[2], float(best[3])
         self.n_iter_ = epoch

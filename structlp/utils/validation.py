@@ -7,6 +7,7 @@ scikit-learn style: it names the argument, what was expected and what came.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import Any, List, Optional, Sequence, Tuple
@@ -14,7 +15,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import InvalidInputError, InvalidParameterError
+from ..exceptions import InvalidInputError, InvalidParameterError, SolverError
 
 
 def _owner(owner):
@@ -195,3 +196,114 @@ def check_not_dask_collection(X: Any, owner: str) -> None:
             f"{what}. For data held as a dask Bag of (x, y) pairs (or a list of "
             "dask.delayed partitions) use ShardedFrankWolfeLearner(model, ...).fit(bag), "
             "which trains with each partition kept on its worker.")
+
+
+#: The largest value a training objective's bound may reach (float64 overflows at
+#: 1.8e308: eight orders of magnitude are left for the sums and products on the way).
+SCALE_LIMIT = 1e300
+
+
+def _safe_norm(v: np.ndarray) -> float:
+    """``|v|_2`` without overflow in the squares (inf when an entry is not finite)."""
+    v = np.asarray(v, dtype=float).ravel()
+    top = float(np.max(np.abs(v))) if v.size else 0.0
+    if not math.isfinite(top):
+        return math.inf
+    return top * float(np.linalg.norm(v / top)) if top > 0 else 0.0
+
+
+def _joint_bound(P: Any) -> float:
+    """``G >= |Phi^T delta|_2`` for every ``delta`` in ``[-1, 1]^L``: the sum of the row
+    norms of an explicit matrix; for a factored operator (no entries to read) the larger
+    of ``|Phi^T 1|`` and ``sqrt(L) |Phi^T r|`` for fixed random signs ``r`` (an estimate
+    of the same sum, within a small factor)."""
+    M = getattr(P, "matrix", P)
+    if sp.issparse(M) or isinstance(M, np.ndarray):
+        A: Any = sp.csr_array(M, dtype=float) if sp.issparse(M) else np.asarray(M, dtype=float)
+        vals = np.asarray(A.data if sp.issparse(A) else A)
+        top = float(np.max(np.abs(vals))) if vals.size else 0.0
+        if not math.isfinite(top):
+            return math.inf
+        if top == 0:
+            return 0.0
+        B: Any = A / top
+        sq = np.asarray(B.multiply(B).sum(axis=1)).ravel() if sp.issparse(B) \
+            else (B * B).sum(axis=1)
+        return top * float(np.sqrt(sq).sum())
+    L = int(P.shape[0])
+    ones, r = _probes(L)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return max(_safe_norm(P.joint(ones)), math.sqrt(L) * _safe_norm(P.joint(r)))
+
+
+@functools.lru_cache(maxsize=64)
+def _probes(L: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``(ones, fixed random signs)`` of length ``L`` (read-only, made once per size)."""
+    ones = np.ones(L)
+    r = np.where(np.random.default_rng(0).random(L) < 0.5, -1.0, 1.0)
+    ones.flags.writeable = r.flags.writeable = False
+    return ones, r
+
+
+def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
+                C: Optional[float] = None, owner: Optional[str] = None) -> None:
+    """Refuse a training set (and ``C``) whose objective cannot be represented in float64.
+
+    With ``G_i`` the largest norm of a joint-feature difference ``Phi_i^T (mu - mu')``
+    of example ``i`` (at most the sum of its parts' feature norms) and ``Lambda_i =
+    |d_i| + |c_i|_1`` its largest loss, every iterate of the first-order learners and the
+    optimum have ``|w| <= W = C sum_i G_i`` (``w`` is ``C`` times a sum of one joint
+    difference per example), so the objective ``1/2 |w|^2 + C sum_i hinge_i(w)`` stays
+    below ``F = W^2 / 2 + C sum_i (Lambda_i + G_i W)``.  Without ``C`` the features and
+    losses alone are checked (``G_i^2`` and ``Lambda_i`` at most :data:`SCALE_LIMIT`:
+    what the Gram products of any learner compute); with ``C``, ``F`` too.  Cost: one
+    pass over the feature matrices (two products of a factored operator per example).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the example whose features (or losses) are too large and their magnitude.
+    InvalidParameterError
+        Naming ``C`` and the bound it would imply, when the data alone are fine.
+    """
+    G = np.array([_joint_bound(P) for P in Phis], dtype=float)
+    nonzeros = getattr(cs, "nonzeros", None)          # SparseVectors: by their nonzeros
+    Lam = np.array([abs(float(d)) + float(np.abs(
+        nonzeros(i)[1] if nonzeros is not None else np.asarray(cs[i], dtype=float)).sum())
+        for i, d in enumerate(ds)], dtype=float)
+    root = math.sqrt(SCALE_LIMIT)
+    if G.size and not G.max() <= root:
+        i = int(np.argmax(~(G <= root)))          # the first example over the limit
+        raise InvalidInputError(
+            f"The features of X[{i}] are too large for float64: their parts' feature norms "
+            f"sum to {G[i]:.3g}, whose square (a Gram product of the training problem) "
+            f"exceeds {SCALE_LIMIT:.0e}. Scale the features down (e.g. standardize them).")
+    if Lam.size and not Lam.max() <= SCALE_LIMIT:
+        i = int(np.argmax(~(Lam <= SCALE_LIMIT)))
+        raise InvalidInputError(
+            f"The loss of X[{i}] can reach {Lam[i]:.3g}, more than {SCALE_LIMIT:.0e}: the "
+            "training objective would overflow float64. Scale the loss down.")
+    if C is None:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = C * float(G.sum())
+        F = 0.5 * W * W + C * float(Lam.sum() + G.sum() * W)
+    if not F <= SCALE_LIMIT:
+        i = int(np.argmax(G)) if G.size else 0
+        raise InvalidParameterError(
+            f"The 'C' parameter{_owner(owner)} is too large for this training set: with "
+            f"C={C:.3g}, the features (largest in X[{i}], norms summing to {G[i]:.3g} "
+            f"there; {G.sum():.3g} over all examples) and losses up to {Lam.max():.3g}, "
+            f"the weights may reach |w| = {W:.3g} and the objective 1/2|w|^2 + "
+            f"C*sum(hinge) {F:.3g}: they would overflow float64 (safe up to "
+            f"{SCALE_LIMIT:.0e}). Lower C or scale the features down.")
+
+
+def check_objective(objective: float, w: np.ndarray, C: float, owner: str) -> None:
+    """Raise :class:`~structlp.exceptions.SolverError` when a fit ends with a non-finite
+    objective or weights (a learner never reports them without an error)."""
+    if not (math.isfinite(objective) and np.all(np.isfinite(w))):
+        raise SolverError(
+            f"{owner} cannot represent this problem in double precision: with C={C:g} the "
+            f"objective or the weights overflow (objective {float(objective):g}). Lower C or "
+            "scale the features down.")
