@@ -11,7 +11,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils.progress import Progress, check_callback, check_verbose
-from ..utils.validation import check_bool, check_objective, check_scalar, check_scale
+from ..utils.validation import (check_bool, check_fit_args, check_objective, check_scalar,
+                                check_scale)
 from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import needs_polytopes, prepare
 from ..exceptions import ConvergenceWarning  # noqa: F401  (re-exported: older imports)
@@ -246,7 +247,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
                                                         off[:-1])]
         return sups, losses, hinge
 
-    def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> "CuttingPlaneLearner":
+    def fit(self, X: Sequence[Any], Y: Optional[Sequence[Any]] = None) -> "CuttingPlaneLearner":
         """Run the cutting-plane method on ``(X, Y)``.
 
         Parameters
@@ -258,6 +259,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         -------
         self
         """
+        check_fit_args(X, Y, type(self).__name__)
         with single_threaded_blas():
             return self._fit(X, Y)
 

@@ -283,12 +283,9 @@ class FrankWolfeLearner(_FirstOrderLearner):
         -------
         self
         """
-        from ..utils.validation import check_not_dask_collection
+        from ..utils.validation import check_fit_args
         name = type(self).__name__
-        check_not_dask_collection(X, name)
-        if Y is None:
-            raise TypeError(f"{name}.fit() missing the outputs Y: call fit(X, Y) with a list "
-                            "of m examples and a list of their m outputs.")
+        check_fit_args(X, Y, name)
         C, tol, max_iter, batch_size, solver, opts, timeout, rng = self._check_common()
         check_bool(self.pairwise, "pairwise", owner=name)
         inner_steps = check_scalar(self.inner_steps, "inner_steps", kind=numbers.Integral,

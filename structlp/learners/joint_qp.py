@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from ..utils.progress import Progress, check_verbose
-from ..utils.validation import check_bool, check_finite_array, check_scalar
+from ..utils.validation import check_bool, check_finite_array, check_fit_args, check_scalar
 from ..base import BaseEstimator, StructuredPredictorMixin
 from ..compiler import compile_primal, prepare, stacked_scores
 from ..dual import compile_dual
@@ -355,7 +355,7 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         return c
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Sequence[Any], Y: Sequence[Any],
+    def fit(self, X: Sequence[Any], Y: Optional[Sequence[Any]] = None,
             kernel_matrix: Optional[ArrayLike] = None) -> "MaxMarginLearner":
         """Compile the training set into one QP, solve it, and store the weights.
 
@@ -378,6 +378,7 @@ class MaxMarginLearner(StructuredPredictorMixin, BaseEstimator):
         -------
         self
         """
+        check_fit_args(X, Y, type(self).__name__)
         C, formulation, solver, opts = self._check_params()
         verbose = check_verbose(self.verbose)
         progress = Progress(self, verbose)

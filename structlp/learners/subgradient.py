@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from ..utils.progress import Progress
-from ..utils.validation import check_bool, check_objective, check_scalar
+from ..utils.validation import check_bool, check_fit_args, check_objective, check_scalar
 from ..exceptions import ConvergenceWarning
 from ._first_order import _FirstOrderLearner
 from ..model import StructuredModel
@@ -146,7 +146,7 @@ class SubgradientLearner(_FirstOrderLearner):
         self.callback = callback
         self.warm_start = warm_start
 
-    def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> "SubgradientLearner":
+    def fit(self, X: Sequence[Any], Y: Optional[Sequence[Any]] = None) -> "SubgradientLearner":
         """Run stochastic subgradient descent on ``(X, Y)``.
 
         Parameters
@@ -158,6 +158,7 @@ class SubgradientLearner(_FirstOrderLearner):
         -------
         self
         """
+        check_fit_args(X, Y, type(self).__name__)
         name = type(self).__name__
         C, tol, max_iter, batch_size, solver, opts, timeout, rng = self._check_common()
         check_bool(self.averaging, "averaging", owner=name)

@@ -198,6 +198,16 @@ def check_not_dask_collection(X: Any, owner: str) -> None:
             "which trains with each partition kept on its worker.")
 
 
+def check_fit_args(X: Any, Y: Any, owner: str) -> None:
+    """The arguments of a learner's ``fit(X, Y)``: a dask collection is refused naming
+    :class:`~structlp.ShardedFrankWolfeLearner` (:func:`check_not_dask_collection`), and a
+    missing ``Y`` is a TypeError saying what ``fit`` takes."""
+    check_not_dask_collection(X, owner)
+    if Y is None:
+        raise TypeError(f"{owner}.fit() missing the outputs Y: call fit(X, Y) with a list "
+                        "of m examples and a list of their m outputs.")
+
+
 #: The largest value a training objective's bound may reach (float64 overflows at
 #: 1.8e308: eight orders of magnitude are left for the sums and products on the way).
 SCALE_LIMIT = 1e300

@@ -11,6 +11,7 @@ import pytest
 from structlp import InvalidInputError, InvalidParameterError
 from structlp.exceptions import ConvergenceWarning
 from structlp.learners.frank_wolfe import FrankWolfeLearner
+from structlp.learners import CuttingPlaneLearner, MaxMarginLearner, SubgradientLearner
 from structlp.structures import BipartiteMatching, TreeLabeling
 from test_frank_wolfe import assignments, chains
 
@@ -208,10 +209,14 @@ def test_frank_wolfe_given_a_bag_names_the_sharded_learner(rng):
     takes bags (and a list of delayed partitions); fit(X) without Y still says Y."""
     X, Y = assignments(rng, 4)
     bag = _bag(X, Y, 2)
-    for data in (bag, bag.to_delayed()):
-        with pytest.raises(InvalidInputError, match="ShardedFrankWolfeLearner.*fit\\(bag\\)"):
-            FrankWolfeLearner(BipartiteMatching()).fit(data)
-    with pytest.raises(InvalidInputError, match="X is a dask Bag"):
-        FrankWolfeLearner(BipartiteMatching()).fit(bag, Y)
-    with pytest.raises(TypeError, match="missing the outputs Y"):
-        FrankWolfeLearner(BipartiteMatching()).fit(X)
+    for learner in (FrankWolfeLearner, CuttingPlaneLearner, SubgradientLearner,
+                    MaxMarginLearner):
+        for data in (bag, bag.to_delayed()):
+            with pytest.raises(InvalidInputError,
+                               match="ShardedFrankWolfeLearner.*fit\\(bag\\)"):
+                learner(BipartiteMatching()).fit(data)
+        with pytest.raises(InvalidInputError, match="X is a dask Bag"):
+            learner(BipartiteMatching()).fit(bag, Y)
+        with pytest.raises(TypeError,
+                           match=f"{learner.__name__}.fit\\(\\) missing the outputs Y"):
+            learner(BipartiteMatching()).fit(X)
