@@ -438,3 +438,7 @@ def test_aot_names_the_kernels_and_refuses_others(monkeypatch):
             compiled.aot(bad)
     with pytest.raises(InvalidParameterError, match="fn must be the kernel's own function"):
         compiled.kernel("max_sum", print)
+    for internal in sorted(set(compiled.KERNELS) - set(compiled.VALUE_CHECKS)):
+        with pytest.raises(InvalidParameterError, match="internal to structlp's learners"):
+            compiled.aot(internal)                   # no check could vouch for their values
+    assert sorted(compiled.VALUE_CHECKS) == ["dinic", "dual_decomposition", "max_sum"]

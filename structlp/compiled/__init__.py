@@ -28,7 +28,9 @@ time builds one module for the building machine's CPU).  Their signatures are fi
 Compiled code indexes without bounds checks: the public functions in front of the kernels
 check their arrays' values first (indices in range, permutations, trees, shapes), and
 :func:`aot` checks types, the writability of the arrays a kernel writes (:data:`WRITES`)
-and, for the graph kernels, the values too (:data:`VALUE_CHECKS`).
+and the values (:data:`VALUE_CHECKS`); it hands out the graph kernels only (the learners'
+kernels, which trust a learner's own state, are reached through their private functions:
+:func:`ahead_of_time`).
 """
 
 from __future__ import annotations
@@ -179,16 +181,32 @@ def kernel(name: str, fn: Callable[..., Any],
     InvalidParameterError
         ``name`` is not a kernel, or ``fn`` is not its Python function.
     """
+    built = ahead_of_time(name, fn)
+    if built is not None:
+        return built
+    return jitted() if jitted is not None else jit(fn)
+
+
+def ahead_of_time(name: str, fn: Callable[..., Any]) -> Optional[Callable[..., Any]]:
+    """The kernel ``name`` built ahead of time, behind the checks of its arguments' types,
+    shapes and writability (not of their values), or None when the wheel has no such build.
+
+    For the module that defines the kernel, which passes the kernel's own Python function
+    ``fn`` (a private function: the learners' kernels, which take a learner's own state and
+    trust its values, are reached only so; :func:`aot` does not hand them out).
+
+    Raises
+    ------
+    InvalidParameterError
+        ``name`` is not a kernel, or ``fn`` is not its Python function.
+    """
     module, fn_name, _ = _spec(name)
     if getattr(fn, "py_func", fn) is not getattr(importlib.import_module(module), fn_name):
         from ..exceptions import InvalidParameterError
         raise InvalidParameterError(
             f"kernel({name!r}, fn): fn must be the kernel's own function {module}.{fn_name}; "
             f"got {getattr(fn, '__qualname__', type(fn).__name__)}.")
-    built = _typed(name)
-    if built is not None:
-        return built
-    return jitted() if jitted is not None else jit(fn)
+    return _typed(name)
 
 
 def _spec(name: Any) -> Tuple[str, str, str]:
@@ -282,16 +300,24 @@ def aot(name: str) -> Optional[Callable[..., Any]]:
       that agree (InvalidInputError), as their public functions check them.
 
     The learners' kernels (``psi_*``, ``pairwise_steps``, ``tree_*``) take a learner's
-    internal state and get the first two checks only.
+    internal state, whose values no check could vouch for: ``aot`` refuses them (the
+    learners reach them through their own private functions, :func:`ahead_of_time`).
 
     Raises
     ------
     TypeError
         ``name`` not a str.
     InvalidParameterError
-        ``name`` not a kernel of :data:`KERNELS`.
+        ``name`` not a kernel of :data:`KERNELS`, or one of the learners' internal kernels.
     """
     _spec(name)
+    if name not in VALUE_CHECKS:
+        from ..exceptions import InvalidParameterError
+        raise InvalidParameterError(
+            f"aot({name!r}): {name!r} is a kernel internal to structlp's learners; it takes "
+            "a learner's own state and trusts its values, so aot() does not hand it out. "
+            f"The kernels aot() gives, behind checks of every argument, are "
+            f"{sorted(VALUE_CHECKS)}.")
     checked = _state.setdefault("checked", {})
     if name not in checked:
         typed = _typed(name)

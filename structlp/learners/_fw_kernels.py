@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict
 
 import numpy as np
 
-from ..compiled import aot, jit
+from ..compiled import ahead_of_time, jit
 
 
 _DROP = 1e-12          # an output whose weight falls to this leaves the active set
@@ -322,7 +322,8 @@ def _compiled(fn):
     (on first use; cached on disk) when numba imports, else ``fn`` itself."""
     kernel = _COMPILED.get(fn.__name__)
     if kernel is None:
-        kernel = aot(fn.__name__.lstrip("_")) or (jit(fn) if _jit_helpers() else None) or fn
+        kernel = (ahead_of_time(fn.__name__.lstrip("_"), fn)
+                  or (jit(fn) if _jit_helpers() else None) or fn)
         _COMPILED[fn.__name__] = kernel
     return kernel
 

@@ -29,7 +29,7 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ..compiled import aot, jit
+from ..compiled import ahead_of_time, jit
 from ..compiled.prefetch import prefetch
 from ..compiled.prefetch import register as _register_prefetch
 from ._fw_kernels import _DROP, _pairwise_steps
@@ -611,7 +611,8 @@ def _kernels():
     if key not in _CACHE:
         fns = {name: globals()[name] for name in _KERNELS}
         if key == "numba":
-            built = {name: aot(name.lstrip("_")) for name in _KERNELS}
+            built = {name: ahead_of_time(name.lstrip("_"), fns[name])
+                     for name in _KERNELS}
             if all(f is not None for f in built.values()):
                 fns = built
             elif _jit_helpers():
