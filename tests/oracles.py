@@ -2,7 +2,40 @@
 
 import itertools
 
+import cvxpy as cp
 import numpy as np
+
+from structlp import StructuredModel
+
+
+class ChooseK(StructuredModel):
+    """Choose exactly k of n items (x: (n, d) item features), declared by its constraints
+    alone: its oracle is the inference LP (the StructuredModel docstring's example without
+    its decoder)."""
+
+    def __init__(self, k=2):
+        self.k = k
+
+    def n_parts(self, x):
+        return x.shape[0]
+
+    def features(self, x):
+        return x
+
+    def constraints(self, x, mu):
+        return [cp.sum(mu) == self.k, mu >= 0, mu <= 1]
+
+    def polytope_key(self, x):
+        return x.shape[0]
+
+
+class ChooseKDecoded(ChooseK):
+    """ChooseK with its exact decoder (the k best scores, ties to the first)."""
+
+    def inference(self, x, scores):
+        y = np.zeros(len(scores), dtype=int)
+        y[np.argsort(-scores, kind="stable")[:self.k]] = 1
+        return y
 
 
 def enumerate_bmatchings(n_rows, n_cols, R, P):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import structlp
-from oracles import enumerated_qp
+from oracles import ChooseK, ChooseKDecoded, enumerated_qp
 from structlp import (CuttingPlaneLearner, DeclarationError, FrankWolfeLearner,
                       InvalidInputError, InvalidOutputError, MaxMarginLearner, OracleError,
                       StructuredModel, SubgradientLearner)
@@ -130,30 +130,7 @@ def test_overridden_inference_of_a_builtin_is_called(rng):
 
 
 # ---------------------------------------------------------------- losses refused
-class ChooseK(StructuredModel):
-    """Choose exactly k of n items; x is (n, d) item features."""
-
-    def __init__(self, k=2):
-        self.k = k
-
-    def n_parts(self, x):
-        return x.shape[0]
-
-    def features(self, x):
-        return x
-
-    def constraints(self, x, mu):
-        return [cp.sum(mu) == self.k, mu >= 0, mu <= 1]
-
-    def polytope_key(self, x):
-        return x.shape[0]
-
-
-class FastChooseK(ChooseK):
-    def inference(self, x, scores):
-        y = np.zeros(len(scores), dtype=int)
-        y[np.argsort(-scores, kind="stable")[:self.k]] = 1
-        return y
+FastChooseK = ChooseKDecoded
 
 
 def choose_data(rng, m=8, n=6, d=3, k=2):

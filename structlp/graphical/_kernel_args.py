@@ -37,6 +37,19 @@ def int_array(a: Any, name: str, owner: str, ndim: int) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
+def edge_pairs(edges: Any, owner: str) -> np.ndarray:
+    """``edges`` as an int64 array of shape (n_edges, 2) (an empty list gives (0, 2)), or
+    an InvalidInputError naming ``owner``."""
+    edges = np.asarray(edges)
+    if edges.size == 0:
+        edges = edges.reshape(0, 2)
+    edges = int_array(edges, "edges", owner, 2)
+    if edges.shape[1] != 2:
+        raise InvalidInputError(f"{owner}: edges must have shape (n_edges, 2); got "
+                                f"{edges.shape}.")
+    return edges
+
+
 def float_array(a: Any, name: str, owner: str, shape: Tuple[Any, ...],
                 finite: bool = True) -> np.ndarray:
     """``a`` as a C-contiguous float64 array of ``shape`` (None: any size there), finite

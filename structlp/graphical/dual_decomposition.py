@@ -33,7 +33,8 @@ import numpy as np
 
 from ..compiled import jit, kernel as compiled_kernel, numba_module
 from ..exceptions import InvalidInputError, InvalidParameterError
-from ._kernel_args import check_range, check_tree, float_array, immutable, int_array
+from ._kernel_args import (check_range, check_tree, edge_pairs, float_array, immutable,
+                           int_array)
 from . import maxsum
 from .maxsum import _max_sum_kernel, tree_max_sum
 
@@ -287,13 +288,7 @@ def _checked_structure(orders, parents, edge_ofs, edges, n, k, owner):
             f"{parents.shape}, {edge_ofs.shape}.")
     for t in range(T):
         check_tree(orders[t], parents[t], edge_ofs[t], n, owner, which=f"[{t}]")
-    edges = np.asarray(edges)
-    if edges.size == 0:
-        edges = edges.reshape(0, 2)
-    edges = int_array(edges, "edges", owner, 2)
-    if edges.shape[1] != 2:
-        raise InvalidInputError(f"{owner}: edges must have shape (n_edges, 2); got "
-                                f"{edges.shape}.")
+    edges = edge_pairs(edges, owner)
     key = b"|".join(a.tobytes() for a in (orders, parents, edge_ofs, edges)) \
         + bytes(str((orders.shape, k)), "ascii")
     cover = _COVERS.get(key)

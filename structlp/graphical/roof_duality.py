@@ -39,7 +39,7 @@ import numpy as np
 
 from ..compiled import jit, kernel
 from ..exceptions import InvalidInputError
-from ._kernel_args import check_range, float_array, frozen, int_array
+from ._kernel_args import check_range, edge_pairs, float_array, frozen, int_array
 
 #: The primal-dual gap, in the scores' scale, at which the cut's point is certified
 #: (as in :mod:`structlp.graphical.dual_decomposition`).
@@ -186,13 +186,7 @@ class FlowGraph:
 
 
 def _edge_array(edges: Any, n: int, owner: str) -> np.ndarray:
-    edges = np.asarray(edges)
-    if edges.size == 0:
-        edges = edges.reshape(0, 2)
-    edges = int_array(edges, "edges", owner, 2)
-    if edges.shape[1] != 2:
-        raise InvalidInputError(f"{owner}: edges must have shape (n_edges, 2); got "
-                                f"{edges.shape}.")
+    edges = edge_pairs(edges, owner)
     check_range(edges, 0, n - 1, "edges", owner)
     loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
     if len(loops):

@@ -14,7 +14,6 @@
 import itertools
 import warnings
 
-import cvxpy as cp
 import numpy as np
 import pytest
 
@@ -24,6 +23,7 @@ import structlp.structures as S
 from structlp import ConvergenceWarning, InvalidInputError, InvalidParameterError, SolverError
 from structlp.compiler import prepare
 from structlp.utils import validation
+from oracles import ChooseK, ChooseKDecoded
 
 LEARNERS = ["CuttingPlaneLearner", "FrankWolfeLearner", "SubgradientLearner", "MaxMarginLearner"]
 
@@ -150,30 +150,6 @@ def test_a_non_finite_objective_is_an_error_not_a_result(learner, monkeypatch):
 
 
 # --------------------------------------------------------- objective_ exact at coef_
-class ChooseK(structlp.StructuredModel):
-    """The StructuredModel docstring's example, without its decoder: the inference LP."""
-
-    def __init__(self, k=2):
-        self.k = k
-
-    def n_parts(self, x):
-        return x.shape[0]
-
-    def features(self, x):
-        return x
-
-    def constraints(self, x, mu):
-        return [cp.sum(mu) == self.k, mu >= 0, mu <= 1]
-
-    def polytope_key(self, x):
-        return x.shape[0]
-
-
-class ChooseKDecoded(ChooseK):
-    def inference(self, x, scores):
-        y = np.zeros(len(scores), dtype=int)
-        y[np.argsort(-scores)[:self.k]] = 1
-        return y
 
 
 def _brute_objective(X, Y, w, C, k=2):
