@@ -239,9 +239,13 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
             owner = np.searchsorted(off, z, side="right") - 1
             tz, tv, towner = parts.chunk_support(data.mu_true, idx)
             dd = data.d[i0:i1]
-            hinge[i0:i1] = np.bincount(owner, aug[z] * v, minlength=len(idx)) + dd \
-                - np.bincount(towner, s[tz] * tv, minlength=len(idx))
             losses[i0:i1] = dd + np.bincount(owner, c[z] * v, minlength=len(idx))
+            # score difference plus loss (not aug . mu + d - s . mu_true: the rounding of
+            # s + c, C times, would make the hinge of an example whose maximizer is its
+            # truth nonzero, even negative); at least 0, the truth being an output
+            hinge[i0:i1] = np.maximum(
+                np.bincount(owner, s[z] * v, minlength=len(idx))
+                - np.bincount(towner, s[tz] * tv, minlength=len(idx)) + losses[i0:i1], 0.0)
             cuts = np.searchsorted(z, off[1:-1])
             sups += [(zi - o, vi) for zi, vi, o in zip(np.split(z, cuts), np.split(v, cuts),
                                                         off[:-1])]

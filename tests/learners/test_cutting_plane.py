@@ -380,3 +380,29 @@ def test_master_dual_inverse_updates_match_cvxpy(n_groups, monkeypatch):
     assert calls["changes"] > cpm._FreeRowsKKT.REFRESH           # refreshes happened
     assert calls["matrix"] <= 1 + calls["changes"] // cpm._FreeRowsKKT.REFRESH + 2
     assert_cvxpy_master_dual(R, b, group, cap, a, value, viol)
+
+
+def test_hinge_is_exact_and_never_negative_at_huge_C():
+    """At C = 1e20 the rounding of the loss-augmented scores, C times, once made the hinge
+    of an example whose maximizer is its truth -3.6e-15 (seed 11: an objective of 1.5e15
+    with a negative slack): the hinge is the score difference plus the loss, at least 0,
+    and objective_ the enumerated objective at coef_."""
+    import warnings
+
+    from structlp.datasets import make_bipartite_matching
+    outputs = enumerate_bmatchings(4, 4, 1, 1)
+    for seed in (11, 3, 7):
+        X, Y, _, model = make_bipartite_matching(n_samples=3, n_rows=4, n_cols=4,
+                                                 random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est = CuttingPlaneLearner(model, C=1e20, max_iter=60).fit(X, Y)
+        w = est.coef_
+        hinge = []
+        for x, y in zip(X, Y):       # score difference plus Hamming loss, by enumeration
+            S = x @ w
+            hinge.append(max(float(np.sum(S * o) - np.sum(S * y))
+                             + float(y.sum() - np.sum(o * y)) for o in outputs))
+        assert np.all(est.slack_ >= 0), est.slack_
+        np.testing.assert_allclose(est.slack_, hinge, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(est.objective_, 0.5 * w @ w + 1e20 * sum(hinge), rtol=1e-9)
