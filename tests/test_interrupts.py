@@ -97,7 +97,7 @@ opts = {"SCS": {"max_iters": 4000, "eps_abs": 1e-14, "eps_rel": 1e-14},
         "ECOS": {"max_iters": 400, "abstol": 1e-14, "reltol": 1e-14, "feastol": 1e-14},
         "OSQP": {"max_iter": 6000, "eps_abs": 1e-14, "eps_rel": 1e-14, "polishing": False},
         "CLARABEL": {}}[solver]
-X, Y, _, model = make_bipartite_matching(n_samples=120, n_rows=8, n_features=20, noise=0.5,
+X, Y, _, model = make_bipartite_matching(n_samples=400, n_rows=8, n_features=20, noise=0.5,
                                          random_state=0)
 est = MaxMarginLearner(model, C=1.0).fit(X[:5], Y[:5])
 before = {k: np.copy(v) for k, v in vars(est).items() if k.endswith("_")
