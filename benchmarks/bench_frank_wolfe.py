@@ -83,10 +83,10 @@ class TimedCuttingPlane(CuttingPlaneLearner):
     """CuttingPlaneLearner recording (seconds, exact objective) at every oracle pass."""
 
     def _oracle(self, data, parts, w, polys):
-        mus, hinge = super()._oracle(data, parts, w, polys)
+        out = super()._oracle(data, parts, w, polys)      # (maximizers, losses, hinge)
         self.trace_.append((time.perf_counter() - self.start_,
-                            0.5 * float(w @ w) + self.C * float(hinge.sum())))
-        return mus, hinge
+                            0.5 * float(w @ w) + self.C * float(out[-1].sum())))
+        return out
 
     def fit(self, X, Y):
         self.trace_, self.start_ = [], time.perf_counter()
