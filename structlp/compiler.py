@@ -106,9 +106,9 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
         ds.append(float(d))
         mus.append(mu)
         Xs.append(x)
-    check_scale(Phis, cs, ds)      # features whose squares would overflow float64
+    bounds = check_scale(Phis, cs, ds)      # features whose squares would overflow float64
     return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs,
-                        Y, int(n_features))  # type: ignore[arg-type]  # Y: any sequence
+                        Y, int(n_features), bounds)  # type: ignore[arg-type]  # Y: any sequence
 
 
 #: The fit-time probe of a user decoder (:func:`probe_decoder`) skips polytopes of more

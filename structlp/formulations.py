@@ -65,6 +65,10 @@ class TrainingData:
     X: list
     Y: list
     n_features: int
+    #: ``(G, Lambda)`` of :func:`~structlp.utils.validation.check_scale` (each example's
+    #: joint-feature and loss bounds), computed once by ``prepare`` for the learners' check
+    #: of ``C``
+    scale_bounds: Any = None
 
     @property
     def n_examples(self) -> int:

@@ -532,21 +532,22 @@ class Polytope:
         k = self.n_parts
         if parts_only:
             mu = np.concatenate([mu, np.zeros(self.n_aux)])
-
-        def rows_of(M):
-            if not parts_only:
-                return np.arange(M.shape[0])
-            return np.flatnonzero(np.diff(sp.csr_array(M[:, k:]).indptr) == 0)
-
-        cols = np.arange(k if parts_only else self.n_columns)
+        checks: List[Tuple[np.ndarray, str, Any]] = []
+        if self.A.shape[0]:
+            checks.append((self.A @ mu - self.b, "ineq", self.A))
+        if self.E.shape[0]:
+            checks.append((np.abs(self.E @ mu - self.e), "eq", self.E))
+        checks += [(self.lb - mu, "lb", None), (mu - self.ub, "ub", None)]
         best, where = 0.0, ""
-        for r, idx, kind in ((self.A @ mu - self.b, rows_of(self.A), "ineq"),
-                             (np.abs(self.E @ mu - self.e), rows_of(self.E), "eq"),
-                             (self.lb - mu, cols, "lb"), (mu - self.ub, cols, "ub")):
-            r = r[idx]
+        for r, kind, M in checks:
+            idx = None
+            if parts_only:      # the rows without auxiliary columns, the parts' bounds
+                idx = np.arange(k) if M is None else \
+                    np.flatnonzero(np.diff(sp.csr_array(M[:, k:]).indptr) == 0)
+                r = r[idx]
             if len(r) and r.max() > best:
                 j = int(np.argmax(r))
-                best, where = float(r[j]), self._row_name(kind, int(idx[j]))
+                best, where = float(r[j]), self._row_name(kind, j if idx is None else int(idx[j]))
         return best, where
 
     def _row_name(self, kind, i):

@@ -72,7 +72,8 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
         """Prepare the data, open the oracle pool, ``run(pool, data, t0)``, record timings."""
         t0 = time.perf_counter()
         data, polys = self._prepare(X, Y)
-        check_scale(data.Phi, data.c, data.d, C=float(self.C), owner=type(self).__name__)
+        check_scale(data.Phi, data.c, data.d, C=float(self.C), owner=type(self).__name__,
+                    bounds=data.scale_bounds)
         if not self._tree_path():
             check_oracle_solver(self.model, data.X, polys, self.solver, type(self).__name__)
         t_prep = time.perf_counter() - t0

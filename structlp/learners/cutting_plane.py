@@ -272,7 +272,8 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         t0 = time.perf_counter()
         data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
                        operators=True)   # data.Phi: PartFeatures (factored where offered)
-        check_scale(data.Phi, data.c, data.d, C=C, owner=type(self).__name__)
+        check_scale(data.Phi, data.c, data.d, C=C, owner=type(self).__name__,
+                    bounds=data.scale_bounds)
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         m, d = data.n_examples, data.n_features
         parts = _Parts(data)

@@ -147,7 +147,8 @@ def _shard_info(shard, C):
     counter and contribution."""
     # the scale check with C, on this partition's examples (the data alone: in prepare)
     check_scale(shard.data.Phi, shard.data.c, shard.data.d, C=C,
-                owner=f"ShardedFrankWolfeLearner (partition {shard.part})")
+                owner=f"ShardedFrankWolfeLearner (partition {shard.part})",
+                bounds=shard.data.scale_bounds)
     w_p, ell_p = shard.contribution(C)
     return dict(n=shard.data.n_examples, d=shard.data.n_features, rounds=shard.rounds,
                 w=w_p, ell=ell_p, nbytes=shard.nbytes, compiled=shard.tree)
@@ -190,7 +191,8 @@ def _local_pass(shard, w, C, K, seed, epochs, pairwise, inner_steps, cache_passe
     shard.rounds += 1
     # the scale check with C, on this partition's examples (the data alone: in prepare)
     check_scale(shard.data.Phi, shard.data.c, shard.data.d, C=C,
-                owner=f"ShardedFrankWolfeLearner (partition {shard.part})")
+                owner=f"ShardedFrankWolfeLearner (partition {shard.part})",
+                bounds=shard.data.scale_bounds)
     w_p, ell_p = shard.contribution(C)
     return dict(w=w_p, ell=ell_p, gap_estimate=g_sum / K, restarted=restarted,
                 rounds=shard.rounds, oracle_calls=epochs * m)

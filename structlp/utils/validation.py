@@ -216,6 +216,10 @@ SCALE_LIMIT = 1e300
 def _safe_norm(v: np.ndarray) -> float:
     """``|v|_2`` without overflow in the squares (inf when an entry is not finite)."""
     v = np.asarray(v, dtype=float).ravel()
+    with np.errstate(over="ignore", invalid="ignore"):
+        n = float(np.sqrt(v.dot(v)))              # one pass where the squares do not overflow
+    if 0.0 < n < 1e150 or (n == 0.0 and not np.any(v)):
+        return n
     top = float(np.max(np.abs(v))) if v.size else 0.0
     if not math.isfinite(top):
         return math.inf
@@ -256,7 +260,9 @@ def _probes(L: int) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
-                C: Optional[float] = None, owner: Optional[str] = None) -> None:
+                C: Optional[float] = None, owner: Optional[str] = None,
+                bounds: Optional[Tuple[np.ndarray, np.ndarray]] = None
+                ) -> Tuple[np.ndarray, np.ndarray]:
     """Refuse a training set (and ``C``) whose objective cannot be represented in float64.
 
     With ``G_i`` the largest norm of a joint-feature difference ``Phi_i^T (mu - mu')``
@@ -267,7 +273,13 @@ def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
     below ``F = W^2 / 2 + C sum_i (Lambda_i + G_i W)``.  Without ``C`` the features and
     losses alone are checked (``G_i^2`` and ``Lambda_i`` at most :data:`SCALE_LIMIT`:
     what the Gram products of any learner compute); with ``C``, ``F`` too.  Cost: one
-    pass over the feature matrices (two products of a factored operator per example).
+    pass over the feature matrices (two products of a factored operator per example),
+    none when ``bounds``, the ``(G, Lambda)`` this function returned for the same data,
+    are given.
+
+    Returns
+    -------
+    (G, Lambda) : two arrays of shape (m,)
 
     Raises
     ------
@@ -276,11 +288,14 @@ def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
     InvalidParameterError
         Naming ``C`` and the bound it would imply, when the data alone are fine.
     """
-    G = np.array([_joint_bound(P) for P in Phis], dtype=float)
-    nonzeros = getattr(cs, "nonzeros", None)          # SparseVectors: by their nonzeros
-    Lam = np.array([abs(float(d)) + float(np.abs(
-        nonzeros(i)[1] if nonzeros is not None else np.asarray(cs[i], dtype=float)).sum())
-        for i, d in enumerate(ds)], dtype=float)
+    if bounds is not None:
+        G, Lam = bounds
+    else:
+        G = np.array([_joint_bound(P) for P in Phis], dtype=float)
+        nonzeros = getattr(cs, "nonzeros", None)          # SparseVectors: by their nonzeros
+        Lam = np.array([abs(float(d)) + float(np.abs(
+            nonzeros(i)[1] if nonzeros is not None else np.asarray(cs[i], dtype=float)).sum())
+            for i, d in enumerate(ds)], dtype=float)
     root = math.sqrt(SCALE_LIMIT)
     if G.size and not G.max() <= root:
         i = int(np.argmax(~(G <= root)))          # the first example over the limit
@@ -294,7 +309,7 @@ def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
             f"The loss of X[{i}] can reach {Lam[i]:.3g}, more than {SCALE_LIMIT:.0e}: the "
             "training objective would overflow float64. Scale the loss down.")
     if C is None:
-        return
+        return G, Lam
     with np.errstate(over="ignore", invalid="ignore"):
         W = C * float(G.sum())
         F = 0.5 * W * W + C * float(Lam.sum() + G.sum() * W)
@@ -307,6 +322,7 @@ def check_scale(Phis: Sequence[Any], cs: Sequence[Any], ds: Sequence[float],
             f"the weights may reach |w| = {W:.3g} and the objective 1/2|w|^2 + "
             f"C*sum(hinge) {F:.3g}: they would overflow float64 (safe up to "
             f"{SCALE_LIMIT:.0e}). Lower C or scale the features down.")
+    return G, Lam
 
 
 def check_objective(objective: float, w: np.ndarray, C: float, owner: str) -> None:
