@@ -302,10 +302,11 @@ class StructuredPredictorMixin:
         -------
         list of m outputs
         """
+        from .inference import maximize_checked
         self._check_keywords("predict", kwargs)
         self._check_fitted(self._fitted_attr())
         X, Phis = self._checked_X(X)
-        return predict_outputs(self.model, X, self._scores(Phis, **kwargs))
+        return maximize_checked(self.model, X, self._scores(Phis, **kwargs))[0]
 
     def loss(self, X: Sequence[Any], Y: Sequence[Any], **kwargs: Any) -> float:
         """Mean task loss of the predictions on ``(X, Y)``."""
@@ -321,31 +322,3 @@ class StructuredPredictorMixin:
     def score(self, X: Sequence[Any], Y: Sequence[Any], **kwargs: Any) -> float:
         """Negated mean task loss on ``(X, Y)`` (higher is better, as scikit-learn expects)."""
         return -self.loss(X, Y, **kwargs)
-
-
-def predict_outputs(model: Any, X: Sequence[Any], scores: Sequence[np.ndarray]) -> List[Any]:
-    """The best output of each checked example for its part scores: the model's fast path,
-    else the inference LP (all examples at once).  A decoder of the model's own
-    (:meth:`~structlp.model.StructuredModel.inference` defined outside structlp, and
-    ``check_inference`` left True) has each output checked against the example's
-    declared polytope (built once per ``polytope_key``): an
-    :class:`~structlp.OracleError` names the example and the hook."""
-    from .compiler import PolytopeCache, needs_polytopes
-    from .inference import maximize_checked
-    from .model import _is_builtin
-    if _is_builtin(model, "inference") or not model.check_inference:
-        return maximize_checked(model, X, scores)[0]
-    cache = PolytopeCache(model) if needs_polytopes(model) else None
-    outputs: List[Any] = [None] * len(X)
-    pending = []
-    for i, (x, s) in enumerate(zip(X, scores)):
-        poly = cache.get(x, i, len(s)) if cache is not None else None
-        y, _ = model.checked_inference(x, s, index=i, polytope=poly)
-        if y is None:
-            pending.append(i)
-        outputs[i] = y
-    if pending:
-        for i, y in zip(pending, maximize_checked(model, [X[i] for i in pending],
-                                                  [scores[i] for i in pending])[0]):
-            outputs[i] = y
-    return outputs

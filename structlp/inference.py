@@ -326,17 +326,32 @@ def maximize_checked(model: StructuredModel, X: Sequence[Any], scores: Sequence[
     -------
     outputs : list of m outputs (as ``model.decode`` gives them)
     mus : list of m 0/1 arrays, shape (L_i,)
+
+    Raises
+    ------
+    OracleError
+        A decoder of the model's own (``inference`` defined outside structlp, and
+        ``check_inference`` left True) returned an output outside the example's declared
+        polytope (``polytopes[i]``, else built once per ``polytope_key``), naming
+        ``X[i]`` and the hook.
     """
+    from .compiler import PolytopeCache, needs_polytopes
+    from .model import _is_builtin
     outputs: List[Any] = [None] * len(X)
     mus: List[Any] = [None] * len(X)
+    cache = None
+    if polytopes is None and not _is_builtin(model, "inference") and model.check_inference \
+            and needs_polytopes(model):
+        cache = PolytopeCache(model)
     pending = []
     for i, (x, s) in enumerate(zip(X, scores)):
-        y = model.inference(x, s)
+        poly = polytopes[i] if polytopes is not None else \
+            cache.get(x, i, len(s)) if cache is not None else None
+        y, mu = model.checked_inference(x, s, index=i, polytope=poly)
         if y is None:
             pending.append(i)
         else:
-            outputs[i] = y
-            mus[i] = model.encoded_inference(x, y, len(s))
+            outputs[i], mus[i] = y, mu
     if pending:
         polys = [polytopes[i] if polytopes is not None else model.checked_polytope(X[i])
                  for i in pending]
@@ -403,16 +418,7 @@ def maximize(model: StructuredModel, X: Sequence[Any], scores: Sequence[Any],
     if solver is not None:
         check_solver(solver)
     solver_opts = check_solver_opts(solver_opts, "maximize") or None
-    outputs, mus = maximize_checked(model, X, checked, solver=solver, solver_opts=solver_opts)
-    from .model import _is_builtin
-    if not _is_builtin(model, "inference") and model.check_inference:
-        # a decoder declared by the user: its outputs checked as predict checks them
-        from .compiler import PolytopeCache, needs_polytopes
-        cache = PolytopeCache(model) if needs_polytopes(model) else None
-        for i, (x, s, mu) in enumerate(zip(X, checked, mus)):
-            poly = cache.get(x, i, len(s)) if cache is not None else None
-            mus[i] = model.check_decoded(mu, s, "inference", i, poly)
-    return outputs, mus
+    return maximize_checked(model, X, checked, solver=solver, solver_opts=solver_opts)
 
 
 def loss_augmented(model: StructuredModel, data: Any, w: Optional[np.ndarray] = None,
