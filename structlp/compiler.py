@@ -26,7 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .utils.validation import check_scale, check_sequence_of_examples
-from .exceptions import DeclarationError, InvalidInputError, InvalidOutputError, StructlpError
+from .exceptions import (DeclarationError, InvalidInputError, InvalidOutputError, StructlpError,
+                         naming)
 from .formulations import LinearBlocks, TrainingData
 from .part_features import MatrixFeatures
 
@@ -178,12 +179,7 @@ def hook_error(model: StructuredModel, exc: BaseException, hook: str, i: int) ->
     ``MemoryError`` and ``RecursionError`` as they are."""
     who = f"{'Y' if hook == 'encode' else 'X'}[{i}]"
     if isinstance(exc, StructlpError):
-        if who in str(exc) or f"X[{i}]" in str(exc):
-            return exc
-        try:
-            return type(exc)(f"{who}: {exc}")
-        except Exception:  # pragma: no cover - an exception class with other arguments
-            return exc
+        return exc if f"X[{i}]" in str(exc) else naming(exc, who)
     if isinstance(exc, (MemoryError, RecursionError)) or not isinstance(exc, Exception):
         return exc
     kind = {"check_x": InvalidInputError, "encode": InvalidOutputError}.get(hook, DeclarationError)

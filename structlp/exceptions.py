@@ -69,3 +69,14 @@ class DataNotFoundError(InvalidInputError, FileNotFoundError):
     """A data set's folder (or one of its files) is missing: the research-use data sets
     (CK+ emotion, CoNLL-2005) are read from a path and never shipped.  Both a structlp error
     (so the command line reports it in one line) and a :class:`FileNotFoundError`."""
+
+
+def naming(exc: StructlpError, label: str) -> StructlpError:
+    """``exc`` with ``label`` (an example, ``"X[3]"``) prefixed to its message, unless the
+    message names it already; ``exc`` itself when its class takes other arguments."""
+    if label in str(exc):
+        return exc
+    try:
+        return type(exc)(f"{label}: {exc}")
+    except Exception:  # pragma: no cover - an exception class with other arguments
+        return exc

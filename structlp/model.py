@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from .utils.validation import check_finite_array
 from .exceptions import (DeclarationError, InvalidInputError, InvalidOutputError, OracleError,
-                         StructlpError)
+                         StructlpError, naming)
 from .part_features import MatrixFeatures, PartFeatures
 from .polytope import Polytope
 
@@ -690,6 +690,4 @@ def _where(model, hook, index):
 
 def _at_example(exc, index):
     """``exc`` (a structlp error) with ``X[index]`` prefixed, unless it names it already."""
-    if index is None or f"X[{index}]" in str(exc):
-        return exc
-    return type(exc)(f"X[{index}]: {exc}")
+    return exc if index is None else naming(exc, f"X[{index}]")

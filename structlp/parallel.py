@@ -92,6 +92,16 @@ def _chunks(idx):
     return [idx[k:k + CHUNK] for k in range(0, len(idx), CHUNK)]
 
 
+def fast_path(state, i, aug):
+    """Example ``i``'s fast path (``inference_parts``) for the scores ``aug``, or None; a
+    decoder of the model's own checked against the example's polytope and, when the state
+    holds the truths, its true output."""
+    model, X, polys, _, _, truths = state
+    return model.checked_inference_parts(
+        X[i], aug, index=i, polytope=None if polys is None else polys[i],
+        truth=None if truths is None else truths.nonzeros(i))
+
+
 def solve_chunk(state, idx, aug):
     """Each example's fast path (``inference_parts``) where it has one, one LP for the rest.
 
@@ -99,9 +109,7 @@ def solve_chunk(state, idx, aug):
     (:meth:`~structlp.model.StructuredModel.checked_inference_parts`: against the
     example's polytope, and against its true output when the state holds the truths)."""
     model, X, polys, solver, opts, truths = state
-    mus = [model.checked_inference_parts(
-        X[i], a, index=i, polytope=None if polys is None else polys[i],
-        truth=None if truths is None else truths.nonzeros(i)) for i, a in zip(idx, aug)]
+    mus = [fast_path(state, i, a) for i, a in zip(idx, aug)]
     pending = [k for k, mu in enumerate(mus) if mu is None]
     if pending:
         sub_p = None if polys is None else [polys[idx[k]] for k in pending]
@@ -262,10 +270,7 @@ class OraclePool:
         """``argmax_{mu in P_i} aug . mu`` for one example: its fast path, served here
         when the pool is serial, without chunking (the step of block-coordinate methods)."""
         if self.kind == "serial":
-            model, X, polys, _, _, truths = self.state
-            mu = model.checked_inference_parts(
-                X[i], aug, index=i, polytope=None if polys is None else polys[i],
-                truth=None if truths is None else truths.nonzeros(i))
+            mu = fast_path(self.state, i, aug)
             if mu is not None:
                 return mu
         return self.argmax([i], [aug])[0]

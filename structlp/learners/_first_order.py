@@ -11,8 +11,7 @@ import numpy as np
 from ..utils.validation import check_bool, check_random_state, check_scalar, check_scale
 from ..base import BaseEstimator, StructuredPredictorMixin
 from ..utils.progress import check_callback, check_verbose
-from ..compiler import prepare
-from .cutting_plane import _needs_polytopes
+from ..compiler import needs_polytopes, prepare
 from ..exceptions import InvalidInputError
 from ..inference import check_oracle_solver
 from ..parallel import CHUNK, OraclePool, check_backend, check_n_jobs
@@ -63,7 +62,7 @@ class _FirstOrderLearner(StructuredPredictorMixin, BaseEstimator):
         return False
 
     def _prepare(self, X, Y):
-        need = _needs_polytopes(self.model) and not self._tree_path()
+        need = needs_polytopes(self.model) and not self._tree_path()
         data = prepare(self.model, X, Y, need_polytopes=need, operators=True)
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         return data, polys

@@ -44,9 +44,6 @@ MASTER_TOL = 5e-2
 CACHE_FRACTION = 0.5
 
 
-_needs_polytopes = needs_polytopes     # (the name the learners import)
-
-
 class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     """Structured max-margin learning by a cutting-plane method (n-slack or one-slack).
 
@@ -270,7 +267,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     def _fit(self, X, Y):
         C, tol, max_iter, solver, opts, cache_size = self._check_params()
         t0 = time.perf_counter()
-        data = prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
+        data = prepare(self.model, X, Y, need_polytopes=needs_polytopes(self.model),
                        operators=True)   # data.Phi: PartFeatures (factored where offered)
         check_scale(data.Phi, data.c, data.d, C=C, owner=type(self).__name__,
                     bounds=data.scale_bounds)
@@ -400,7 +397,7 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
         """
         self._check_fitted()
         data = self._check_feature_count(
-            prepare(self.model, X, Y, need_polytopes=_needs_polytopes(self.model),
+            prepare(self.model, X, Y, need_polytopes=needs_polytopes(self.model),
                     operators=True))
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
         return self._oracle(data, _Parts(data), self.coef_, polys)[2]

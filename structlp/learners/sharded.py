@@ -55,7 +55,7 @@ from typing import Any, Callable, List, Optional
 import numpy as np
 
 from ..base import BaseEstimator, StructuredPredictorMixin
-from ..compiler import prepare
+from ..compiler import needs_polytopes, prepare
 from ..exceptions import (ConvergenceWarning, DeclarationError, InvalidInputError,
                           InvalidParameterError, OracleError)
 from ..model import StructuredModel
@@ -66,7 +66,6 @@ from ..solvers import check_solver
 from ._first_order import _augment
 from ._fw_blocks import run_cache_passes
 from ._fw_tree_store import _TreeBlocks
-from .cutting_plane import _needs_polytopes
 from .frank_wolfe import new_blocks
 
 
@@ -80,7 +79,7 @@ class _Shard:
     def __init__(self, model, items, part, solver, opts, pairwise=True):
         xs, ys = _split_pairs(items, part)
         try:
-            data = prepare(model, xs, ys, need_polytopes=_needs_polytopes(model),
+            data = prepare(model, xs, ys, need_polytopes=needs_polytopes(model),
                            operators=True)
         except (InvalidInputError, DeclarationError) as exc:   # (OracleError included)
             raise type(exc)(f"Partition {part} of X: {exc}") from None
