@@ -78,18 +78,26 @@ class LossResult(tuple):
 
     loss: float
     grad: np.ndarray
+    kind: str
+    prediction: np.ndarray
+    gap: Optional[float]
+    certified: bool
+    stderr: Optional[float]
+    grad_stderr: Optional[np.ndarray]
+    n_oracle_calls: int
+    projection: Any
 
     def __new__(cls, loss: float, grad: np.ndarray, **info: Any) -> "LossResult":
         self = super().__new__(cls, (float(loss), grad))
         self.loss, self.grad = float(loss), grad
-        self.kind: str = info.pop("kind")
-        self.prediction: np.ndarray = info.pop("prediction")
-        self.gap: Optional[float] = info.pop("gap", None)
-        self.certified: bool = info.pop("certified", True)
-        self.stderr: Optional[float] = info.pop("stderr", None)
-        self.grad_stderr: Optional[np.ndarray] = info.pop("grad_stderr", None)
-        self.n_oracle_calls: int = info.pop("n_oracle_calls", 0)
-        self.projection: Any = info.pop("projection", None)
+        self.kind = info.pop("kind")
+        self.prediction = info.pop("prediction")
+        self.gap = info.pop("gap", None)
+        self.certified = info.pop("certified", True)
+        self.stderr = info.pop("stderr", None)
+        self.grad_stderr = info.pop("grad_stderr", None)
+        self.n_oracle_calls = info.pop("n_oracle_calls", 0)
+        self.projection = info.pop("projection", None)
         if info:
             raise TypeError(f"LossResult got unknown fields {sorted(info)}.")
         return self

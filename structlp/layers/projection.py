@@ -154,14 +154,14 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
     bt[0] = v @ theta
     slots = [0]
     n_slots = 1
-    alpha = np.ones(1)
+    alpha: np.ndarray = np.ones(1)
     mu = v.copy()
     threshold = tol * max(1.0, float(theta @ theta))
     gap = float("nan")
     certified = False
     n_iter = 0
     stalled = None
-    free = []
+    free: list = []
     while n_iter < max_iter:
         n_iter += 1
         r = theta - mu
