@@ -11,8 +11,8 @@ from numpy.typing import ArrayLike
 from ..utils.validation import check_bool, check_scalar
 from ..graphical.losses import check_loss
 from ..graphical.junction import (MAX_TREEWIDTH, GraphExample, check_example, check_graph_example,
-                            clique_polytope, encode_cliques, jt_max_sum_cliques,
-                            pairwise_marginals, tree_as_graph)
+                            clique_polytope, encode_cliques, jt_marginals_cliques,
+                            jt_max_sum_cliques, pairwise_marginals, tree_as_graph)
 from ..graphical.trees import check_labels, node_weights_of, part_features
 from ..exceptions import InvalidParameterError
 from ..model import StructuredModel
@@ -119,3 +119,8 @@ class JunctionTreeLabeling(StructuredModel):
     def inference_parts(self, x: Any, scores: np.ndarray) -> Optional[np.ndarray]:
         k = int(self.n_labels)             # checked with x by check_x
         return encode_cliques(x, jt_max_sum_cliques(x, scores, k)[0], k)
+
+    def log_partition(self, x: Any, scores: np.ndarray) -> Tuple[float, np.ndarray]:
+        """``log Z`` and the clique marginals of the Gibbs distribution: sum-product on the
+        junction tree (:func:`structlp.inference.log_partition`)."""
+        return jt_marginals_cliques(x, scores, self._k())
