@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, Hashable, Optional, Tuple, Union
+from typing import Any, Callable, Hashable, List, Optional, Tuple, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -13,6 +13,7 @@ from ..graphical.losses import check_loss
 from ..graphical.junction import (MAX_TREEWIDTH, GraphExample, check_example, check_graph_example,
                             clique_polytope, encode_cliques, jt_marginals_cliques,
                             jt_max_sum_cliques, pairwise_marginals, tree_as_graph)
+from ..graphical.jt_sampling import jt_sample
 from ..graphical.trees import check_labels, node_weights_of, part_features
 from ..exceptions import InvalidParameterError
 from ..model import StructuredModel
@@ -124,3 +125,8 @@ class JunctionTreeLabeling(StructuredModel):
         """``log Z`` and the clique marginals of the Gibbs distribution: sum-product on the
         junction tree (:func:`structlp.inference.log_partition`)."""
         return jt_marginals_cliques(x, scores, self._k())
+
+    def sample(self, x: Any, scores: np.ndarray, n: int, rng: Any) -> List[np.ndarray]:
+        """``n`` exact samples of the Gibbs distribution: forward filtering-backward
+        sampling on the junction tree (:func:`structlp.inference.sample`)."""
+        return list(jt_sample(x, scores, self._k(), n, rng))

@@ -70,3 +70,41 @@ def test_scores_of_the_wrong_length_or_not_finite_are_refused():
     s[3] = np.nan
     with pytest.raises(ValueError, match="scores"):
         marginals(model, x, s)
+
+
+@pytest.mark.parametrize("n, root, scale, tol", [(2, 0, 1.0, 1e-9), (4, 0, 1.0, 1e-9),
+                                                 (5, 2, 2.0, 1e-9), (5, 3, 5.0, 1e-9),
+                                                 (4, 1, 30.0, 1e-6)])
+def test_arborescence_matrix_tree_equals_enumeration(n, root, scale, tol):
+    """1e-9 for scores of moderate range; the matrix-tree theorem subtracts entries of the
+    inverse Laplacian, so that very spread scores (range ~ 100) lose digits."""
+    from structlp.structures import Arborescence
+    from enum_oracles import heads
+    rng = np.random.default_rng(n + root)
+    model = Arborescence(root=root)
+    x = rng.normal(size=(n, n, 2))
+    s = rng.normal(size=model.n_parts(x)) * scale
+    M, v = table(model, x, heads(n, root), s)
+    log_Z, mu, _ = gibbs(M, v)
+    got_Z, got_mu = log_partition(model, x, s)
+    assert abs(got_Z - log_Z) <= 1e-9 * max(1, abs(log_Z))
+    np.testing.assert_allclose(got_mu, mu, atol=tol, rtol=0)
+
+
+def test_arborescence_with_extreme_scores_is_exact_or_refused():
+    from structlp.exceptions import SolverError
+    from structlp.structures import Arborescence
+    from enum_oracles import heads
+    rng = np.random.default_rng(3)
+    model = Arborescence()
+    x = rng.normal(size=(4, 4, 1))
+    s = rng.normal(size=9) * 1e4
+    M, v = table(model, x, heads(4), s)
+    log_Z, mu, _ = gibbs(M, v)
+    try:
+        got_Z, got_mu = log_partition(model, x, s)
+    except SolverError as exc:
+        assert "lost its precision" in str(exc)
+    else:
+        assert abs(got_Z - log_Z) <= 1e-9 * abs(log_Z)
+        np.testing.assert_allclose(got_mu, mu, atol=1e-6, rtol=0)
