@@ -155,8 +155,10 @@ def fy_loss(model: Any, x: Any, theta: Any, y: Any, kind: str = "sparsemap",
     * ``"perceptron"``: ``max_mu theta . mu - theta . mu_y``.
     * ``"crf"``: ``log Z(theta) - theta . mu_y``, ``log Z = log sum_{y'} exp(theta .
       mu_y')``; gradient: the marginals minus ``mu_y``.  Exact on chains and trees
-      (:class:`~structlp.structures.TreeLabeling`) and junction trees; other models
-      raise an error naming ``"sparsemap"`` and ``"perturbed"``.
+      (:class:`~structlp.structures.TreeLabeling`), junction trees and arborescences
+      (the models with a ``log_partition`` hook, see
+      :func:`structlp.inference.log_partition`); other models raise an error naming
+      ``"sparsemap"`` and ``"perturbed"``.
     * ``"perturbed"``: ``F(theta) - theta . mu_y`` with ``F(theta) = E max_mu (theta +
       sigma Z) . mu``, ``Z`` standard Gaussian (Berthet et al. 2020; the constant
       ``sigma Omega(mu_y)`` is left out: it does not depend on ``theta``), estimated on

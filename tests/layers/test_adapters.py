@@ -40,7 +40,7 @@ def test_torch_gradcheck(name):
     assert torch.autograd.gradcheck(lambda a: tsm(model, X[0], a), (t[0].detach().clone()
                                                                     .requires_grad_(),))
     assert last_certificates().all_certified and last_certificates().gaps.shape == (1,)
-    for kind in ("sparsemap", "hinge", "perceptron"):
+    for kind in ("sparsemap", "hinge", "perceptron") + (("crf",) if name == "chain" else ()):
         assert torch.autograd.gradcheck(lambda a: fy_loss(model, X, a, Y, kind=kind), (t,))
         loss = fy_loss(model, X, list(t), Y, kind=kind)       # a list of 1-D tensors
         ref = fy_loss_batch(model, X, thetas, Y, kind=kind)
@@ -105,7 +105,7 @@ def test_jax_check_grads_under_jit(name):
                                               for x, th in zip(X, thetas)], atol=1e-12)
         assert last_certificates().all_certified
         check_grads(lambda a: jsm(model, X[0], a), (t[0],), order=1, modes=["rev"], eps=1e-6)
-        for kind in ("sparsemap", "hinge", "perceptron"):
+        for kind in ("sparsemap", "hinge", "perceptron") + (("crf",) if name == "chain" else ()):
             g = jax.jit(lambda a: fy_loss(model, X, a, Y, kind=kind))
             check_grads(g, (t,), order=1, modes=["rev"], eps=1e-6)
             ref = fy_loss_batch(model, X, thetas, Y, kind=kind)
