@@ -158,19 +158,17 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
     theta = np.ascontiguousarray(theta)
     L = theta.size
     cap = 8
-    V = np.empty((cap, L))                   # the active vertices (rows 0..k-1)
+    v = oracle(theta)
+    vi = np.flatnonzero(v)
+    I = np.empty((cap, max(vi.size, 1)), dtype=np.int64)   # the active vertices' ones
+    nI = np.empty(cap, dtype=np.int64)       # how many (0/1 vertices, rows 0..k-1)
     G = np.empty((cap, cap))                 # their Gram matrix
     bt = np.empty(cap)                       # their scores theta . v
     alpha = np.empty(cap)                    # their weights
-    v = oracle(theta)
-    V[0] = v
-    G[0, 0] = v @ v
-    bt[0] = v @ theta
-    alpha[0] = 1.0
-    k = 1
-    mu = v.copy()
-    r = theta - mu
-    rmu = float(r @ mu)
+    mu = np.zeros(L)
+    r = np.empty(L)
+    mark = np.zeros(L)
+    k, _, rmu = step(I, nI, G, bt, alpha, 0, vi, theta, mu, r, mark)
     threshold = tol * max(1.0, float(theta @ theta))
     gap = float("nan")
     certified = False
@@ -179,28 +177,31 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
     while n_iter < max_iter:
         n_iter += 1
         v = oracle(r)
-        gap = max(float(r @ v) - rmu, 0.0)       # (rounding below 0: clipped)
+        vi = np.flatnonzero(v)
+        gap = max(float(r[vi].sum()) - rmu, 0.0)      # (rounding below 0: clipped)
         if gap <= threshold:
             certified = True
             break
+        if vi.size > I.shape[1]:                 # a vertex with more ones
+            I = np.concatenate([I, np.empty((cap, vi.size - I.shape[1]), np.int64)], axis=1)
         if k == cap:                             # room for one more vertex
             cap *= 2
-            V = np.concatenate([V, np.empty_like(V)])
+            I = np.concatenate([I, np.empty_like(I)])
             G2 = np.empty((cap, cap))
             G2[:k, :k] = G[:k, :k]
             G = G2
-            bt = np.concatenate([bt, np.empty_like(bt)])
-            alpha = np.concatenate([alpha, np.empty_like(alpha)])
-        if type(v) is not np.ndarray or not v.flags.c_contiguous:
-            v = np.ascontiguousarray(v, dtype=float)
-        k, status, rmu = step(V, G, bt, alpha, k, v, theta, mu, r)
+            nI, bt, alpha = (np.concatenate([a, np.empty_like(a)]) for a in (nI, bt, alpha))
+        k, status, rmu = step(I, nI, G, bt, alpha, k, vi, theta, mu, r, mark)
         if status == DUPLICATE:
             stalled = "the oracle returned a vertex already in the active set"
             break
         if status == STALLED:
             stalled = "the entering vertex left the active set at once (rounding)"
             break
-    result = SparseMAPResult(mu=mu, support=V[:k].copy(), weights=alpha[:k].copy(), gap=gap,
+    support = np.zeros((k, L))
+    for j in range(k):
+        support[j, I[j, :nI[j]]] = 1.0
+    result = SparseMAPResult(mu=mu, support=support, weights=alpha[:k].copy(), gap=gap,
                              n_iter=n_iter, certified=certified, threshold=threshold,
                              n_oracle_calls=n_iter + 1)
     if not certified:
