@@ -79,3 +79,33 @@ def test_batch_is_the_examples_one_by_one():
                 one, vjp = sparsemap(model, x, th, with_vjp=True)
                 assert np.array_equal(r.mu, one.mu)
                 assert np.array_equal(v(th), vjp(th))
+
+
+def test_the_plain_step_is_the_compiled_one(monkeypatch):
+    """Without numba the restricted QP's step runs as plain NumPy: the same projections."""
+    from structlp.layers import projection, qp
+    for name in ("matching", "chain"):
+        model, x, _, M = case(name, 5)
+        theta = np.random.default_rng(5).normal(size=M.shape[1])
+        compiled = sparsemap(model, x, theta)
+        monkeypatch.setattr(projection, "step_function", lambda: qp.add_vertex)
+        plain = sparsemap(model, x, theta)
+        monkeypatch.undo()
+        assert np.allclose(plain.mu, compiled.mu, atol=1e-12)
+        assert plain.n_iter == compiled.n_iter and plain.certified
+
+
+def test_a_declared_decoder_that_does_not_maximize_is_caught():
+    """The oracle is the learners' checked path: a wrong declared decoder is an OracleError."""
+    from oracles import ChooseKDecoded
+
+    from structlp import OracleError
+
+    class Wrong(ChooseKDecoded):
+        def inference(self, x, scores):
+            y = np.zeros(len(scores), dtype=int)
+            y[:3] = 1                                  # three items where k = 2
+            return y
+    x = np.zeros((5, 1))
+    with pytest.raises(OracleError, match="Wrong.inference"):
+        sparsemap(Wrong(2), x, np.arange(5.0))
