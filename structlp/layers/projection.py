@@ -37,7 +37,7 @@ from ..exceptions import ConvergenceWarning
 from ..utils.validation import check_bool, check_scalar
 from ..exceptions import InvalidInputError
 from .oracle import ExampleOracle, check_model, check_scores, prepare_example
-from .qp import DUPLICATE, STALLED, step_function
+from .qp import CERTIFIED, DUPLICATE, FULL, STALLED, step_function
 
 #: Default relative tolerance of the certificate: stop when the Frank-Wolfe gap is at most
 #: ``tol * max(1, |theta|^2)``.
@@ -159,16 +159,15 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
     L = theta.size
     cap = 8
     v = oracle(theta)
-    vi = np.flatnonzero(v)
-    I = np.empty((cap, max(vi.size, 1)), dtype=np.int64)   # the active vertices' ones
+    I = np.empty((cap, max(int(np.count_nonzero(v)), 1)), dtype=np.int64)  # vertices' ones
     nI = np.empty(cap, dtype=np.int64)       # how many (0/1 vertices, rows 0..k-1)
     G = np.empty((cap, cap))                 # their Gram matrix
     bt = np.empty(cap)                       # their scores theta . v
     alpha = np.empty(cap)                    # their weights
     mu = np.zeros(L)
-    r = np.empty(L)
+    r = theta.copy()
     mark = np.zeros(L)
-    k, _, rmu = step(I, nI, G, bt, alpha, 0, vi, theta, mu, r, mark)
+    k, _, _, rmu = step(v, I, nI, G, bt, alpha, 0, theta, mu, r, mark, 0.0, -np.inf)
     threshold = tol * max(1.0, float(theta @ theta))
     gap = float("nan")
     certified = False
@@ -177,21 +176,28 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
     while n_iter < max_iter:
         n_iter += 1
         v = oracle(r)
-        vi = np.flatnonzero(v)
-        gap = max(float(r[vi].sum()) - rmu, 0.0)      # (rounding below 0: clipped)
-        if gap <= threshold:
+        if type(v) is not np.ndarray or not v.flags.c_contiguous:
+            v = np.ascontiguousarray(v, dtype=float)
+        k, status, gap, rmu = step(v, I, nI, G, bt, alpha, k, theta, mu, r, mark, rmu,
+                                   threshold)
+        if status == FULL:                       # room for one more vertex, then again
+            nv = int(np.count_nonzero(v))
+            if nv > I.shape[1]:
+                I = np.concatenate([I, np.empty((cap, nv - I.shape[1]), np.int64)], axis=1)
+            if k == cap:
+                cap *= 2
+                I = np.concatenate([I, np.empty_like(I)])
+                G2 = np.empty((cap, cap))
+                G2[:k, :k] = G[:k, :k]
+                G = G2
+                nI, bt, alpha = (np.concatenate([a, np.empty_like(a)])
+                                 for a in (nI, bt, alpha))
+            k, status, gap, rmu = step(v, I, nI, G, bt, alpha, k, theta, mu, r, mark, rmu,
+                                       threshold)
+        gap = max(float(gap), 0.0)               # (rounding below 0: clipped)
+        if status == CERTIFIED:
             certified = True
             break
-        if vi.size > I.shape[1]:                 # a vertex with more ones
-            I = np.concatenate([I, np.empty((cap, vi.size - I.shape[1]), np.int64)], axis=1)
-        if k == cap:                             # room for one more vertex
-            cap *= 2
-            I = np.concatenate([I, np.empty_like(I)])
-            G2 = np.empty((cap, cap))
-            G2[:k, :k] = G[:k, :k]
-            G = G2
-            nI, bt, alpha = (np.concatenate([a, np.empty_like(a)]) for a in (nI, bt, alpha))
-        k, status, rmu = step(I, nI, G, bt, alpha, k, vi, theta, mu, r, mark)
         if status == DUPLICATE:
             stalled = "the oracle returned a vertex already in the active set"
             break

@@ -109,3 +109,14 @@ def test_a_declared_decoder_that_does_not_maximize_is_caught():
     x = np.zeros((5, 1))
     with pytest.raises(OracleError, match="Wrong.inference"):
         sparsemap(Wrong(2), x, np.arange(5.0))
+
+
+@pytest.mark.parametrize("shift", [-50.0, 50.0])
+def test_a_constant_shift_leaves_the_projection_on_a_matching(shift):
+    """Every assignment has the same number of ones, so theta + c 1 projects as theta does
+    (scores far below zero included: the first vertex is never taken as certified)."""
+    model, x, _, M = case("matching", 6)
+    theta = np.random.default_rng(6).normal(size=M.shape[1])
+    a, b = sparsemap(model, x, theta), sparsemap(model, x, theta + shift)
+    assert np.abs(a.mu - b.mu).max() < 1e-8 and b.certified
+    assert np.abs(b.mu - hull_projection(M, theta + shift)).max() < 1e-6
