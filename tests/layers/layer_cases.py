@@ -22,6 +22,13 @@ def case(name, seed=0):
     if name == "matching":
         model, x = BipartiteMatching(), np.zeros((4, 4, 1))
         outs = enumerate_bmatchings(4, 4, 1, 1)
+    elif name == "matching6":                       # 720 assignments
+        model, x = BipartiteMatching(), np.zeros((6, 6, 1))
+        outs = [np.eye(6)[list(p)] for p in itertools.permutations(range(6))]
+    elif name == "chain5":                          # 3^5 = 243 labellings
+        model = TreeLabeling(3)
+        x = tree_x([-1, 0, 1, 2, 3], rng)
+        outs = [np.array(y) for y in itertools.product(range(3), repeat=5)]
     elif name == "bmatching":                       # no decoder: the inference LP
         model, x = BipartiteMatching(R=1, P=2), np.zeros((3, 3, 1))
         outs = enumerate_bmatchings(3, 3, 1, 2)

@@ -120,3 +120,20 @@ def test_a_constant_shift_leaves_the_projection_on_a_matching(shift):
     a, b = sparsemap(model, x, theta), sparsemap(model, x, theta + shift)
     assert np.abs(a.mu - b.mu).max() < 1e-8 and b.certified
     assert np.abs(b.mu - hull_projection(M, theta + shift)).max() < 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["matching6", "chain5"])
+@pytest.mark.parametrize("scale", [0.3, 1.0, 5.0])
+def test_larger_hulls_against_cvxpy(name, scale):
+    """Hundreds of outputs, supports of every size (small scores: near the barycenter)."""
+    model, x, _, M = case(name, 7)
+    for seed in range(3):
+        theta = scale * np.random.default_rng(seed).normal(size=M.shape[1])
+        res, vjp = sparsemap(model, x, theta, with_vjp=True)
+        assert res.certified
+        assert np.abs(res.mu - hull_projection(M, theta)).max() < 1e-6
+        g = np.random.default_rng(seed + 10).normal(size=M.shape[1])
+        e = 1e-6 * np.random.default_rng(seed + 20).normal(size=M.shape[1])
+        fd = (sparsemap(model, x, theta + e).mu - sparsemap(model, x, theta - e).mu) @ g / 2
+        assert abs(vjp(g) @ e - fd) < 1e-9
