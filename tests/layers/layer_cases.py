@@ -16,6 +16,13 @@ def tree_x(parents, rng, dv=2, de=1):
         size=(n - 1, de)), "parents": np.array(parents)}
 
 
+class AtMostK(ChooseK):
+    """At most k of n items (the empty output included), by constraints alone."""
+
+    def constraints(self, x, mu):
+        return [cp.sum(mu) <= self.k, mu >= 0, mu <= 1]
+
+
 def case(name, seed=0):
     """(model, checked x, outputs as the model holds them, their part vectors (N, L))."""
     rng = np.random.default_rng(seed)
@@ -54,6 +61,14 @@ def case(name, seed=0):
             y = np.zeros(5)
             y[list(c)] = 1
             outs.append(y)
+    elif name == "atmostk":                         # outputs of 0, 1 or 2 ones: the LP
+        model, x = AtMostK(2), rng.normal(size=(5, 1)) - 1.0
+        outs = [np.zeros(5)]
+        for size in (1, 2):
+            for c in itertools.combinations(range(5), size):
+                y = np.zeros(5)
+                y[list(c)] = 1
+                outs.append(y)
     else:
         raise KeyError(name)
     x = model.check_x(x)
@@ -62,7 +77,7 @@ def case(name, seed=0):
 
 
 CASES = ["matching", "bmatching", "chain", "tree", "cycle", "arborescence", "choosek",
-         "choosek_decoded"]
+         "choosek_decoded", "atmostk"]
 #: The cases with an exact log-partition function (the "crf" loss).
 CRF_CASES = ["chain", "tree", "cycle", "arborescence"]
 
