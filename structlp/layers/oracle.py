@@ -26,20 +26,25 @@ from ..inference import maximize_checked
 from ..model import StructuredModel
 from ..utils.validation import check_finite_array, check_real
 
-#: model -> PolytopeCache (each declared polytope built once per ``polytope_key``)
-_CACHES: "weakref.WeakKeyDictionary[Any, PolytopeCache]" = weakref.WeakKeyDictionary()
+#: model -> (its parameters' signature, PolytopeCache): each declared polytope built once
+#: per ``polytope_key`` while the model's parameters stay the same
+_CACHES: "weakref.WeakKeyDictionary[Any, Tuple[Any, PolytopeCache]]" = \
+    weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
 def polytope_cache(model: StructuredModel) -> Optional[PolytopeCache]:
-    """The polytope cache kept for ``model`` as long as it lives (None when the model cannot
-    be weakly referenced or hashed: its polytopes are then built per call)."""
+    """The polytope cache kept for ``model`` as long as it lives and its parameters (its
+    ``__dict__``: values, or the identity of non-scalar ones) stay the same; None when the
+    model cannot be weakly referenced or hashed (its polytopes are then built per call)."""
+    sig = tuple((k, v if isinstance(v, (bool, int, float, str, type(None))) else id(v))
+                for k, v in sorted(getattr(model, "__dict__", {}).items()))
     try:
-        cache = _CACHES.get(model)
-        if cache is None:
+        entry = _CACHES.get(model)
+        if entry is None or entry[0] != sig:      # new, or its parameters were changed
             with _LOCK:
-                cache = _CACHES.setdefault(model, PolytopeCache(model))
-        return cache
+                entry = _CACHES[model] = (sig, PolytopeCache(model))
+        return entry[1]
     except TypeError:
         return None
 
