@@ -195,7 +195,7 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
     theta = np.ascontiguousarray(theta)
     L = theta.size
     cap = 8
-    v = oracle(theta)
+    v = np.ascontiguousarray(oracle(theta), dtype=float)
     I = np.empty((cap, max(int(np.count_nonzero(v)), 1)), dtype=np.int64)  # vertices' ones
     nI = np.empty(cap, dtype=np.int64)       # how many (0/1 vertices, rows 0..k-1)
     G = np.empty((cap, cap))                 # their Gram matrix
