@@ -32,7 +32,8 @@ import numpy as np
 
 from ..exceptions import InvalidParameterError
 from ..utils.validation import check_random_state, check_scalar
-from .oracle import ExampleOracle, check_model, check_scores, prepare_example
+from .oracle import (ExampleOracle, check_model, check_scores, encode_solution,
+                     prepare_example)
 from .projection import DEFAULT_MAX_ITER, DEFAULT_TOL, check_options, project
 
 #: The kinds of :func:`fy_loss`.
@@ -277,9 +278,10 @@ def spo_plus(model: Any, x: Any, c_hat: Any, c: Any, w: Any = None) -> LossResul
     x : one example of ``model``
     c_hat, c : arrays, shape (L,)
         Predicted and true part costs, ``L = model.n_parts(x)``.
-    w : output part vector (L,), optional
-        ``w*(c)`` when already known (solved once per training instance); it is checked
-        to be an output of ``x`` (not to be optimal).
+    w : an output of ``x``, optional
+        ``w*(c)`` when already known (solved once per training instance): an output as the
+        model holds them, or its 0/1 part vector (L,); checked to be an output of ``x``
+        (not to be optimal).
 
     Returns
     -------
@@ -302,7 +304,7 @@ def spo_plus(model: Any, x: Any, c_hat: Any, c: Any, w: Any = None) -> LossResul
     check_model(model, owner)
     x, c_hat, oracle = prepare_example(model, x, c_hat, "c_hat")
     c = check_scores(c, oracle.L, "c")
-    w_true = None if w is None else oracle.encode_output(w, "w")
+    w_true = None if w is None else encode_solution(oracle, w, "w")
     return example_spo(oracle, c_hat, c, w_true)
 
 

@@ -184,6 +184,19 @@ class ExampleOracle:
             raise InvalidOutputError(f"{exc} ({name} must be an output of x.)") from None
 
 
+def encode_solution(oracle: "ExampleOracle", w: Any, name: str = "w") -> np.ndarray:
+    """A known optimal solution ``w``: an output as the model holds outputs, or directly its
+    0/1 part vector of shape (L,); checked to be a vertex of the example's polytope."""
+    arr = np.asarray(w) if not isinstance(w, (dict, str)) else None
+    if arr is not None and arr.shape == (oracle.L,) and arr.dtype.kind in "biuf" and \
+            np.all((arr == 0) | (arr == 1)):
+        try:
+            return oracle.polytope().check_output(arr.astype(float), name=name)
+        except InvalidOutputError as exc:
+            raise InvalidOutputError(f"{exc} ({name} must be an output of x.)") from None
+    return oracle.encode_output(w, name)
+
+
 def prepare_example(model: StructuredModel, x: Any, theta: Any, name: str = "theta",
                     x_name: str = "x") -> Tuple[Any, np.ndarray, ExampleOracle]:
     """Check ``x`` (``model.check_x``) and ``theta``; return them and the example's oracle."""
