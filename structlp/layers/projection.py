@@ -37,7 +37,7 @@ import numpy as np
 from ..exceptions import ConvergenceWarning
 from ..utils.validation import check_bool, check_scalar
 from ..exceptions import InvalidInputError
-from .oracle import ExampleOracle, check_model, check_scores, prepare_example
+from .oracle import ExampleOracle, check_model, check_scores, dot, prepare_example
 from .qp import CERTIFIED, DUPLICATE, FULL, STALLED, step_function
 
 #: Default relative tolerance of the certificate: stop when the Frank-Wolfe gap is at most
@@ -201,11 +201,14 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
     G = np.empty((cap, cap))                 # their Gram matrix
     bt = np.empty(cap)                       # their scores theta . v
     alpha = np.empty(cap)                    # their weights
+    Kinv = np.empty((cap + 1, cap + 1))      # the inverse of their KKT matrix
+    n_updates = np.zeros(1, dtype=np.int64)
     mu = np.zeros(L)
     r = theta.copy()
     mark = np.zeros(L)
-    k, _, _, rmu = step(v, I, nI, G, bt, alpha, 0, theta, mu, r, mark, 0.0, -np.inf)
-    threshold = tol * max(1.0, float(theta @ theta))
+    k, _, _, rmu = step(v, I, nI, G, bt, alpha, 0, theta, mu, r, mark, 0.0, -np.inf, Kinv,
+                        n_updates)
+    threshold = tol * max(1.0, dot(theta, theta))
     gap = float("nan")
     certified = False
     n_iter = 0
@@ -216,7 +219,7 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
         if type(v) is not np.ndarray or not v.flags.c_contiguous:
             v = np.ascontiguousarray(v, dtype=float)
         k, status, gap, rmu = step(v, I, nI, G, bt, alpha, k, theta, mu, r, mark, rmu,
-                                   threshold)
+                                   threshold, Kinv, n_updates)
         if status == FULL:                       # room for one more vertex, then again
             nv = int(np.count_nonzero(v))
             if nv > I.shape[1]:
@@ -227,10 +230,13 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
                 G2 = np.empty((cap, cap))
                 G2[:k, :k] = G[:k, :k]
                 G = G2
+                K2 = np.empty((cap + 1, cap + 1))
+                K2[:k + 1, :k + 1] = Kinv[:k + 1, :k + 1]
+                Kinv = K2
                 nI, bt, alpha = (np.concatenate([a, np.empty_like(a)])
                                  for a in (nI, bt, alpha))
             k, status, gap, rmu = step(v, I, nI, G, bt, alpha, k, theta, mu, r, mark, rmu,
-                                       threshold)
+                                       threshold, Kinv, n_updates)
         gap = max(float(gap), 0.0)               # (rounding below 0: clipped)
         if status == CERTIFIED:
             certified = True
@@ -239,7 +245,8 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
             stalled = "the oracle returned a vertex already in the active set"
             break
         if status == STALLED:
-            stalled = "the entering vertex left the active set at once (rounding)"
+            stalled = ("the entering vertex is in the active vertices' affine hull or left "
+                       "the active set at once (rounding)")
             break
     result = SparseMAPResult(mu=mu, support_parts=[I[j, :nI[j]].copy() for j in range(k)], weights=alpha[:k].copy(), gap=gap,
                              n_iter=n_iter, certified=certified, threshold=threshold,
