@@ -28,6 +28,7 @@ extensions = [
     "sphinx_copybutton",
     "gallery",          # docs/_ext/gallery.py: a thumbnail card per tutorial
     "benchmark_tables", # docs/_ext/benchmark_tables.py: tables from benchmarks/results/*.json
+    "structlp_site",    # docs/_ext/structlp_site.py: guide links, tutorials' download link and run time
     "structlp_xref",    # docs/_ext/structlp_xref.py: structlp's names where they are defined
 ]
 
@@ -95,7 +96,13 @@ _BUILTIN = (r"(int|float|str|bool|bytes|dict|list|tuple|set|frozenset|object|typ
 nitpick_ignore_regex = [(r"py:.*", _EXTERNAL), (r"py:.*", _BUILTIN)]
 
 html_theme = "furo"
-html_title = f"structlp {release}"
+# the site documents the checkout it is built from: most of it is newer than the release
+html_title = f"structlp {release} + unreleased"
+html_theme_options = {
+    "announcement": (f"This site documents the development version of structlp: what the "
+                     f"changelog lists under "
+                     f"“Unreleased” is not in release {release}."),
+}
 html_static_path = ["_static"]
 html_css_files = ["gallery.css"]
 copybutton_prompt_text = r">>> |\.\.\. |\$ "   # copied code leaves prompts and outputs out

@@ -40,8 +40,13 @@ def _lookup(path):
                 obj = getattr(obj, attr)
         except AttributeError:
             raise LookupError(path) from None
-        return obj
+        return _plain(obj)
     raise LookupError(path)
+
+
+def _plain(obj):
+    """The function behind a bound method (a classmethod is bound anew at every access)."""
+    return getattr(obj, "__func__", obj)
 
 
 def _defining_module(source):
@@ -93,6 +98,7 @@ def _unique_anywhere(target):
                 obj = getattr(obj, attr)
         except AttributeError:
             continue
+        obj = _plain(obj)
         found[id(obj)] = obj
     if len(found) != 1:
         raise LookupError(target)
