@@ -55,6 +55,9 @@ except OSError:
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
 nb_execution_mode = "cache"          # executed when changed; a fresh build executes them all
+# the cache of executed notebooks belongs to this checkout (myst-nb's default, beside the
+# output folder, would share results between checkouts that build into the same parent)
+nb_execution_cache_path = str(HERE / "_build" / ".jupyter_cache")
 nb_execution_timeout = 300           # seconds per cell
 nb_execution_raise_on_error = True   # a failing tutorial fails the build
 nb_execution_show_tb = True
