@@ -102,9 +102,8 @@ html_theme = "furo"
 # the site documents the checkout it is built from: most of it is newer than the release
 html_title = f"structlp {release} + unreleased"
 html_theme_options = {
-    "announcement": (f"This site documents the development version of structlp: what the "
-                     f"changelog lists under "
-                     f"“Unreleased” is not in release {release}."),
+    "announcement": ("Development version: what the changelog lists under “Unreleased” "
+                     f"is not in release {release}."),
 }
 html_static_path = ["_static"]
 html_css_files = ["gallery.css"]
