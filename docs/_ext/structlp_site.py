@@ -109,10 +109,15 @@ class ReproductionTable(Directive):
             return [nodes.strong("", row["verdict"], classes=["sl-verdict"]),
                     nodes.Text(": " + row["why"])]
 
+        def labelled(label, *content):    # the label shows where the table is one column
+            return [nodes.inline("", label + ": ", classes=["sl-cell-label"]), *content]
+
         main = _table(["result", "paper", "structlp", "verdict"],
                       [[[nodes.strong("", row["result"]), nodes.Text(f" ({row['source']})")],
-                        row["paper"], row["structlp"], verdict(row)] for row in rows],
-                      ["sl-repro"])
+                        labelled("paper", nodes.Text(row["paper"])),
+                        labelled("structlp", nodes.Text(row["structlp"])),
+                        verdict(row)] for row in rows],
+                      ["sl-repro", "sl-stack"])
         how = _table(["result", "command", "data", "run time", "details"],
                      [[row["result"].split(",")[0], [nodes.literal("", row["command"])], row["data"],
                        row["runtime"], [ref(row)]] for row in rows],

@@ -381,6 +381,23 @@ def save(estimator: Any, path: Union[str, "os.PathLike[str]", IO[bytes]]) -> Non
         When the file cannot be written (full disk, no permission: the previous file
         is unchanged), or when some parameter or fitted attribute is not plain data (a callable kernel,
         a lambda, an open file...): the message names it.
+
+    Examples
+    --------
+    >>> import io
+    >>> import numpy as np
+    >>> import structlp
+    >>> from structlp.datasets import make_bipartite_matching
+    >>> X, Y, _, model = make_bipartite_matching(n_samples=10, n_rows=4, n_features=3,
+    ...                                          random_state=0)
+    >>> learner = structlp.MaxMarginLearner(model).fit(X, Y)
+    >>> buffer = io.BytesIO()                     # or a path such as "learner.structlp"
+    >>> structlp.save(learner, buffer)
+    >>> copy = structlp.load(io.BytesIO(buffer.getvalue()))
+    >>> bool(np.array_equal(copy.coef_, learner.coef_))
+    True
+    >>> bool(np.array_equal(copy.predict(X)[0], learner.predict(X)[0]))
+    True
     """
     from ..utils.version import __version__
     if not _is_persistable(estimator) or isinstance(estimator, type):
@@ -593,6 +610,19 @@ def load(path: Union[str, "os.PathLike[str]", IO[bytes]], classes: Optional[Sequ
         duplicate members such as a pickle, object arrays, arrays that differ from
         their declaration) or names a class that is neither structlp's nor
         passed/allowed.
+
+    Examples
+    --------
+    See :func:`save` for a round trip. Loading reads plain data only; an unknown class in the
+    file is refused unless it is passed in ``classes``:
+
+    >>> import io
+    >>> import structlp
+    >>> from structlp.structures import BipartiteMatching
+    >>> buffer = io.BytesIO()
+    >>> structlp.save(structlp.MaxMarginLearner(BipartiteMatching(), C=2.0), buffer)
+    >>> structlp.load(io.BytesIO(buffer.getvalue())).C
+    2.0
     """
     if max_bytes is not None and (not isinstance(max_bytes, (int, np.integer))
                                   or isinstance(max_bytes, bool) or max_bytes < 1):
