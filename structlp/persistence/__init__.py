@@ -384,19 +384,12 @@ def save(estimator: Any, path: Union[str, "os.PathLike[str]", IO[bytes]]) -> Non
 
     Examples
     --------
-    >>> import io
-    >>> import numpy as np
-    >>> import structlp
-    >>> from structlp.datasets import make_bipartite_matching
-    >>> X, Y, _, model = make_bipartite_matching(n_samples=10, n_rows=4, n_features=3,
-    ...                                          random_state=0)
-    >>> learner = structlp.MaxMarginLearner(model).fit(X, Y)
-    >>> buffer = io.BytesIO()                     # or a path such as "learner.structlp"
-    >>> structlp.save(learner, buffer)
+    >>> import io, structlp; from structlp.datasets import make_bipartite_matching
+    >>> X, Y, _, model = make_bipartite_matching(n_samples=10, n_rows=4, random_state=0)
+    >>> learner, buffer = structlp.MaxMarginLearner(model).fit(X, Y), io.BytesIO()
+    >>> structlp.save(learner, buffer)          # or a path such as "learner.structlp"
     >>> copy = structlp.load(io.BytesIO(buffer.getvalue()))
-    >>> bool(np.array_equal(copy.coef_, learner.coef_))
-    True
-    >>> bool(np.array_equal(copy.predict(X)[0], learner.predict(X)[0]))
+    >>> bool((copy.coef_ == learner.coef_).all() and (copy.predict(X)[0] == learner.predict(X)[0]).all())
     True
     """
     from ..utils.version import __version__
@@ -613,14 +606,10 @@ def load(path: Union[str, "os.PathLike[str]", IO[bytes]], classes: Optional[Sequ
 
     Examples
     --------
-    See :func:`save` for a round trip. Loading reads plain data only; an unknown class in the
-    file is refused unless it is passed in ``classes``:
+    A round trip is in :func:`save`'s example.
 
-    >>> import io
-    >>> import structlp
-    >>> from structlp.structures import BipartiteMatching
-    >>> buffer = io.BytesIO()
-    >>> structlp.save(structlp.MaxMarginLearner(BipartiteMatching(), C=2.0), buffer)
+    >>> import io, structlp; buffer = io.BytesIO()
+    >>> structlp.save(structlp.MaxMarginLearner(structlp.structures.Matching(), C=2.0), buffer)
     >>> structlp.load(io.BytesIO(buffer.getvalue())).C
     2.0
     """
