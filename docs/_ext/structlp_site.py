@@ -10,6 +10,7 @@
   result states the run time recorded when it was executed).
 """
 
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -119,9 +120,12 @@ class ReproductionTable(Directive):
                         verdict(row)] for row in rows],
                       ["sl-repro", "sl-stack"])
         how = _table(["result", "command", "data", "run time", "details"],
-                     [[row["result"].split(",")[0], [nodes.literal("", row["command"])], row["data"],
-                       row["runtime"], [ref(row)]] for row in rows],
-                     ["sl-repro"])
+                     [[[nodes.strong("", re.split(r",(?![^()]*\))", row["result"])[0])],
+                       labelled("command", nodes.literal("", row["command"])),
+                       labelled("data", nodes.Text(row["data"])),
+                       labelled("run time", nodes.Text(row["runtime"])),
+                       labelled("details", ref(row))] for row in rows],
+                     ["sl-repro", "sl-stack"])
         section = nodes.section(ids=["how-to-run-each"])
         section += nodes.title(text="How to run each")
         section += nodes.container("", how, classes=["sl-bench-scroll"])
