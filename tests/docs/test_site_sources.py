@@ -102,3 +102,18 @@ def test_user_pages_name_no_machine_paths_or_issue_numbers():
         text = page.read_text()
         assert "../shared" not in text, page.name
         assert not re.search(r"issue #\d", text, re.I), page.name
+
+
+def test_cross_references_resolve_real_names_only():
+    """structlp_xref finds a name where it is defined or by its public path, and nothing
+    for a name that does not exist (which then stays a warning of ``sphinx -n``)."""
+    structlp_xref = pytest.importorskip("structlp_xref")
+    import structlp
+    from structlp.datasets import load_ocr_letters
+    assert structlp_xref._lookup("structlp.datasets.real.load_ocr_letters") is load_ocr_letters
+    assert structlp_xref._unique_anywhere("SolverError") is structlp.SolverError
+    for missing in ("structlp.datasets.no_such_loader", "structlp.NoSuchLearner"):
+        with pytest.raises(LookupError):
+            structlp_xref._lookup(missing)
+    with pytest.raises(LookupError):
+        structlp_xref._unique_anywhere("no_such_name_anywhere")
