@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import platform
 import sys
@@ -194,9 +195,12 @@ def load(folder=RESULTS) -> list[dict]:
 
 
 def fmt(value, col) -> str:
-    """One cell as text: ``–`` when missing, ``1.23×`` for a ratio, 3 significant digits."""
+    """One cell as text: ``–`` when missing, ``not reached`` for NaN (a target the run did
+    not reach), ``1.23×`` for a ratio, 3 significant digits."""
     if value is None:
         return "–"
+    if isinstance(value, float) and math.isnan(value):
+        return "not reached"
     if isinstance(value, bool) or isinstance(value, str):
         return str(value)
     if "format" in col:
@@ -212,6 +216,18 @@ def fmt(value, col) -> str:
             return f"{value:,.0f}"
         return f"{value:.3g}" if abs(value) >= 1e-3 else f"{value:.2e}"
     return str(value)
+
+
+def runs(data) -> str:
+    """How many runs each figure is from, as the file says: its ``runs`` key, else the
+    ``--repeats N`` of its command, else that the file does not say."""
+    if data.get("runs"):
+        return str(data["runs"])
+    import re
+    found = sorted({int(n) for n in re.findall(r"--repeats[ =](\d+)", data.get("command") or "")})
+    if found:
+        return " or ".join(map(str, found)) + " (median; --repeats of the command)"
+    return "not stated in the results file (single runs unless a caption says otherwise)"
 
 
 def header(col) -> str:

@@ -20,12 +20,16 @@ release = version = structlp.__version__
 
 extensions = [
     "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",   # one page per public name (docs/api.rst lists them)
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_nb",
+    "sphinx_copybutton",
     "gallery",          # docs/_ext/gallery.py: a thumbnail card per tutorial
     "benchmark_tables", # docs/_ext/benchmark_tables.py: tables from benchmarks/results/*.json
+    "structlp_site",    # docs/_ext/structlp_site.py: guide links, tutorials' download link and run time
+    "structlp_xref",    # docs/_ext/structlp_xref.py: structlp's names where they are defined
 ]
 
 # The tutorials live in notebooks/ (committed with outputs cleared) and are executed here, at
@@ -51,6 +55,9 @@ except OSError:
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
 nb_execution_mode = "cache"          # executed when changed; a fresh build executes them all
+# the cache of executed notebooks belongs to this checkout (myst-nb's default, beside the
+# output folder, would share results between checkouts that build into the same parent)
+nb_execution_cache_path = str(HERE / "_build" / ".jupyter_cache")
 nb_execution_timeout = 300           # seconds per cell
 nb_execution_raise_on_error = True   # a failing tutorial fails the build
 nb_execution_show_tb = True
@@ -64,18 +71,44 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", 
 
 autodoc_default_options = {"members": True, "inherited-members": False,
                            "member-order": "bysource"}
-autodoc_typehints = "signature"    # annotations in the signatures; numpydoc explains them
-autodoc_typehints_format = "short"
+autodoc_typehints = "none"         # signatures that read: names and defaults; the numpydoc
+autodoc_typehints_format = "short" # Parameters sections give every type
+autodoc_preserve_defaults = True   # defaults as written in the source
+autosummary_generate = True        # docs/generated/: a stub page per name of docs/api.rst
+autosummary_imported_members = False
+templates_path = ["_templates"]
 autodoc_type_aliases = {"ArrayLike": "numpy.typing.ArrayLike"}
 python_use_unqualified_type_names = True
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 
+# ``sphinx -n`` (CI runs it with -W): every cross-reference to structlp's own names must
+# resolve. Names of other libraries are not checked (the build has no network for
+# intersphinx); they are matched here by their package or by being builtins.
+_EXTERNAL = (r"(numpy|np|scipy|sp|cvxpy|cp|sklearn|networkx|nx|joblib|dask|distributed|"
+             r"highspy|numba|torch|jax|matplotlib|pandas|tqdm|threadpoolctl|pathlib|typing|"
+             r"collections|os|io|re|abc|concurrent|contextlib|datetime|enum|builtins|"
+             r"types|zipfile|pickle|json)(\..*)?")
+_BUILTIN = (r"(int|float|str|bool|bytes|dict|list|tuple|set|frozenset|object|type|None|"
+            r"callable|Callable|Any|Optional|Union|Sequence|Iterable|Iterator|Mapping|"
+            r"ArrayLike|NDArray|Path|Generator|RandomState|Exception|ValueError|TypeError|"
+            r"KeyError|RuntimeError|UserWarning|RuntimeWarning|Warning|OSError|"
+            r"KeyboardInterrupt|TimeoutError|NotImplementedError|ImportError|array-like|"
+            r"array_like|ndarray|sparse matrix|optional|default)")
+nitpick_ignore_regex = [(r"py:.*", _EXTERNAL), (r"py:.*", _BUILTIN)]
+
 html_theme = "furo"
-html_title = f"structlp {release}"
+# the site documents the checkout it is built from: most of it is newer than the release
+html_title = f"structlp {release} + unreleased"
+html_theme_options = {
+    "announcement": ("Development version: what the changelog lists under “Unreleased” "
+                     f"is not in release {release}."),
+}
 html_static_path = ["_static"]
 html_css_files = ["gallery.css"]
+copybutton_prompt_text = r">>> |\.\.\. |\$ "   # copied code leaves prompts and outputs out
+copybutton_prompt_is_regexp = True
 
 
 def _tidy_signature(app, what, name, obj, options, signature, return_annotation):
@@ -124,6 +157,25 @@ def _plain_prose(app, what, name, obj, options, lines):
         lines[i] = "".join(parts)
 
 
+def _summary_keeps_literals():
+    """autosummary's one-line summaries end at the first ". ": not inside a ``literal``
+    (``w . Psi(x, y)`` would be cut in two, an unterminated literal)."""
+    from sphinx.ext import autosummary
+
+    original = autosummary.extract_summary
+    if getattr(original, "keeps_literals", False):
+        return
+    guard = "\u2024"                    # ONE DOT LEADER, put back after the cut
+
+    def extract_summary(doc, document):
+        doc = [re.sub(r"``.*?``", lambda m: m.group(0).replace(". ", guard + " "), line)
+               for line in doc]
+        return original(doc, document).replace(guard, ".")
+    extract_summary.keeps_literals = True
+    autosummary.extract_summary = extract_summary
+
+
 def setup(app):
+    _summary_keeps_literals()
     app.connect("autodoc-process-signature", _tidy_signature, priority=400)
     app.connect("autodoc-process-docstring", _plain_prose, priority=600)

@@ -160,6 +160,40 @@ def _flush_c_stdio() -> None:
 
 _REDIRECT_LOCK = threading.Lock()
 _REDIRECT: Dict[str, int] = {"depth": 0, "saved": -1}
+_HIGHS_BANNER = {"shown": False}
+
+
+def silence_highs_banner() -> None:
+    """Keep HiGHS's banner ("Running HiGHS ...") out of every output of this process.
+
+    HiGHS prints it on standard output, from C++ and whatever its options
+    (``output_flag``, ``log_to_console``), when the first ``highspy.Highs`` of a process is
+    made. That first one is made here, once, with file descriptor 1 pointed at the null
+    device; every later one (structlp's inference LPs, cvxpy's HiGHS interface) prints
+    nothing. Called before each of structlp's HiGHS solves; without highspy it does nothing.
+    """
+    with _REDIRECT_LOCK:
+        if _HIGHS_BANNER["shown"]:
+            return
+        _HIGHS_BANNER["shown"] = True
+        try:
+            import highspy
+        except ImportError:        # pragma: no cover - a dependency
+            return
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, AttributeError, ValueError):   # pragma: no cover - no descriptor 1
+            highspy.Highs()
+            return
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), 1)
+                highspy.Highs()
+                _flush_c_stdio()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 @contextlib.contextmanager
@@ -392,6 +426,8 @@ def solve(problem: Any, solver: str, solver_opts: Optional[Dict[str, Any]] = Non
         Wall-clock time of ``problem.solve``.
     """
     import cvxpy as cp      # a cvxpy problem was built, so cvxpy is already imported
+    if solver in _BANNER_SOLVERS:
+        silence_highs_banner()
     opts = dict(solver_opts or {})
     shown = ", ".join(f"{k}={v!r}" for k, v in opts.items())
     limit = _TIME_LIMIT.get()

@@ -211,6 +211,22 @@ class AdversarialGraphicalModel(BaseEstimator):
     inner_stats_ : dict
         Inner solves, fallbacks to the LP and mean dual-decomposition iterations.
     fit_time_ : float
+
+    Examples
+    --------
+    Chains of 5 nodes with 3 labels, trained by the exact QP:
+
+    >>> import numpy as np
+    >>> from structlp.agm import AdversarialGraphicalModel, make_loopy_data
+    >>> _, X, Y = make_loopy_data("skip_chain", n_examples=40, n_nodes=5, random_state=0)
+    >>> agm = AdversarialGraphicalModel(3, reg=0.1, method="qp").fit(X[:20], Y[:20])
+    >>> print(f"{agm.objective_:.4f}")
+    1.6994
+    >>> pred = agm.predict(X[20:])                 # max-sum on each example's graph
+    >>> print(len(pred), pred[0].shape)
+    20 (5,)
+    >>> print(f"{np.mean([np.mean(p != y) for p, y in zip(pred, Y[20:])]):.2f}")
+    0.23
     """
 
     # set by the QP route (agm.routes.fit_qp)

@@ -17,7 +17,6 @@ silently.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import warnings
@@ -29,7 +28,7 @@ import scipy.sparse as sp
 from ..compiler import stacked_scores
 from ..exceptions import FractionalSolutionError, InvalidParameterError, SolverError
 from ..formulations import block_diag
-from ..solvers import check_solver, check_solver_opts, solve
+from ..solvers import check_solver, check_solver_opts, silence_highs_banner, solve
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import StructuredModel
@@ -50,30 +49,13 @@ SLOW_ORACLE_SECONDS = 2e-3
 TIE_TOL = 1e-6
 
 _HIGHS: dict = {}      # id(polytope) -> (polytope, Highs): one compiled LP per polytope
-_BANNER_SILENCED = False
 
 
 def new_highs():
-    """A quiet ``highspy.Highs`` (its banner, printed on the first construction in a
-    process, goes to stdout from C++: silenced at the file-descriptor level)."""
+    """A quiet ``highspy.Highs`` (``output_flag`` off; the banner HiGHS prints when a
+    process makes its first one is kept off stdout by :func:`~structlp.solvers.silence_highs_banner`)."""
     import highspy
-    global _BANNER_SILENCED
-    if not _BANNER_SILENCED:
-        _BANNER_SILENCED = True
-        try:
-            saved = os.dup(1)
-        except OSError:            # pragma: no cover - no stdout descriptor
-            saved = None
-        if saved is not None:
-            try:
-                with open(os.devnull, "w") as null:
-                    os.dup2(null.fileno(), 1)
-                    h = highspy.Highs()
-            finally:
-                os.dup2(saved, 1)
-                os.close(saved)
-            h.setOptionValue("output_flag", False)
-            return h
+    silence_highs_banner()
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     return h

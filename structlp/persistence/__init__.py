@@ -381,6 +381,16 @@ def save(estimator: Any, path: Union[str, "os.PathLike[str]", IO[bytes]]) -> Non
         When the file cannot be written (full disk, no permission: the previous file
         is unchanged), or when some parameter or fitted attribute is not plain data (a callable kernel,
         a lambda, an open file...): the message names it.
+
+    Examples
+    --------
+    >>> import io, structlp; from structlp.datasets import make_bipartite_matching
+    >>> X, Y, _, model = make_bipartite_matching(n_samples=10, n_rows=4, random_state=0)
+    >>> learner, buffer = structlp.MaxMarginLearner(model).fit(X, Y), io.BytesIO()
+    >>> structlp.save(learner, buffer)          # or a path such as "learner.structlp"
+    >>> copy = structlp.load(io.BytesIO(buffer.getvalue()))
+    >>> bool((copy.coef_ == learner.coef_).all() and (copy.predict(X)[0] == learner.predict(X)[0]).all())
+    True
     """
     from ..utils.version import __version__
     if not _is_persistable(estimator) or isinstance(estimator, type):
@@ -593,6 +603,15 @@ def load(path: Union[str, "os.PathLike[str]", IO[bytes]], classes: Optional[Sequ
         duplicate members such as a pickle, object arrays, arrays that differ from
         their declaration) or names a class that is neither structlp's nor
         passed/allowed.
+
+    Examples
+    --------
+    A round trip is in :func:`save`'s example.
+
+    >>> import io, structlp; buffer = io.BytesIO()
+    >>> structlp.save(structlp.MaxMarginLearner(structlp.structures.Matching(), C=2.0), buffer)
+    >>> structlp.load(io.BytesIO(buffer.getvalue())).C
+    2.0
     """
     if max_bytes is not None and (not isinstance(max_bytes, (int, np.integer))
                                   or isinstance(max_bytes, bool) or max_bytes < 1):

@@ -77,6 +77,19 @@ class SoftmaxMarginLearner(BaseEstimator):
     converged_ : bool
     automaton_info_ : list of dict
         Size of the loss automaton ``B`` and lattice ``C`` of each training example.
+
+    Examples
+    --------
+    Sequences of 8 labels from a planted model, trained on the edit distance:
+
+    >>> from structlp.datasets import make_sequences
+    >>> from structlp.sequence import EditDistance, SoftmaxMarginLearner
+    >>> X, Y, _, feats = make_sequences(n_samples=40, length=8, n_labels=4, n_inputs=4,
+    ...                                 window=2, noise=0.3, random_state=0)
+    >>> model = SoftmaxMarginLearner(loss=EditDistance(), features=feats, reg=0.01)
+    >>> model = model.fit(X[:30], Y[:30])
+    >>> model.score(X[30:], Y[30:])                # minus the mean edit distance
+    -1.6
     """
 
     def __init__(self, loss: SequenceLoss, features: MarkovFeatures, reg: float = 1e-2,

@@ -85,6 +85,18 @@ class SequenceSSVM(BaseEstimator):
     converged_ : bool
     n_constraints_ : int
         Size of the working sets at the end.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.datasets import make_sequences
+    >>> from structlp.sequence import EditDistance, SequenceSSVM
+    >>> X, Y, _, feats = make_sequences(n_samples=40, length=8, n_labels=4, n_inputs=4,
+    ...                                 window=2, noise=0.3, random_state=0)
+    >>> ssvm = SequenceSSVM(loss=EditDistance(), features=feats, C=1.0).fit(X[:30], Y[:30])
+    >>> pred = ssvm.predict(X[30:])                # loss-free Viterbi
+    >>> print(f"{np.mean([np.mean(p != y) for p, y in zip(pred, Y[30:])]):.4f}")
+    0.2125
     """
 
     def __init__(self, loss: SequenceLoss, features: MarkovFeatures, C: float = 1.0,

@@ -1,0 +1,119 @@
+"""The generated parts of the documentation, checked without building it: the benchmark
+tables' layout and plots, the headline ratios, the reproduction table's rows (every number of
+a row whose details are a guide page is on that page), and the tutorials' titles."""
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+yaml = pytest.importorskip("yaml")
+pytest.importorskip("sphinx")
+benchmark_tables = pytest.importorskip("benchmark_tables")
+structlp_site = pytest.importorskip("structlp_site")
+report = pytest.importorskip("report")
+
+RESULTS = sorted((ROOT / "benchmarks" / "results").glob("*.json"))
+
+
+def test_nan_reads_not_reached():
+    assert report.fmt(float("nan"), {"key": "x", "label": "x"}) == "not reached"
+    assert report.fmt(None, {"key": "x", "label": "x"}) == "–"
+
+
+def test_ratio_columns_follow_the_label_columns():
+    table = {"columns": [{"key": "name", "label": "learner"}, {"key": "t", "label": "fit"},
+                         {"key": "u", "label": "other"},
+                         {"key": "r", "label": "/ fit", "ratio": True}],
+             "rows": [{"name": "a", "t": 1.0, "u": 2.0, "r": 1.5}]}
+    cols = benchmark_tables.ordered_columns(table)
+    assert [c["key"] for c in cols] == ["name", "r", "t", "u"]
+    assert cols[1]["label"] == "other / fit"    # "/ fit" moved keeps the column it divides
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[p.name for p in RESULTS])
+def test_every_results_file_gets_a_plot(path):
+    pytest.importorskip("matplotlib")
+    data = report.load_one(path)
+    svgs = [benchmark_tables.plot_svg(t) for t in data["tables"]]
+    assert any(s and s.startswith("<svg") for s in svgs), f"{path.name}: no table is plotted"
+
+
+def test_headline_ratios_pick_one_cell_each():
+    specs = yaml.safe_load((DOCS / "_data" / "benchmark_summary.yaml").read_text())
+    assert len(specs) >= 5
+    for i, spec in enumerate(specs):
+        data = report.load_one(ROOT / "benchmarks" / "results" / f"{spec['file']}.json")
+        value = benchmark_tables._cell(data, spec, f"item {i}")
+        if spec.get("over"):
+            value = value / benchmark_tables._cell(data, spec["over"], f"item {i}")
+        assert isinstance(value, float) and math.isfinite(value) and value > 0, spec
+
+
+REPRO = structlp_site.load_reproduction(DOCS / "_data" / "reproduction.yaml")
+
+
+def test_reproduction_covers_the_papers():
+    sources = " ".join(r["source"] for r in REPRO)
+    for paper in ("Taskar et al. 2005", "Fathony et al. 2018, Table 1",
+                  "Fathony et al. 2018, Table 2", "Cortes et al. 2018"):
+        assert paper in sources
+
+
+@pytest.mark.parametrize("row", [r for r in REPRO if r["details"].startswith("guide/")],
+                         ids=lambda r: r["result"][:30])
+def test_reproduction_numbers_come_from_their_details_page(row):
+    """No number is typed for this page alone: each decimal of the paper's and structlp's
+    columns is on the row's details page."""
+    page = (DOCS / (row["details"] + ".md")).read_text()
+    for field in ("paper", "structlp"):
+        for number in re.findall(r"\d*\.\d+", row[field]):
+            assert number in page, f"{row['result']}: {number} ({field}) not on {row['details']}"
+
+
+def test_reproduction_rejects_an_unknown_verdict(tmp_path):
+    bad = dict(REPRO[0], verdict="kind of")
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump([bad]))
+    with pytest.raises(ValueError, match="verdict 'kind of'"):
+        structlp_site.load_reproduction(path)
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_tutorial_titles_are_short_and_unnumbered(path):
+    first = "".join(json.loads(path.read_text())["cells"][0]["source"]).splitlines()[0]
+    assert first.startswith("# ") and len(first) <= 60, first
+    assert not re.match(r"# \d", first), first
+
+
+def test_user_pages_name_no_machine_paths_or_issue_numbers():
+    pages = [*DOCS.glob("*.md"), *(DOCS / "guide").glob("*.md"), *NOTEBOOKS]
+    for page in pages:
+        text = page.read_text()
+        assert "../shared" not in text, page.name
+        assert not re.search(r"issue #\d", text, re.I), page.name
+
+
+def test_cross_references_resolve_real_names_only():
+    """structlp_xref finds a name where it is defined or by its public path, and nothing
+    for a name that does not exist (which then stays a warning of ``sphinx -n``)."""
+    structlp_xref = pytest.importorskip("structlp_xref")
+    import structlp
+    from structlp.datasets import load_ocr_letters
+    assert structlp_xref._lookup("structlp.datasets.real.load_ocr_letters") is load_ocr_letters
+    assert structlp_xref._unique_anywhere("SolverError") is structlp.SolverError
+    for missing in ("structlp.datasets.no_such_loader", "structlp.NoSuchLearner"):
+        with pytest.raises(LookupError):
+            structlp_xref._lookup(missing)
+    with pytest.raises(LookupError):
+        structlp_xref._unique_anywhere("no_such_name_anywhere")
