@@ -531,3 +531,4 @@ def check_oracle_solver(model: StructuredModel, X: Sequence[Any],
 
 
 from .distribution import log_partition, marginals, sample  # noqa: E402  (the Gibbs distribution)
+from .kbest import k_best  # noqa: E402

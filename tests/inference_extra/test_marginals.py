@@ -108,3 +108,33 @@ def test_arborescence_with_extreme_scores_is_exact_or_refused():
     else:
         assert abs(got_Z - log_Z) <= 1e-9 * abs(log_Z)
         np.testing.assert_allclose(got_mu, mu, atol=1e-6, rtol=0)
+
+
+def test_graph_labeling_marginals_exact_on_a_narrow_cycle_refused_when_relaxed():
+    from structlp.structures import GraphLabeling
+    rng = np.random.default_rng(6)
+    x = cycle_x(rng, 4)
+    model = GraphLabeling(3)
+    xc = model.check_x(x)
+    s = rng.normal(size=model.n_parts(xc))
+    M, v = table(model, xc, labellings(4, 3), s)
+    log_Z, mu, _ = gibbs(M, v)
+    got_Z, got_mu = log_partition(model, x, s)
+    assert abs(got_Z - log_Z) <= 1e-9 * max(1, abs(log_Z))
+    np.testing.assert_allclose(got_mu, mu, atol=1e-9, rtol=0)
+    with pytest.raises(InvalidParameterError, match="log_partition: this GraphLabeling example "
+                       "is a loopy graph.*SparseMAP.*perturb-and-MAP"):
+        marginals(GraphLabeling(3, mode="relaxed"), x, s)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (__import__("structlp").structures.BipartiteMatching(), np.zeros((3, 3, 1)), 9),
+    lambda: (__import__("structlp").structures.PerfectMatching(), np.zeros((4, 4, 1)), 6),
+    lambda: (__import__("structlp").structures.Matching(), np.zeros((5, 5, 1)), 10),
+])
+def test_matchings_have_no_exact_marginals(make):
+    model, x, L = make()
+    with pytest.raises(InvalidParameterError,
+                       match="has no exact log-partition function.*#P-hard.*SparseMAP.*"
+                             "perturb-and-MAP"):
+        marginals(model, x, np.zeros(L))
