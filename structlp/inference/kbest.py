@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
 Child = Tuple[float, int, frozenset, Any]
 
 
-def lawler(root: Optional[Tuple[float, Any]], branch: Callable[[np.ndarray, int, frozenset],
+def lawler(root: Optional[Tuple[Any, float]], branch: Callable[[np.ndarray, int, frozenset],
                                                               Iterable[Child]],
            k: int, decode: Optional[Callable[[Any], np.ndarray]] = None
            ) -> List[Tuple[np.ndarray, float]]:
