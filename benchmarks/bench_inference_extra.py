@@ -148,7 +148,7 @@ def main(argv=None):
     tk_theirs, allk_theirs, V_theirs = timed(theirs_kbest, args.repeats)
 
     # agreement: edge marginals (ours [e, prev, next]) and node marginals; k-best scores
-    M_theirs = M_theirs.numpy()
+    M_theirs = M_theirs.detach().numpy()
     diff = 0.0
     for b, (u, mu) in enumerate(zip(unary, M_ours)):
         n = len(u)
@@ -157,7 +157,7 @@ def main(argv=None):
         node = mu[:n * K].reshape(n, K)
         from_edges = np.concatenate([edge[:1].sum(axis=2), edge.sum(axis=1)])
         diff = max(diff, float(np.abs(node - from_edges).max()))
-    V_theirs = V_theirs.numpy().T                                  # (B, k)
+    V_theirs = V_theirs.detach().numpy().T                                  # (B, k)
     kdiff = max(float(np.abs(np.sort(v)[::-1] - np.sort(w)[::-1]).max())
                 for v, w in zip(V_ours, V_theirs))
     rows = [
