@@ -89,7 +89,8 @@ def _kernel() -> Optional[Any]:
 
 
 def tree_sum_product(order: np.ndarray, parents: np.ndarray, edge_of: np.ndarray,
-                     b: np.ndarray, B: np.ndarray) -> Optional[Tuple[float, np.ndarray, np.ndarray]]:
+                     b: np.ndarray, B: np.ndarray
+                     ) -> Optional[Tuple[float, np.ndarray, np.ndarray]]:
     """``(log Z, node (n, k), edge (n - 1, k, k))`` of one tree by the compiled kernel, or
     None where numba does not import (the caller then uses the numpy version).
 

@@ -118,7 +118,8 @@ def test_lp_fallback_refuses_a_fractional_polytope():
     s = np.zeros(L)
     # frustrated cycle: every edge prefers different labels, so the LP goes fractional
     s[2 * 3:] = np.tile([-1.0, 1.0, 1.0, -1.0], 3) * 5
-    with pytest.raises(FractionalSolutionError, match="k_best.*not integral.*k_best\\(x, scores, k\\)"):
+    with pytest.raises(FractionalSolutionError,
+                       match="k_best.*not integral.*k_best\\(x, scores, k\\)"):
         k_best(model, x, s, 3)
 
 
