@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from ..exceptions import FractionalSolutionError, InvalidParameterError, SolverError
+from ..exceptions import FractionalSolutionError, InvalidParameterError, OracleError, SolverError
 from .distribution import check_example_scores
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -226,8 +226,16 @@ def k_best(model: "StructuredModel", x: Any, scores: Any, k: int) -> Tuple[List[
             f"The 'k' parameter of k_best must be an int >= 1 (the number of outputs to "
             f"list); got {k!r}.")
     hook = getattr(model, "k_best", None)
-    if hook is not None:
-        outputs, values = hook(xc, s, int(k))
-    else:
+    if hook is None:
         outputs, values = lawler_murty_lp(model, xc, s, int(k))
-    return list(outputs), np.asarray(values, dtype=float)
+        return list(outputs), np.asarray(values, dtype=float)
+    outputs, values = hook(xc, s, int(k))
+    outputs, values = list(outputs), np.asarray(values, dtype=float)
+    tol = 1e-9 * max(1.0, float(np.max(np.abs(values), initial=0.0)))
+    if values.shape != (len(outputs),) or not 1 <= len(outputs) <= k \
+            or not np.all(np.isfinite(values)) or np.any(np.diff(values) > tol):
+        raise OracleError(
+            f"{type(model).__name__}.k_best(x, scores, k) must return between 1 and k = {k} "
+            "outputs and their finite scores, non-increasing; got "
+            f"{len(outputs)} outputs and scores {values[:6].tolist()}.")
+    return outputs, values

@@ -214,3 +214,27 @@ def test_a_model_without_polytope_or_hook_is_refused_clearly():
     with pytest.raises(DeclarationError, match="k_best: NoPolytope defines no k_best.*"
                                                "needs an output polytope"):
         k_best(NoPolytope(), None, np.zeros(3), 2)
+
+
+def test_a_user_hook_that_breaks_its_contract_is_named():
+    from structlp.exceptions import OracleError
+    from structlp.inference import log_partition, sample
+
+    class Broken(Choose2):
+        def k_best(self, x, scores, k):
+            return [np.zeros(5), np.ones(5)], np.array([1.0, 2.0])     # increasing
+
+        def log_partition(self, x, scores):
+            return 0.0, np.zeros(4)                                    # wrong length
+
+        def sample(self, x, scores, n, rng):
+            return [np.zeros(5)] * (n - 1)
+
+    model, x, s = Broken(5), np.zeros((5, 1)), np.zeros(5)
+    with pytest.raises(OracleError, match=r"Broken.k_best\(x, scores, k\) must return"):
+        k_best(model, x, s, 2)
+    with pytest.raises(OracleError, match=r"Broken.log_partition\(x, scores\) must return.*"
+                                          r"shape \(5,\)"):
+        log_partition(model, x, s)
+    with pytest.raises(OracleError, match="must return n = 3 outputs; got 2"):
+        sample(model, x, s, n=3)
