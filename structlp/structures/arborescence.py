@@ -271,6 +271,52 @@ def sample_arborescences(n: int, root: int, scores: Any, size: int,
     return Y
 
 
+def k_best_arborescences(n: int, root: int, scores: Any, k: int
+                         ) -> Tuple[List[np.ndarray], np.ndarray]:
+    """The ``k`` best arborescences rooted at ``root`` for arc scores ``scores``
+    ((n-1)^2, :func:`arc_index` order): Lawler's partitioning over the heads of the
+    non-root words, each subproblem one Chu-Liu-Edmonds
+    (:func:`networkx.maximum_spanning_arborescence`) on the arcs it allows.
+
+    Returns
+    -------
+    Y : list of min(k, n^(n-2)) head vectors (n,); values : ndarray, non-increasing
+    """
+    import networkx as nx
+    from ..inference.kbest import lawler, oracle_branch
+    heads, mods, index = arc_index(n, root)
+    s = np.asarray(scores, dtype=float)
+    words = np.delete(np.arange(n), root)
+
+    def solve(y, j, F):                          # y[t]: the head of words[t]
+        allowed = np.ones(len(heads), dtype=bool)
+        for t in range(j):
+            allowed[(mods == words[t]) & (heads != y[t])] = False
+        for h in F:
+            allowed[index[h, words[j]]] = False
+        G = nx.DiGraph()
+        G.add_nodes_from(range(n))
+        G.add_weighted_edges_from(zip(heads[allowed].tolist(), mods[allowed].tolist(),
+                                      s[allowed].tolist()))
+        try:
+            T = nx.maximum_spanning_arborescence(G, attr="weight", preserve_attrs=False)
+        except nx.NetworkXException:             # no arborescence left
+            return None
+        head = np.full(n, -1, dtype=np.int64)
+        for h, m in T.edges:
+            head[m] = h
+        return head[words], float(s[index[head[words], words]].sum())
+
+    found = lawler(solve(np.zeros(n - 1, dtype=np.int64), 0, frozenset()),
+                   oracle_branch(solve, n - 1), k)
+    Y = []
+    for y, _ in found:
+        head = np.full(n, -1, dtype=np.int64)
+        head[words] = y
+        Y.append(head)
+    return Y, np.array([float(s[index[h[words], words]].sum()) for h in Y])
+
+
 class Arborescence(StructuredModel):
     """Maximum directed spanning trees rooted at ``root``: dependency parsing.
 
@@ -371,6 +417,12 @@ class Arborescence(StructuredModel):
         for h, m in T.edges:
             y[m] = h
         return y
+
+    def k_best(self, x: Any, scores: np.ndarray, k: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        """The ``k`` best arborescences (:func:`structlp.inference.k_best`): Lawler-Murty
+        partitioning over the words' heads with Chu-Liu-Edmonds as the oracle (a barred
+        head's arc removed, a fixed head's arc the only one into its word)."""
+        return k_best_arborescences(x.shape[0], self._root(x.shape[0]), scores, k)
 
     def log_partition(self, x: Any, scores: np.ndarray) -> Tuple[float, np.ndarray]:
         """``log Z`` and the arc marginals of the Gibbs distribution over the

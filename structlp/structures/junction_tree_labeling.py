@@ -14,6 +14,7 @@ from ..graphical.junction import (MAX_TREEWIDTH, GraphExample, check_example, ch
                             clique_polytope, encode_cliques, jt_marginals_cliques,
                             jt_max_sum_cliques, pairwise_marginals, tree_as_graph)
 from ..graphical.jt_sampling import jt_sample
+from ..graphical.kbest import jt_k_best
 from ..graphical.trees import check_labels, node_weights_of, part_features
 from ..exceptions import InvalidParameterError
 from ..model import StructuredModel
@@ -130,3 +131,8 @@ class JunctionTreeLabeling(StructuredModel):
         """``n`` exact samples of the Gibbs distribution: forward filtering-backward
         sampling on the junction tree (:func:`structlp.inference.sample`)."""
         return list(jt_sample(x, scores, self._k(), n, rng))
+
+    def k_best(self, x: Any, scores: np.ndarray, k: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        """The ``k`` best labellings: Lawler-Murty partitioning with max-sum on the junction
+        tree as the oracle (:func:`structlp.inference.k_best`)."""
+        return jt_k_best(x, scores, self._k(), k)

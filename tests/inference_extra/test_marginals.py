@@ -108,3 +108,55 @@ def test_arborescence_with_extreme_scores_is_exact_or_refused():
     else:
         assert abs(got_Z - log_Z) <= 1e-9 * abs(log_Z)
         np.testing.assert_allclose(got_mu, mu, atol=1e-6, rtol=0)
+
+
+def test_graph_labeling_marginals_exact_on_a_narrow_cycle_refused_when_relaxed():
+    from structlp.structures import GraphLabeling
+    rng = np.random.default_rng(6)
+    x = cycle_x(rng, 4)
+    model = GraphLabeling(3)
+    xc = model.check_x(x)
+    s = rng.normal(size=model.n_parts(xc))
+    M, v = table(model, xc, labellings(4, 3), s)
+    log_Z, mu, _ = gibbs(M, v)
+    got_Z, got_mu = log_partition(model, x, s)
+    assert abs(got_Z - log_Z) <= 1e-9 * max(1, abs(log_Z))
+    np.testing.assert_allclose(got_mu, mu, atol=1e-9, rtol=0)
+    with pytest.raises(InvalidParameterError, match="log_partition: this GraphLabeling example "
+                       "is a loopy graph.*SparseMAP.*perturb-and-MAP"):
+        marginals(GraphLabeling(3, mode="relaxed"), x, s)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (__import__("structlp").structures.BipartiteMatching(), np.zeros((3, 3, 1)), 9),
+    lambda: (__import__("structlp").structures.PerfectMatching(), np.zeros((4, 4, 1)), 6),
+    lambda: (__import__("structlp").structures.Matching(), np.zeros((5, 5, 1)), 10),
+])
+def test_matchings_have_no_exact_marginals(make):
+    model, x, L = make()
+    with pytest.raises(InvalidParameterError,
+                       match="has no exact log-partition function.*#P-hard.*SparseMAP.*"
+                             "perturb-and-MAP"):
+        marginals(model, x, np.zeros(L))
+
+
+def test_compiled_sum_product_equals_the_batched_numpy_version(monkeypatch):
+    from structlp.graphical import sumproduct
+    from structlp.graphical.trees import Forest, check_tree_example, forest_marginals, \
+        tree_marginals
+    rng = np.random.default_rng(9)
+    ex = check_tree_example(tree_x(rng, [3, 0, 0, -1, 1, 1, 3, 6]))
+    b, B = rng.normal(size=(8, 4)) * 3, rng.normal(size=(7, 4, 4)) * 3
+    want = forest_marginals(Forest([ex]), b, B)
+    got = tree_marginals(ex, b, B)
+    assert sumproduct.tree_sum_product(ex.order, ex.parents, ex.edge_of, b, B) is not None
+    assert abs(got[0] - want[0][0]) <= 1e-12 * abs(want[0][0])
+    np.testing.assert_allclose(got[1], want[1], atol=1e-13)
+    np.testing.assert_allclose(got[2], want[2], atol=1e-13)
+    monkeypatch.setattr(sumproduct, "_kernel", lambda: None)      # numba absent: numpy
+    fallback = tree_marginals(ex, b, B)
+    np.testing.assert_allclose(fallback[1], got[1], atol=1e-13)
+    one = check_tree_example(tree_x(rng, [-1]))                   # a single node
+    lz, node, edge = tree_marginals(one, np.array([[0.0, np.log(3.0)]]), np.zeros((0, 2, 2)))
+    assert abs(lz - np.log(4.0)) < 1e-12 and edge.shape == (0, 2, 2)
+    np.testing.assert_allclose(node, [[0.25, 0.75]])
