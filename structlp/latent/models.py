@@ -177,6 +177,16 @@ class LatentGraphLabeling(GraphLabeling):
             return self.encode(x, np.argmax(node, axis=1))
         return np.rint(mu)
 
+    def _solve(self, x, scores):
+        if x.n_edges:
+            return super()._solve(x, scores)
+        # no edge: each node its best state (a latent multiclass SVM's oracle)
+        S = self._k()
+        y = np.argmax(np.asarray(scores, dtype=float).reshape(x.n_nodes, S), axis=1)
+        mu = np.zeros(x.n_nodes * S)
+        mu[np.arange(x.n_nodes) * S + y] = 1.0
+        return mu, y
+
     def loss_coefficients(self, x: Any, y_true: Any) -> Tuple[np.ndarray, float]:
         """``sum_{i visible} [label(s_i) != y_i]`` against the output ``y_true`` (states)."""
         y = self.label(x, y_true)

@@ -13,8 +13,8 @@ from structlp import (CuttingPlaneLearner, DeclarationError, FrankWolfeLearner,
 from structlp.latent import LatentGraphLabeling, LatentSSVM
 from structlp.structures import GraphLabeling
 
-from latent_oracles import (LatentMulticlass, LPCompletion, brute_completion, brute_objective,
-                            node_example, small_graph, xor_data)
+from latent_oracles import (LatentMulticlass, LPCompletion, all_outputs, brute_completion,
+                            brute_objective, node_example, small_graph, xor_data)
 
 
 def _graph_data(seed, m=6):
@@ -266,3 +266,40 @@ def test_predict_before_fit_and_score():
     assert clf.score(X, Y) == pytest.approx(-err)
     H = clf.complete(X, Y)
     assert all(model.label(model.check_x(x), h)[0] == y[0] for x, h, y in zip(X, H, Y))
+
+
+# ---------------------------------------------------------------- init and the edgeless oracle
+def test_init_starts_the_first_restart_and_is_checked():
+    X, Y = xor_data(40, seed=2)
+    model = LatentGraphLabeling(n_labels=2, n_states_per_label=2)
+    # the clusters themselves as the initial states: CCCP starts at a good point
+    pts = np.array([x["node_features"][0, :2] for x in X])
+    quad = np.where(Y_flat(Y) == 0, (pts[:, 0] < 0).astype(int), 2 + (pts[:, 0] < 0))
+    init = [np.array([q]) for q in quad]
+    clf = LatentSSVM(model, C=10.0, random_state=0).fit(X, Y, init=init)
+    assert np.mean([p[0] == y[0] for p, y in zip(clf.predict(X), Y)]) == 1.0
+    bad = list(init)
+    bad[2] = np.array([3 - 2 * int(Y[2][0])])       # a state of the other label
+    with pytest.raises(InvalidOutputError, match=r"init\[2\] has the label \[\d\], not Y\[2\]"):
+        LatentSSVM(model, random_state=0).fit(X, Y, init=bad)
+    with pytest.raises(structlp.InvalidInputError, match="init must have one output per"):
+        LatentSSVM(model, random_state=0).fit(X, Y, init=init[:3])
+
+
+def Y_flat(Y):
+    return np.array([int(y[0]) for y in Y])
+
+
+def test_edgeless_oracle_is_the_best_state_of_each_node():
+    model = LatentGraphLabeling(n_labels=3, n_states_per_label=[1, 2, 2])
+    rng = np.random.default_rng(5)
+    x = model.check_x({"node_features": rng.standard_normal((3, 2)),
+                       "edges": np.zeros((0, 2), int), "edge_features": np.zeros((0, 0))})
+    for _ in range(5):
+        s = rng.standard_normal(model.n_parts(x))
+        mu = model.inference_parts(x, s)
+        best = max(float(s @ m) for _, m in all_outputs(model, x))
+        assert float(s @ mu) == pytest.approx(best, abs=1e-12)
+        y = rng.integers(3, size=3)
+        assert float(s @ model.complete(x, s, y)) == pytest.approx(
+            brute_completion(model, x, s, y), abs=1e-12)
