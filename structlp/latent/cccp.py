@@ -61,7 +61,7 @@ class _Examples:
     ``observe(x, mu, y)`` (built once, when the model has no ``complete`` hook)."""
 
     def __init__(self, model: StructuredModel, X: Sequence[Any], Y: Sequence[Any]) -> None:
-        self.model = model
+        self.model: Any = model          # a latent model: observe, label (and complete)
         self.cls = type(model).__name__
         X = check_sequence_of_examples(X, "X")
         Y = check_sequence_of_examples(Y, "Y")
@@ -229,6 +229,7 @@ class _Examples:
     def loss(self, i: int, mu: np.ndarray) -> Any:
         """``(c, d)``: the task loss against the output ``mu`` of ``X[i]`` (dense ``c``)."""
         y_full = self.model.decode(self.X[i], mu)
+        c: Any
         c, d = self.model.loss_coefficients(self.X[i], y_full)
         c = np.asarray(c.toarray() if sp.issparse(c) else c, dtype=float).ravel()
         return c, float(d)
@@ -582,8 +583,9 @@ class LatentSSVM(BaseEstimator):
     def predict(self, X: Sequence[Any]) -> List[Any]:
         """The label ``y`` of the best output ``(y, h)`` of each example:
         ``label(x, argmax_{(y,h)} w . f(x, y, h))``."""
-        Xc = [self.model.check_x(x) for x in check_sequence_of_examples(X, "X")]
-        return [self.model.label(x, out) for x, out in zip(Xc, self.predict_latent(X))]
+        model: Any = self.model
+        Xc = [model.check_x(x) for x in check_sequence_of_examples(X, "X")]
+        return [model.label(x, out) for x, out in zip(Xc, self.predict_latent(X))]
 
     def complete(self, X: Sequence[Any], Y: Sequence[Any]) -> List[Any]:
         """The completed outputs ``argmax_h w . f(x_i, y_i, h)`` of labelled examples (as

@@ -303,3 +303,12 @@ def test_edgeless_oracle_is_the_best_state_of_each_node():
         y = rng.integers(3, size=3)
         assert float(s @ model.complete(x, s, y)) == pytest.approx(
             brute_completion(model, x, s, y), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["structlp.latent.cccp", "structlp.latent.models"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
