@@ -14,6 +14,10 @@ from ..structures.graph_labeling import GraphLabeling, GraphLabelingExample
 from ..utils.validation import check_scalar
 
 
+#: (class, n_labels, n_states_per_label) as reprs -> the label of each state (checked once)
+_STATES: dict = {}
+
+
 @dataclass(eq=False)
 class LatentGraphExample(GraphLabelingExample):
     """A validated graph example whose last ``n_hidden`` nodes are hidden."""
@@ -90,7 +94,17 @@ class LatentGraphLabeling(GraphLabeling):
 
     # ------------------------------------------------------------ states
     def state_labels(self) -> np.ndarray:
-        """The label of each state, shape (S,)."""
+        """The label of each state, shape (S,) (a read-only array)."""
+        per = self.n_states_per_label
+        key = (type(self).__name__, repr(self.n_labels), repr(per))
+        hit = _STATES.get(key)
+        if hit is None:
+            if len(_STATES) > 64:
+                _STATES.clear()
+            hit = _STATES[key] = self._state_labels()
+        return hit
+
+    def _state_labels(self) -> np.ndarray:
         name = type(self).__name__
         n = check_scalar(self.n_labels, "n_labels", kind=numbers.Integral, low=1, owner=name)
         per = self.n_states_per_label
@@ -109,7 +123,9 @@ class LatentGraphLabeling(GraphLabeling):
             raise InvalidParameterError(
                 f"The 'n_states_per_label' parameter of {name} must give every label at "
                 f"least one state and at least 2 states in all; got {per!r}.")
-        return np.repeat(np.arange(int(n)), counts)
+        labels = np.repeat(np.arange(int(n)), counts)
+        labels.flags.writeable = False
+        return labels
 
     def _k(self):
         return len(self.state_labels())
