@@ -64,15 +64,15 @@ _maxprod.is_chain = _is_chain
 _constraint_equal = OneSlackSSVM.constraint_equal
 
 
-def _constraint_equal_fixed(self, y_1, y_2):
+def _constraint_equal_fixed(cls, y_1, y_2):
     """pystruct's test of two relaxed outputs compares the pairwise marginals with
     ``np.all(pw_m_1, pw_m_2)`` (the second taken as an axis: a TypeError); compare them."""
     if isinstance(y_1, tuple) and isinstance(y_2, tuple) and not isinstance(y_1[0], list):
         return bool(np.all(y_1[0] == y_2[0]) and np.all(y_1[1] == y_2[1]))
-    return _constraint_equal(self, y_1, y_2)
+    return _constraint_equal(y_1, y_2)
 
 
-OneSlackSSVM.constraint_equal = _constraint_equal_fixed
+OneSlackSSVM.constraint_equal = classmethod(_constraint_equal_fixed)
 
 
 def cpu(fn):
