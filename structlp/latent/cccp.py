@@ -374,7 +374,10 @@ class LatentSSVM(BaseEstimator):
         step's objective), ``duality_gap`` (the learner's certified gap, None for a
         learner without one), ``n_changed`` (completions that changed) and ``time``.
     restarts_ : list of dict
-        Per restart: ``objective``, ``n_iter``, ``converged``, ``objective_history``.
+        Per restart: ``objective``, ``n_iter``, ``converged``, ``objective_history`` and
+        ``stop``, why it stopped: ``"fixed point"`` (no completion changed), ``"tol"``,
+        ``"no decrease"`` (the last convex step, solved to the learner's gap, did not lower
+        ``J``: it was not taken) or ``"max_iter"``.
     n_iter_ : int
         CCCP steps of the kept restart.
     converged_ : bool
@@ -506,7 +509,7 @@ class LatentSSVM(BaseEstimator):
         self.converged_ = bool(best["converged"])
         self.learner_ = best["learner"]
         self.restarts_ = [dict(objective=r["objective"], n_iter=len(r["history"]),
-                               converged=r["converged"],
+                               converged=r["converged"], stop=r["stop"],
                                objective_history=[h["objective"] for h in r["history"]])
                           for r in runs]
         self.n_features_in_ = data.n_features
@@ -534,6 +537,7 @@ class LatentSSVM(BaseEstimator):
         J_prev = np.inf
         fitted = None
         converged = False
+        stop = "max_iter"
         for _ in range(max_iter):
             Y_full = [self.model.decode(x, mu) for x, mu in zip(data.X, mus)]
             learner.fit(data.X_raw, Y_full)
@@ -548,7 +552,7 @@ class LatentSSVM(BaseEstimator):
             J = data.objective(w_new, C, mus_new, losses_new)
             if J > J_prev:
                 # only by less than the learner's certified gap: no certified decrease left
-                converged = True
+                converged, stop = True, "no decrease"
                 break
             gap = getattr(learner, "duality_gap_", None)
             history.append(dict(objective=J, learner_objective=float(learner.objective_),
@@ -558,10 +562,10 @@ class LatentSSVM(BaseEstimator):
             decrease = J_prev - J
             w, mus, losses, J_prev = w_new, mus_new, losses_new, J
             if not changed or decrease <= tol * abs(J):
-                converged = True
+                converged, stop = True, "fixed point" if not changed else "tol"
                 break
         return dict(w=w, objective=J_prev, history=history, converged=converged,
-                    learner=fitted)
+                    learner=fitted, stop=stop)
 
     # ------------------------------------------------------------ prediction
     def _check_fitted_X(self, X):

@@ -87,6 +87,26 @@ def test_objective_never_increases_with_loose_convex_steps():
         hist = run["objective_history"]
         assert len(hist) >= 1 and np.all(np.diff(hist) <= 0)
     assert max(run["n_iter"] for run in clf.restarts_) >= 2
+    assert {run["stop"] for run in clf.restarts_} <= {"fixed point", "tol", "no decrease",
+                                                      "max_iter"}
+
+
+def test_a_step_that_raises_the_objective_is_not_taken():
+    # one epoch of subgradient per convex step: far from its optimum, so a step can raise J
+    X, Y = xor_data(40, seed=5)
+    model = LatentGraphLabeling(n_labels=2, n_states_per_label=2)
+    crude = SubgradientLearner(model, max_iter=1)
+    clf = LatentSSVM(model, C=5.0, learner=crude, n_init=6, random_state=0, max_iter=30,
+                     tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", structlp.ConvergenceWarning)
+        clf.fit(X, Y)
+    stops = [run["stop"] for run in clf.restarts_]
+    assert "no decrease" in stops
+    for run in clf.restarts_:
+        assert np.all(np.diff(run["objective_history"]) <= 0)
+    assert clf.objective_ == pytest.approx(brute_objective(model, X, Y, clf.coef_, 5.0),
+                                           rel=1e-9)
     assert clf.objective_ == pytest.approx(brute_objective(model, X, Y, clf.coef_, 5.0),
                                            rel=1e-9)
 
