@@ -38,6 +38,7 @@ _LAZY = {
     "load": "persistence",
     "clone": "persistence",
     "maximize": "inference",
+    "LatentSSVM": "latent",
 }
 #: subpackages and modules reachable as ``structlp.NAME`` without an explicit import
 _SUBMODULES = ("structures", "agm", "sequence", "datasets", "certificates", "formulations",
@@ -53,7 +54,7 @@ __all__ = [
     "DeclarationError", "OracleError", "SolverError", "FractionalSolutionError", "NotFittedError",
     "ConvergenceWarning", "RelaxationWarning", "PersistenceError", "DataNotFoundError", "save",
     "load", "clone",
-    "make_scorer", "PartTransformer", "maximize",
+    "make_scorer", "PartTransformer", "maximize", "LatentSSVM",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
@@ -67,6 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .polytope import Polytope
     from .solvers import installed_solvers
     from .inference import maximize
+    from .latent import LatentSSVM
 
 
 __getattr__, __dir__ = attach(__name__, _LAZY, _SUBMODULES)
