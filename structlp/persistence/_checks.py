@@ -100,7 +100,7 @@ def check_depth(text: bytes, path) -> None:
 
 
 def _library(obj) -> bool:
-    from . import LIBRARY_CLASSES
+    from ._classes import LIBRARY_CLASSES
     cls = type(obj)
     return f"{cls.__module__}.{cls.__qualname__}" in LIBRARY_CLASSES
 

@@ -332,3 +332,33 @@ def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name),
                              optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+# ---------------------------------------------------------------- persistence
+def test_save_and_load_in_a_fresh_process(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    X, Y = xor_data(30, seed=3)
+    model = LatentGraphLabeling(n_labels=2, n_states_per_label=2)
+    fitted = LatentSSVM(model, C=3.0, random_state=0).fit(X, Y)
+    path = tmp_path / "latent.structlp"
+    structlp.save(fitted, path)
+    np.save(tmp_path / "pred.npy", np.array([np.asarray(p) for p in fitted.predict(X)]))
+    import pickle
+    with open(tmp_path / "X.pkl", "wb") as f:
+        pickle.dump(X, f)
+    code = (
+        "import pickle, sys, numpy as np, structlp\n"
+        f"d = {str(tmp_path)!r}\n"
+        "est = structlp.load(d + '/latent.structlp')\n"
+        "X = pickle.load(open(d + '/X.pkl', 'rb'))\n"
+        "want = np.load(d + '/pred.npy')\n"
+        "got = np.array([np.asarray(p) for p in est.predict(X)])\n"
+        "print(type(est).__name__, np.array_equal(got, want))\n")
+    root = str(Path(structlp.__file__).resolve().parent.parent)
+    env = {**__import__("os").environ, "PYTHONPATH": root}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["LatentSSVM", "True"]
