@@ -282,12 +282,13 @@ class SemiMarkov(StructuredModel):
         T, L, K = self._sizes(x)
         return [_segments_of(p, T, L, K) for p in semi_markov_sample(scores, T, L, K, n, rng)]
 
-    def k_best(self, x: Any, scores: ArrayLike, k: int) -> List[List[Segment]]:
-        """The ``k`` highest-scoring segmentations, best first (fewer when there are
-        fewer), by k-best Viterbi over the segments."""
+    def k_best(self, x: Any, scores: ArrayLike, k: int) -> Tuple[List[List[Segment]], np.ndarray]:
+        """The ``k`` highest-scoring segmentations and their scores, non-increasing (fewer
+        when there are fewer), by k-best Viterbi over the segments: every node of the
+        segment DAG keeps its ``k`` best partial paths, ``O(T (L + K) K k log(k))``."""
         T, L, K = self._sizes(x)
-        outs, _ = semi_markov_k_best(scores, T, L, K, k)
-        return [_segments_of(p, T, L, K) for p in outs]
+        outs, values = semi_markov_k_best(scores, T, L, K, k)
+        return [_segments_of(p, T, L, K) for p in outs], values
 
 
 def _part_indices(seg: np.ndarray, T: int, L: int, K: int) -> np.ndarray:

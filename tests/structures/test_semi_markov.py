@@ -175,13 +175,14 @@ def test_k_best_equals_the_enumerated_top_k(rng):
         s = rng.normal(size=model.n_parts(x))
         want = np.sort(M @ s)[::-1]
         for k in (1, 3, len(outs) + 2):
-            got = model.k_best(x, s, k)
+            got, values = model.k_best(x, s, k)
             assert len(got) == min(k, len(outs))
             scores = np.array([model.score(x, s, y) for y in got])
             np.testing.assert_allclose(scores, want[:len(got)], atol=1e-9)
+            np.testing.assert_allclose(values, scores, atol=1e-12)
             assert len({tuple(y) for y in got}) == len(got)          # distinct outputs
     # ties: all outputs score 0, any order, each once
-    got = model.k_best(x, np.zeros(model.n_parts(x)), 4)
+    got, _ = model.k_best(x, np.zeros(model.n_parts(x)), 4)
     assert len({tuple(y) for y in got}) == 4
 
 
