@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Hashable, List, Optional, Tuple, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -186,6 +186,41 @@ class BipartiteMatching(StructuredModel):
         if not (self.R == 1 and self.P == 1):   # b-matchings: the inference LP
             return None
         return self._assignment(x, scores)
+
+    def k_best(self, x: Any, scores: np.ndarray, k: int) -> Tuple[List[Any], np.ndarray]:
+        """The ``k`` best assignments (:func:`structlp.inference.k_best`): Murty's algorithm
+        for ``R = P = 1`` (the columns' rows as the variables, one
+        :func:`scipy.optimize.linear_sum_assignment` per subproblem with barred entries at
+        minus infinity), Lawler-Murty over the inference LP otherwise."""
+        from ..inference.kbest import lawler, lawler_murty_lp, oracle_branch
+        if not (self.R == 1 and self.P == 1):
+            return lawler_murty_lp(self, x, scores, k)
+        n_rows, n_cols = x.shape[:2]
+        S0 = np.asarray(scores, dtype=float).reshape(n_rows, n_cols)
+
+        def solve(y, j, F):                  # y[c]: the row of column c
+            S = S0.copy()
+            for c in range(j):
+                keep = S[y[c], c]
+                S[:, c] = -np.inf
+                S[y[c], c] = keep
+            S[list(F), j] = -np.inf
+            try:
+                rows, cols = linear_sum_assignment(S, maximize=True)
+            except ValueError:               # no assignment left in this subproblem
+                return None
+            yy = np.empty(n_cols, dtype=np.int64)
+            yy[cols] = rows
+            return yy, float(S0[rows, cols].sum())
+
+        found = lawler(solve(np.zeros(n_cols, dtype=np.int64), 0, frozenset()),
+                       oracle_branch(solve, n_cols), k)
+        outputs = []
+        for y, _ in found:
+            Y = np.zeros((n_rows, n_cols), dtype=int)
+            Y[y, np.arange(n_cols)] = 1
+            outputs.append(Y)
+        return outputs, np.array([float(S0[y, np.arange(n_cols)].sum()) for y, _ in found])
 
     @staticmethod
     def _assignment(x, scores):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Dict, Hashable, Optional, Tuple, Union
+from typing import Any, Dict, Hashable, List, Optional, Tuple, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -14,9 +14,11 @@ import scipy.sparse as sp
 from ..utils.validation import check_choice, check_finite_array, check_scalar
 from ..graphical.losses import check_loss
 from ..graphical.junction import (check_graph_example, clique_polytope, encode_cliques,
-                            jt_max_sum_cliques)
+                            jt_marginals_cliques, jt_max_sum_cliques)
+from ..graphical.jt_sampling import jt_sample
+from ..graphical.kbest import jt_k_best
 from ..graphical.trees import check_labels, part_features
-from ..exceptions import InvalidInputError
+from ..exceptions import InvalidInputError, InvalidParameterError
 from ..model import StructuredModel
 from ..part_features import PartFeatures
 from ..polytope import Polytope
@@ -296,6 +298,51 @@ class GraphLabeling(StructuredModel):
 
     def encoded_inference(self, x: Any, y: Any, n_parts: int) -> np.ndarray:
         return self.encode(x, y)
+
+    # ------------------------------------------ beyond the argmax (structlp.inference)
+    def _exact_junction(self, x, what):
+        """The junction tree on which ``what`` is exact (a forest's, or a narrow graph's
+        in mode "exact"/"auto"), or a clear refusal on the local polytope."""
+        mode = self._mode(x)
+        if not isinstance(mode, str):
+            return mode
+        jt = x.junction(self._k(), int(self.max_treewidth)) if x.forest else None
+        if jt is None:
+            from ..inference.distribution import ALTERNATIVES
+            raise InvalidParameterError(
+                f"{what}: this GraphLabeling example is a loopy graph solved on the local "
+                f"polytope (mode={self.mode!r}, max_treewidth={self.max_treewidth}), where "
+                f"the exact {what} is intractable in general (#P-hard). Use mode='exact' "
+                "with max_treewidth at least the graph's treewidth (sum-product on a "
+                f"junction tree), or {ALTERNATIVES}.")
+        return jt
+
+    def log_partition(self, x: Any, scores: np.ndarray) -> Tuple[float, np.ndarray]:
+        """``log Z`` and the node and edge marginals: sum-product on the junction tree
+        (forests, narrow graphs); refused on the local polytope of a loopy graph."""
+        jt = self._exact_junction(x, "log_partition")
+        T = jt.tables(self._k())
+        log_Z, mu = jt_marginals_cliques(jt, T.PT @ np.asarray(scores, dtype=float), self._k())
+        return log_Z, T.P @ mu
+
+    def sample(self, x: Any, scores: np.ndarray, n: int, rng: Any) -> List[np.ndarray]:
+        """Exact samples by forward filtering-backward sampling on the junction tree;
+        refused on the local polytope of a loopy graph."""
+        jt = self._exact_junction(x, "sample")
+        T = jt.tables(self._k())
+        return list(jt_sample(jt, T.PT @ np.asarray(scores, dtype=float), self._k(), n, rng))
+
+    def k_best(self, x: Any, scores: np.ndarray, k: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        """The ``k`` best labellings: Lawler-Murty with max-sum on the junction tree, or
+        over the inference LP on the local polytope (exact where every LP answer is
+        integral, which is checked)."""
+        try:
+            jt = self._exact_junction(x, "k_best")
+        except InvalidParameterError:
+            from ..inference.kbest import lawler_murty_lp
+            return lawler_murty_lp(self, x, scores, k)
+        T = jt.tables(self._k())
+        return jt_k_best(jt, T.PT @ np.asarray(scores, dtype=float), self._k(), k)
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from typing import Any, Callable, Hashable, Optional, Tuple, Union
+from typing import Any, Callable, Hashable, List, Optional, Tuple, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -13,8 +13,10 @@ import scipy.sparse as sp
 from ..utils.validation import check_bool, check_finite_array, check_scalar
 from ..graphical.losses import check_loss
 from ..graphical.trees import (check_labels, check_tree_example, encode, local_polytope,
-                         node_weights_of, part_features, score)
+                         node_weights_of, part_features, score, tree_marginals,
+                         tree_sample)
 from ..exceptions import InvalidInputError, InvalidParameterError
+from ..graphical.kbest import tree_k_best
 from ..graphical.maxsum import max_sum
 from ..model import StructuredModel
 from ..polytope import Polytope
@@ -143,6 +145,23 @@ class TreeLabeling(StructuredModel):
     def inference_parts(self, x: Any, scores: np.ndarray) -> Optional[np.ndarray]:
         k = int(self.n_labels)             # checked with x by check_x
         return encode(x, max_sum(x, *_potentials(x, scores, k))[0], k)
+
+    def log_partition(self, x: Any, scores: np.ndarray) -> Tuple[float, np.ndarray]:
+        """``log Z`` and the part marginals of the Gibbs distribution: sum-product on the
+        tree (:func:`structlp.inference.log_partition`)."""
+        k = self._k()
+        log_Z, node, edge = tree_marginals(x, *_potentials(x, scores, k))
+        return log_Z, np.concatenate([node.ravel(), edge.ravel()])
+
+    def sample(self, x: Any, scores: np.ndarray, n: int, rng: Any) -> List[np.ndarray]:
+        """``n`` exact samples of the Gibbs distribution: forward filtering-backward
+        sampling on the tree (:func:`structlp.inference.sample`)."""
+        return list(tree_sample(x, *_potentials(x, scores, self._k()), n, rng))
+
+    def k_best(self, x: Any, scores: np.ndarray, k: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        """The ``k`` best labellings: Lawler-Murty partitioning valued by max-marginal
+        messages (:func:`structlp.inference.k_best`)."""
+        return tree_k_best(x, *_potentials(x, scores, self._k()), k)
 
     def score(self, x: Any, scores: np.ndarray, y: ArrayLike) -> float:
         """Score of labelling ``y`` under part scores."""
