@@ -208,6 +208,23 @@ def test_samples_follow_the_enumerated_distribution(rng):
                                   dp._compiled(dp._sm_sample)(s, T, Lmax, K, U))
 
 
+def test_the_public_inference_functions_use_the_hooks(rng):
+    from structlp.inference import k_best, log_partition, marginals, sample
+    model = SemiMarkov(2, 2)
+    x = rng.normal(size=(4, 1))
+    s = rng.normal(size=model.n_parts(x))
+    outs = segmentations(4, 2, 2)
+    v = np.array([model.score(x, s, y) for y in outs])
+    logz, mu = log_partition(model, x, s)
+    assert logz == pytest.approx(np.log(np.exp(v).sum()), abs=1e-9)
+    np.testing.assert_array_equal(marginals(model, x, s), mu)
+    Y, values = k_best(model, x, s, 3)
+    assert Y[0] == outs[int(np.argmax(v))]
+    np.testing.assert_allclose(values, np.sort(v)[::-1][:3], atol=1e-9)
+    ys = sample(model, x, s, n=5, random_state=0)
+    assert len(ys) == 5 and all(tuple(y) in {tuple(o) for o in outs} for y in ys)
+
+
 def test_saved_and_loaded_learner_predicts_the_same(rng, tmp_path):
     X, Y, model = make_data(rng, m=5, T=6, d=3, K=3, Lmax=3)
     est = FrankWolfeLearner(model, C=1.0, tol=1e-3, random_state=0).fit(X, Y)
