@@ -395,36 +395,36 @@ class SegmentFeatures(PartFeatures):
     max_length : the model's (the width of the length block)
     """
 
-    __slots__ = ("x", "T", "L", "K", "Lmax", "n_slots", "end", "length", "diff", "by_len",
+    __slots__ = ("x", "n_pos", "L", "K", "Lmax", "n_slots", "end", "length", "diff", "by_len",
                  "shape")
 
     def __init__(self, x: np.ndarray, L: int, K: int, max_length: int) -> None:
-        self.x, self.T, self.L, self.K, self.Lmax = x, x.shape[0], L, K, max_length
-        _, self.end, self.length = segment_layout(self.T, L)
+        self.x, self.n_pos, self.L, self.K, self.Lmax = x, x.shape[0], L, K, max_length
+        _, self.end, self.length = segment_layout(self.n_pos, L)
         self.n_slots = n = len(self.end)
         j = np.arange(n)
         # (T + 1, n_slots): +1 at a segment's start, -1 at its end
         self.diff = sp.csr_array((np.r_[np.ones(n), -np.ones(n)],
                                   (np.r_[self.end - self.length, self.end], np.r_[j, j])),
-                                 shape=(self.T + 1, n))
+                                 shape=(self.n_pos + 1, n))
         self.by_len = sp.csr_array((np.ones(n), (self.length - 1, j)), shape=(max_length, n))
         d = x.shape[1]
-        self.shape = (n * K + (self.T - 1) * K * K, K * d + K * max_length + K * K)
+        self.shape = (n * K + (self.n_pos - 1) * K * K, K * d + K * max_length + K * K)
 
     def scores(self, w: np.ndarray) -> np.ndarray:
         K, Lm = self.K, self.Lmax
         kd = K * self.x.shape[1]
         w = np.asarray(w, dtype=float)
-        P = np.zeros((self.T + 1, K))
+        P = np.zeros((self.n_pos + 1, K))
         np.cumsum(self.x.dot(w[:kd].reshape(K, -1).T), axis=0, out=P[1:])
         seg = P[self.end] - P[self.end - self.length] + w[kd:kd + K * Lm].reshape(K, Lm).T[
             self.length - 1]
-        return np.concatenate((seg.ravel(), np.tile(w[kd + K * Lm:], self.T - 1)))
+        return np.concatenate((seg.ravel(), np.tile(w[kd + K * Lm:], self.n_pos - 1)))
 
     def joint(self, mu: np.ndarray) -> np.ndarray:
         K = self.K
         mu = np.asarray(mu, dtype=float)
         ms = mu[:self.n_slots * K].reshape(self.n_slots, K)
-        cover = np.cumsum(self.diff @ ms, axis=0)[:self.T]                  # (T, K)
+        cover = np.cumsum(self.diff @ ms, axis=0)[:self.n_pos]                  # (T, K)
         return np.concatenate(((cover.T @ self.x).ravel(), (self.by_len @ ms).T.ravel(),
                                mu[self.n_slots * K:].reshape(-1, K * K).sum(0)))

@@ -93,6 +93,8 @@ def test_parts_features_and_loss_equal_the_direct_definitions(T, Lmax, K, rng):
     mu = rng.random(model.n_parts(x))
     np.testing.assert_allclose(op.scores(w), Phi @ w, atol=1e-12)
     np.testing.assert_allclose(op.joint(mu), Phi.T @ mu, atol=1e-12)
+    np.testing.assert_allclose(op.T.dot(mu), Phi.T @ mu, atol=1e-12)     # the matrix spelling
+    assert op.shape == Phi.shape and op.T.shape == Phi.shape[::-1]
 
 
 @pytest.mark.parametrize("T, Lmax, K", SIZES)
