@@ -285,7 +285,8 @@ class SemiMarkov(StructuredModel):
     def k_best(self, x: Any, scores: ArrayLike, k: int) -> Tuple[List[List[Segment]], np.ndarray]:
         """The ``k`` highest-scoring segmentations and their scores, non-increasing (fewer
         when there are fewer), by k-best Viterbi over the segments: every node of the
-        segment DAG keeps its ``k`` best partial paths, ``O(T (L + K) K k log(k))``."""
+        segment DAG keeps its ``k`` best partial paths (a sort of ``(L + K) k`` candidates
+        per node and label, ``O(T (L + K) K k log((L + K) k))``)."""
         T, L, K = self._sizes(x)
         outs, values = semi_markov_k_best(scores, T, L, K, k)
         return [_segments_of(p, T, L, K) for p in outs], values
