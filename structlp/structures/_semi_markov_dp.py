@@ -72,9 +72,11 @@ def n_parts_of(T: int, L: int, K: int) -> int:
     return int(segment_layout(T, L)[0][-1]) * K + (T - 1) * K * K
 
 
-def check_scores(scores: Any, T: Any, L: Any, K: Any, owner: str) -> np.ndarray:
+def check_scores(scores: Any, T: Any, L: Any, K: Any, owner: str,
+                 finite: bool = True) -> np.ndarray:
     """The part scores as the kernels take them (a C-contiguous float64 vector of
-    :func:`n_parts_of` entries, finite), or InvalidInputError naming what is wrong."""
+    :func:`n_parts_of` entries, finite), or InvalidInputError naming what is wrong.
+    ``finite=False`` leaves the finiteness to the caller (Viterbi's kernel reports it)."""
     for name, v, low in (("T", T, 1), ("L", L, 1), ("K", K, 1)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < low:
             raise InvalidInputError(f"{owner}: {name} must be an int >= {low}; got {v!r}.")
@@ -86,10 +88,14 @@ def check_scores(scores: Any, T: Any, L: Any, K: Any, owner: str) -> np.ndarray:
     if s.shape != (n,):
         raise InvalidInputError(f"{owner}: the part scores must have shape ({n},) for T={T}, "
                                 f"L={L}, K={K}; got shape {s.shape}.")
-    if not np.isfinite(s).all():
-        raise InvalidInputError(f"{owner}: the part scores must be finite; got NaN or "
-                                "infinite values.")
+    if finite and not np.isfinite(s).all():
+        raise _not_finite(owner)
     return s
+
+
+def _not_finite(owner):
+    return InvalidInputError(f"{owner}: the part scores must be finite; got NaN or infinite "
+                             "values.")
 
 
 # ------------------------------------------------------------------ kernels
@@ -128,6 +134,7 @@ def _sm_viterbi(scores, T, L, K):  # compiled by numba when available
             tb = n_seg + (e - 1) * K * K
             for b in range(K):
                 best = aE[e, 0] + scores[tb + b]
+                nan += best * 0.0
                 arg = 0
                 for a in range(1, K):                # ties: the smallest previous label
                     v = aE[e, a] + scores[tb + a * K + b]
@@ -346,10 +353,10 @@ def semi_markov_viterbi(scores: Any, T: int, L: int, K: int) -> Tuple[np.ndarray
     value : float
         Its score.
     """
-    s = check_scores(scores, T, L, K, "semi_markov_viterbi")
+    s = check_scores(scores, T, L, K, "semi_markov_viterbi", finite=False)
     parts, value, finite = _compiled(_sm_viterbi)(s, int(T), int(L), int(K))
-    if not finite:       # pragma: no cover - check_scores refused non-finite scores
-        raise InvalidInputError("semi_markov_viterbi: the part scores must be finite.")
+    if not finite:               # the kernel met a NaN or an infinity (in one pass)
+        raise _not_finite("semi_markov_viterbi")
     return parts, float(value)
 
 

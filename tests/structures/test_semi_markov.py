@@ -302,8 +302,13 @@ def test_bad_examples_are_named(x, match):
 def test_bad_scores_and_sizes_are_named():
     with pytest.raises(InvalidInputError, match=r"shape \(10,\)"):
         dp.semi_markov_viterbi(np.zeros(3), 2, 2, 2)
-    with pytest.raises(InvalidInputError, match="finite"):
-        dp.semi_markov_marginals(np.full(10, np.inf), 2, 2, 2)
+    for fn in (dp.semi_markov_marginals, dp.semi_markov_viterbi, dp.semi_markov_k_best):
+        for bad in (np.inf, -np.inf, np.nan):
+            for j in range(10):                # every part: the kernel reads each one
+                s = np.zeros(10)
+                s[j] = bad
+                with pytest.raises(InvalidInputError, match="must be finite"):
+                    fn(s, 2, 2, 2, *([3] if fn is dp.semi_markov_k_best else []))
     with pytest.raises(InvalidInputError, match="L .* at most T = 2"):
         dp.semi_markov_viterbi(np.zeros(10), 2, 3, 2)
     with pytest.raises(InvalidParameterError, match="'L' parameter of segment_polytope"):
