@@ -237,7 +237,7 @@ def main(argv=None):
                               "format": ".2e"},
                              {"key": "speedup", "label": "torch-struct / structlp",
                               "ratio": True},
-                             {"key": "max_diff", "label": "max |difference|",
+                             {"key": "max_diff", "label": "largest difference",
                               "format": ".1e"}],
                  "rows": rows2}],
             notes=[f"Load average at the start: {started.get('load')}; the machine was "
