@@ -236,6 +236,27 @@ def test_saved_and_loaded_learner_predicts_the_same(rng, tmp_path):
     assert (loaded.model.n_labels, loaded.model.max_length) == (3, 3)
     np.testing.assert_array_equal(loaded.coef_, est.coef_)
     assert loaded.predict(X) == est.predict(X)
+    # a file whose max_length the weights cannot back (a predict would allocate by it)
+    import hashlib
+    import json
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "sm.structlp") as z:
+        content = {n: z.read(n) for n in z.namelist()}
+    for m, refused in ((len(est.coef_) // 3, False), (len(est.coef_) // 3 + 1, True),
+                       (10 ** 12, True)):
+        meta = json.loads(content["structlp.json"])
+        meta["root"]["params"]["model"]["params"]["max_length"] = m
+        data = json.dumps(meta).encode()
+        forged = dict(content, **{"structlp.json": data,
+                                  "SHA256": hashlib.sha256(data).hexdigest().encode()})
+        with zipfile.ZipFile(tmp_path / "forged.structlp", "w") as z:
+            for n, b in forged.items():
+                z.writestr(n, b)
+        if refused:
+            with pytest.raises(structlp.PersistenceError, match=f"max_length is {m}"):
+                structlp.load(tmp_path / "forged.structlp")
+        else:
+            assert structlp.load(tmp_path / "forged.structlp").model.max_length == m
 
 
 def test_segments_longer_than_the_sequence_allows_are_not_parts(rng):
