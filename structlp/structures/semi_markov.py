@@ -397,7 +397,7 @@ class SegmentFeatures(PartFeatures):
     """
 
     __slots__ = ("x", "n_pos", "L", "K", "Lmax", "n_slots", "end", "length", "diff", "by_len",
-                 "shape")
+                 "cum", "shape")
 
     def __init__(self, x: np.ndarray, L: int, K: int, max_length: int) -> None:
         self.x, self.n_pos, self.L, self.K, self.Lmax = x, x.shape[0], L, K, max_length
@@ -409,6 +409,7 @@ class SegmentFeatures(PartFeatures):
                                   (np.r_[self.end - self.length, self.end], np.r_[j, j])),
                                  shape=(self.n_pos + 1, n))
         self.by_len = sp.csr_array((np.ones(n), (self.length - 1, j)), shape=(max_length, n))
+        self.cum: Optional[np.ndarray] = None        # prefix sums of x, on first use
         d = x.shape[1]
         self.shape = (n * K + (self.n_pos - 1) * K * K, K * d + K * max_length + K * K)
 
@@ -426,6 +427,25 @@ class SegmentFeatures(PartFeatures):
         K = self.K
         mu = np.asarray(mu, dtype=float)
         ms = mu[:self.n_slots * K].reshape(self.n_slots, K)
-        cover = np.cumsum(self.diff @ ms, axis=0)[:self.n_pos]                  # (T, K)
+        cover = np.cumsum(self.diff @ ms, axis=0)[:self.n_pos]              # (T, K)
         return np.concatenate(((cover.T @ self.x).ravel(), (self.by_len @ ms).T.ravel(),
                                mu[self.n_slots * K:].reshape(-1, K * K).sum(0)))
+
+    def joint_sparse(self, idx: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        """``Phi^T mu`` from the nonzeros of ``mu``: each segment adds its positions'
+        feature sum (a difference of prefix sums) to its label's block."""
+        K, Lm, d = self.K, self.Lmax, self.x.shape[1]
+        idx = np.asarray(idx, dtype=np.int64)
+        vals = np.asarray(vals, dtype=float)
+        if self.cum is None:
+            self.cum = np.vstack([np.zeros((1, d)), np.cumsum(self.x, axis=0)])
+        seg = idx < self.n_slots * K
+        j, c = np.divmod(idx[seg], K)
+        v = vals[seg]
+        by_label = np.zeros((K, len(j)))
+        by_label[c, np.arange(len(j))] = v
+        emis = by_label @ (self.cum[self.end[j]] - self.cum[self.end[j] - self.length[j]])
+        lens = np.bincount(c * Lm + self.length[j] - 1, v, minlength=K * Lm)
+        trans = np.bincount((idx[~seg] - self.n_slots * K) % (K * K), vals[~seg],
+                            minlength=K * K)
+        return np.concatenate((emis.ravel(), lens, trans))

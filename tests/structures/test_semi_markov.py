@@ -95,6 +95,11 @@ def test_parts_features_and_loss_equal_the_direct_definitions(T, Lmax, K, rng):
     np.testing.assert_allclose(op.joint(mu), Phi.T @ mu, atol=1e-12)
     np.testing.assert_allclose(op.T.dot(mu), Phi.T @ mu, atol=1e-12)     # the matrix spelling
     assert op.shape == Phi.shape and op.T.shape == Phi.shape[::-1]
+    for nnz in (0, 1, 3, 2 * model.n_parts(x)):     # the sparse path, repeated indices add
+        idx = rng.integers(0, model.n_parts(x), size=nnz)
+        vals = rng.normal(size=nnz)
+        want = Phi.T @ np.bincount(idx, vals, minlength=model.n_parts(x))
+        np.testing.assert_allclose(op.joint_sparse(idx, vals), want, atol=1e-12)
 
 
 @pytest.mark.parametrize("T, Lmax, K", SIZES)
