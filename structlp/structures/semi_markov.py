@@ -112,9 +112,9 @@ class SemiMarkov(StructuredModel):
     Hamming loss over positions, ``sum_t [label of t in y != label of t in y_true]``.
 
     **Parts** (for ``L = min(max_length, T)``): the segments ``(end e, length l, label
-    c)`` (``1 <= l <= min(L, e)``), ``O(T L K)``, then the transitions ``(t, a, b)`` at
-    the boundaries ``t = 1..T-1``, ``(T-1) K^2`` (the layout of
-    :mod:`structlp.structures._semi_markov_dp`).  An output is a path of the layered DAG
+    c)`` (``1 <= l <= min(L, e)``), ``O(T L K)``, ordered by end, then length, then
+    label; then the transitions ``(t, a, b)`` at the boundaries ``t = 1..T-1``,
+    ``(T-1) K^2``, ordered by ``t``, ``a``, ``b``.  An output is a path of the layered DAG
     whose nodes are "a segment labelled c starts (ends) at t", and the **output
     polytope** is that DAG's unit-flow polytope (flow conservation at every node, one
     unit out of position 0, ``0 <= mu <= 1``): a network matrix, totally unimodular, so
