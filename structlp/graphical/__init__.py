@@ -6,6 +6,9 @@ structures (:mod:`structlp.structures`) and the adversarial models (:mod:`struct
 * :mod:`~structlp.graphical.junction`: graph examples, junction trees, the clique-marginal
   polytope, max-sum and marginals on junction trees;
 * :mod:`~structlp.graphical.maxsum`: the compiled max-sum kernel on trees;
+* :mod:`~structlp.graphical.sumproduct`: the compiled sum-product kernel on one tree;
+* :mod:`~structlp.graphical.kbest`: the k best labellings of trees and junction trees;
+* :mod:`~structlp.graphical.jt_sampling`: exact samples on junction trees;
 * :mod:`~structlp.graphical.dual_decomposition`: the local-polytope LP by dual
   decomposition into trees, one compiled loop;
 * :mod:`~structlp.graphical.roof_duality`: the two-label local-polytope LP by one maximum

@@ -39,7 +39,8 @@ def _upward_max(ex, b, B):
     return inside, mval, back
 
 
-def tree_k_best(ex: Any, b: np.ndarray, B: np.ndarray, K: int) -> Tuple[List[np.ndarray], np.ndarray]:
+def tree_k_best(ex: Any, b: np.ndarray, B: np.ndarray, K: int
+                ) -> Tuple[List[np.ndarray], np.ndarray]:
     """The ``K`` best labellings of a tree for node scores ``b`` (n, k) and edge scores
     ``B`` (n - 1, k, k): ``max sum_i b[i, y_i] + sum_e B[e, y_pt(e), y_e]``.
 

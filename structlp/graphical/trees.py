@@ -478,7 +478,12 @@ def tree_marginals(ex, b, B):
     """Sum-product on one tree (log space): ``log Z`` and node (n, k) and edge (n - 1, k, k)
     marginals of ``p(y) ∝ exp(sum_i b[i, y_i] + sum_e B[e, y_pt(e), y_e])``
     (:func:`forest_marginals` of a forest of one tree)."""
+    from .sumproduct import tree_sum_product     # the compiled per-node loops, when numba is
     k = b.shape[1]
+    if ex.n_nodes > 1:
+        out = tree_sum_product(ex.order, ex.parents, ex.edge_of, b, B)
+        if out is not None:
+            return out
     log_Z, node, edge = forest_marginals(Forest([bare(ex)]), np.asarray(b, dtype=float),
                                          np.asarray(B, dtype=float).reshape(-1, k, k))
     return float(log_Z[0]), node, edge

@@ -532,3 +532,8 @@ def check_oracle_solver(model: StructuredModel, X: Sequence[Any],
 
 from .distribution import log_partition, marginals, sample  # noqa: E402  (the Gibbs distribution)
 from .kbest import k_best  # noqa: E402
+
+__all__ = ["INTEGRALITY_TOL", "INTERIOR_POINT_SOLVERS", "SLOW_ORACLE_SECONDS", "TIE_TOL",
+           "argmax_parts", "check_oracle_solver", "has_fast_path", "k_best", "log_partition",
+           "loss_augmented", "marginals", "maximize", "maximize_checked", "new_highs",
+           "sample", "solve_stacked_lp"]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, List, Tuple
 
 import numpy as np
 
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError, OracleError
 from ..utils.validation import check_finite_array, check_random_state, check_scalar
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -123,7 +123,13 @@ def log_partition(model: "StructuredModel", x: Any, scores: Any) -> Tuple[float,
     if hook is None:
         raise _missing(model, "log-partition function", "log_partition")
     log_Z, mu = hook(xc, s)
-    return float(log_Z), np.asarray(mu, dtype=float)
+    mu = np.asarray(mu, dtype=float)
+    if mu.shape != s.shape or not np.isfinite(log_Z) or not np.all(np.isfinite(mu)):
+        raise OracleError(
+            f"{type(model).__name__}.log_partition(x, scores) must return a finite log Z and "
+            f"finite marginals of shape {s.shape}; got log Z = {log_Z!r} and marginals of "
+            f"shape {mu.shape}.")
+    return float(log_Z), mu
 
 
 def marginals(model: "StructuredModel", x: Any, scores: Any) -> np.ndarray:
@@ -201,4 +207,8 @@ def sample(model: "StructuredModel", x: Any, scores: Any, n: int = 1,
     hook = getattr(model, "sample", None)
     if hook is None:
         raise _missing(model, "sampler", "sample")
-    return list(hook(xc, s, int(n), rng))
+    draws = list(hook(xc, s, int(n), rng))
+    if len(draws) != n:
+        raise OracleError(f"{type(model).__name__}.sample(x, scores, n, rng) must return n = "
+                          f"{n} outputs; got {len(draws)}.")
+    return draws

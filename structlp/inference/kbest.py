@@ -24,7 +24,9 @@ subproblem valued in O(k) each from max-marginal messages, after Nilsson and Gol
 as the oracle), :class:`~structlp.structures.BipartiteMatching` with ``R = P = 1``
 (Murty's algorithm, :func:`scipy.optimize.linear_sum_assignment` per subproblem) and
 :class:`~structlp.structures.Arborescence` (Lawler over Chu-Liu-Edmonds: barred arcs
-removed, fixed heads as the only arcs into their words).  Any other model gets
+removed, fixed heads as the only arcs into their words), :class:`~structlp.structures.Matching`
+and :class:`~structlp.structures.PerfectMatching` (Lawler over the edges, the blossom
+algorithm per subproblem).  Any other model gets
 :func:`lawler_murty_lp`: the variables are the parts (0/1), and each subproblem is the
 inference LP over the model's polytope with the fixed parts' bounds set to 0 or 1.
 """
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from ..exceptions import FractionalSolutionError, InvalidParameterError, SolverError
+from ..exceptions import FractionalSolutionError, InvalidParameterError, OracleError, SolverError
 from .distribution import check_example_scores
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
 Child = Tuple[float, int, frozenset, Any]
 
 
-def lawler(root: Optional[Tuple[float, Any]], branch: Callable[[np.ndarray, int, frozenset],
+def lawler(root: Optional[Tuple[Any, float]], branch: Callable[[np.ndarray, int, frozenset],
                                                               Iterable[Child]],
            k: int, decode: Optional[Callable[[Any], np.ndarray]] = None
            ) -> List[Tuple[np.ndarray, float]]:
@@ -126,14 +128,20 @@ def lawler_murty_lp(model: "StructuredModel", x: Any, scores: np.ndarray, k: int
         A subproblem's LP answer is fractional: the polytope (or a face of it) is not
         integral, and the list would not be the k best outputs.
     """
+    from ..exceptions import DeclarationError
     from . import INTEGRALITY_TOL, _HighsLP
-    poly = polytope if polytope is not None else model.checked_polytope(x)
+    name = type(model).__name__
+    try:
+        poly = polytope if polytope is not None else model.checked_polytope(x)
+    except DeclarationError as exc:
+        raise DeclarationError(
+            f"k_best: {name} defines no k_best(x, scores, k) hook, and Lawler-Murty "
+            f"partitioning over its inference LP needs an output polytope: {exc}") from None
     poly.check_bounded()
     L = poly.n_parts
     lp = _HighsLP(poly)
     lb0, ub0 = np.asarray(poly.lb, float)[:L], np.asarray(poly.ub, float)[:L]
     idx = np.arange(L, dtype=np.int32)
-    name = type(model).__name__
 
     def solve(y, j, F):
         lb, ub = lb0.copy(), ub0.copy()
@@ -218,8 +226,16 @@ def k_best(model: "StructuredModel", x: Any, scores: Any, k: int) -> Tuple[List[
             f"The 'k' parameter of k_best must be an int >= 1 (the number of outputs to "
             f"list); got {k!r}.")
     hook = getattr(model, "k_best", None)
-    if hook is not None:
-        outputs, values = hook(xc, s, int(k))
-    else:
+    if hook is None:
         outputs, values = lawler_murty_lp(model, xc, s, int(k))
-    return list(outputs), np.asarray(values, dtype=float)
+        return list(outputs), np.asarray(values, dtype=float)
+    outputs, values = hook(xc, s, int(k))
+    outputs, values = list(outputs), np.asarray(values, dtype=float)
+    tol = 1e-9 * max(1.0, float(np.max(np.abs(values), initial=0.0)))
+    if values.shape != (len(outputs),) or not 1 <= len(outputs) <= k \
+            or not np.all(np.isfinite(values)) or np.any(np.diff(values) > tol):
+        raise OracleError(
+            f"{type(model).__name__}.k_best(x, scores, k) must return between 1 and k = {k} "
+            "outputs and their finite scores, non-increasing; got "
+            f"{len(outputs)} outputs and scores {values[:6].tolist()}.")
+    return outputs, values

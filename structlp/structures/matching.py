@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, List, Tuple
 
 import numpy as np
 
 from ..certificates import MAX_ODD_SETS, CertificateRows, GraphStructure, degrees
 from ..exceptions import InvalidOutputError
-from .perfect_matching import matching_certificate_rows, max_weight_matching
+from .perfect_matching import k_best_matchings, matching_certificate_rows, max_weight_matching
 
 
 class Matching(GraphStructure):
@@ -82,6 +82,11 @@ class Matching(GraphStructure):
 
     def inference(self, x: Any, scores: np.ndarray) -> Any:
         return max_weight_matching(self.check_x(x), scores, perfect=False)
+
+    def k_best(self, x: Any, scores: np.ndarray, k: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        """The ``k`` best matchings: Lawler over the edges, the blossom algorithm per
+        subproblem (:func:`structlp.inference.k_best`)."""
+        return k_best_matchings(self.check_x(x), scores, k, perfect=False)
 
     def certificate_rows(self, x: Any, mu_true: np.ndarray) -> CertificateRows:
         g = self.check_x(x)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -41,6 +41,63 @@ def max_weight_matching(g: Any, scores: ArrayLike, perfect: bool) -> Optional[np
     for a, b in M:
         y[a, b] = y[b, a] = 1
     return y
+
+
+def k_best_matchings(g: Any, scores: ArrayLike, k: int, perfect: bool
+                     ) -> Tuple[List[np.ndarray], np.ndarray]:
+    """The ``k`` best (perfect) matchings of graph ``g``: Lawler's partitioning over the
+    edges (each fixed in or out), each subproblem one blossom algorithm
+    (:func:`networkx.max_weight_matching`) on the graph without the fixed-in edges'
+    endpoints and the fixed-out edges.
+
+    Returns
+    -------
+    Y : list of at most k (n, n) 0/1 adjacencies; values : ndarray, non-increasing
+    """
+    import networkx as nx
+    from ..inference.kbest import lawler, oracle_branch
+    s = np.asarray(scores, dtype=float)
+    L, n = len(s), g.n_nodes
+    u, v = np.asarray(g.u), np.asarray(g.v)
+    index = {(int(min(a, b)), int(max(a, b))): e for e, (a, b) in enumerate(zip(u, v))}
+
+    def solve(y, j, F):
+        val = np.asarray(y[:j + 1], dtype=float).copy()
+        if F:
+            if len(F) == 2:
+                return None
+            val[j] = 1.0 - next(iter(F))
+        else:
+            val = val[:j]
+        inc = np.flatnonzero(val == 1.0)
+        used = np.concatenate([u[inc], v[inc]])
+        if len(np.unique(used)) < len(used):          # the fixed-in edges share a node
+            return None
+        free = np.arange(len(val), L)
+        free = free[~np.isin(u[free], used) & ~np.isin(v[free], used)]
+        if not perfect:
+            free = free[s[free] > 0]
+        G = nx.Graph()
+        G.add_nodes_from(np.setdiff1d(np.arange(n), used).tolist())
+        w = s[free] - (s.min() - 1.0 if perfect and L else 0.0)
+        G.add_weighted_edges_from(zip(u[free].tolist(), v[free].tolist(), w.tolist()))
+        M = nx.max_weight_matching(G, maxcardinality=perfect)
+        if perfect and 2 * (len(M) + len(inc)) != n:
+            return None
+        mu = np.zeros(L)
+        mu[inc] = 1.0
+        for a, b in M:
+            mu[index[(min(a, b), max(a, b))]] = 1.0
+        return mu, float(s @ mu)
+
+    found = lawler(solve(np.zeros(L), 0, frozenset()), oracle_branch(solve, L), k)
+    Y = []
+    for mu, _ in found:
+        A = np.zeros((n, n), dtype=int)
+        on = mu > 0.5
+        A[u[on], v[on]] = A[v[on], u[on]] = 1
+        Y.append(A)
+    return Y, np.array([float(s @ mu) for mu, _ in found])
 
 
 def matching_certificate_rows(model: Any, g: Any, mu_true: np.ndarray,
@@ -182,6 +239,11 @@ class PerfectMatching(GraphStructure):
 
     def inference(self, x: Any, scores: np.ndarray) -> Any:
         return max_weight_matching(self.check_x(x), scores, perfect=True)
+
+    def k_best(self, x: Any, scores: np.ndarray, k: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        """The ``k`` best perfect matchings: Lawler over the edges, the blossom algorithm
+        per subproblem (:func:`structlp.inference.k_best`)."""
+        return k_best_matchings(self.check_x(x), scores, k, perfect=True)
 
     def certificate_rows(self, x: Any, mu_true: np.ndarray) -> CertificateRows:
         g = self.check_x(x)

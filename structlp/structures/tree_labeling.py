@@ -156,12 +156,14 @@ class TreeLabeling(StructuredModel):
     def sample(self, x: Any, scores: np.ndarray, n: int, rng: Any) -> List[np.ndarray]:
         """``n`` exact samples of the Gibbs distribution: forward filtering-backward
         sampling on the tree (:func:`structlp.inference.sample`)."""
-        return list(tree_sample(x, *_potentials(x, scores, self._k()), n, rng))
+        b, B = _potentials(x, scores, self._k())
+        return list(tree_sample(x, b, B, n, rng))
 
     def k_best(self, x: Any, scores: np.ndarray, k: int) -> Tuple[List[np.ndarray], np.ndarray]:
         """The ``k`` best labellings: Lawler-Murty partitioning valued by max-marginal
         messages (:func:`structlp.inference.k_best`)."""
-        return tree_k_best(x, *_potentials(x, scores, self._k()), k)
+        b, B = _potentials(x, scores, self._k())
+        return tree_k_best(x, b, B, k)
 
     def score(self, x: Any, scores: np.ndarray, y: ArrayLike) -> float:
         """Score of labelling ``y`` under part scores."""

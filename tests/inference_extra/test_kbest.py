@@ -118,7 +118,8 @@ def test_lp_fallback_refuses_a_fractional_polytope():
     s = np.zeros(L)
     # frustrated cycle: every edge prefers different labels, so the LP goes fractional
     s[2 * 3:] = np.tile([-1.0, 1.0, 1.0, -1.0], 3) * 5
-    with pytest.raises(FractionalSolutionError, match="k_best.*not integral.*k_best\\(x, scores, k\\)"):
+    with pytest.raises(FractionalSolutionError,
+                       match="k_best.*not integral.*k_best\\(x, scores, k\\)"):
         k_best(model, x, s, 3)
 
 
@@ -143,3 +144,97 @@ def test_graph_labeling_exact_mode_on_a_cycle():
     x = cycle_x(rng, 5)
     s = rng.normal(size=model.n_parts(model.check_x(x)))
     check_top_k(model, x, s, labellings(5, 2), 9)
+
+
+def test_spanning_trees_through_the_lp_of_an_extended_formulation():
+    """SpanningTree has no k_best hook: Lawler-Murty over its rooted-flow polytope (parts
+    plus auxiliary flows) against every spanning tree of K4 (16)."""
+    import itertools
+
+    import networkx as nx
+    from structlp.structures import SpanningTree
+    rng = np.random.default_rng(8)
+    model = SpanningTree()
+    x = rng.normal(size=(4, 4, 1))
+    x = (x + x.transpose(1, 0, 2)) / 2
+    xc = model.check_x(x)
+    L = model.n_parts(xc)
+    s = rng.normal(size=L)
+    trees = []
+    for on in itertools.combinations(range(L), 3):
+        mu = np.zeros(L)
+        mu[list(on)] = 1
+        if nx.is_tree(nx.from_numpy_array(np.asarray(model.decode(xc, mu)))):
+            trees.append(mu)
+    assert len(trees) == 16
+    v = np.sort(np.array(trees) @ s)[::-1]
+    Y, values = k_best(model, x, s, 6)
+    np.testing.assert_allclose(values, v[:6], atol=1e-9, rtol=0)
+    M = np.array([model.encode(xc, y) for y in Y])
+    np.testing.assert_allclose(M @ s, values, atol=1e-9, rtol=0)
+
+
+def all_matchings(n, perfect):
+    import itertools
+    edges = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    out = []
+    for r in range(n // 2 + 1):
+        for sub in itertools.combinations(edges, r):
+            nodes = [v for e in sub for v in e]
+            if len(set(nodes)) < len(nodes) or (perfect and len(nodes) != n):
+                continue
+            A = np.zeros((n, n), dtype=int)
+            for a, b in sub:
+                A[a, b] = A[b, a] = 1
+            out.append(A)
+    return out
+
+
+@pytest.mark.parametrize("perfect, n", [(True, 4), (True, 6), (False, 5)])
+def test_general_matchings_by_lawler_over_blossom(perfect, n):
+    from structlp.structures import Matching, PerfectMatching
+    rng = np.random.default_rng(n)
+    model = PerfectMatching() if perfect else Matching()
+    x = rng.normal(size=(n, n, 1))
+    x = (x + x.transpose(1, 0, 2)) / 2
+    s = rng.normal(size=model.n_parts(model.check_x(x)))
+    check_top_k(model, x, s, all_matchings(n, perfect), 8)
+
+
+def test_a_model_without_polytope_or_hook_is_refused_clearly():
+    from structlp.exceptions import DeclarationError
+
+    class NoPolytope(StructuredModel):
+        def n_parts(self, x):
+            return 3
+
+        def features(self, x):
+            return np.eye(3)
+
+    with pytest.raises(DeclarationError, match="k_best: NoPolytope defines no k_best.*"
+                                               "needs an output polytope"):
+        k_best(NoPolytope(), None, np.zeros(3), 2)
+
+
+def test_a_user_hook_that_breaks_its_contract_is_named():
+    from structlp.exceptions import OracleError
+    from structlp.inference import log_partition, sample
+
+    class Broken(Choose2):
+        def k_best(self, x, scores, k):
+            return [np.zeros(5), np.ones(5)], np.array([1.0, 2.0])     # increasing
+
+        def log_partition(self, x, scores):
+            return 0.0, np.zeros(4)                                    # wrong length
+
+        def sample(self, x, scores, n, rng):
+            return [np.zeros(5)] * (n - 1)
+
+    model, x, s = Broken(5), np.zeros((5, 1)), np.zeros(5)
+    with pytest.raises(OracleError, match=r"Broken.k_best\(x, scores, k\) must return"):
+        k_best(model, x, s, 2)
+    with pytest.raises(OracleError, match=r"Broken.log_partition\(x, scores\) must return.*"
+                                          r"shape \(5,\)"):
+        log_partition(model, x, s)
+    with pytest.raises(OracleError, match="must return n = 3 outputs; got 2"):
+        sample(model, x, s, n=3)

@@ -138,3 +138,25 @@ def test_matchings_have_no_exact_marginals(make):
                        match="has no exact log-partition function.*#P-hard.*SparseMAP.*"
                              "perturb-and-MAP"):
         marginals(model, x, np.zeros(L))
+
+
+def test_compiled_sum_product_equals_the_batched_numpy_version(monkeypatch):
+    from structlp.graphical import sumproduct
+    from structlp.graphical.trees import Forest, check_tree_example, forest_marginals, \
+        tree_marginals
+    rng = np.random.default_rng(9)
+    ex = check_tree_example(tree_x(rng, [3, 0, 0, -1, 1, 1, 3, 6]))
+    b, B = rng.normal(size=(8, 4)) * 3, rng.normal(size=(7, 4, 4)) * 3
+    want = forest_marginals(Forest([ex]), b, B)
+    got = tree_marginals(ex, b, B)
+    assert sumproduct.tree_sum_product(ex.order, ex.parents, ex.edge_of, b, B) is not None
+    assert abs(got[0] - want[0][0]) <= 1e-12 * abs(want[0][0])
+    np.testing.assert_allclose(got[1], want[1], atol=1e-13)
+    np.testing.assert_allclose(got[2], want[2], atol=1e-13)
+    monkeypatch.setattr(sumproduct, "_kernel", lambda: None)      # numba absent: numpy
+    fallback = tree_marginals(ex, b, B)
+    np.testing.assert_allclose(fallback[1], got[1], atol=1e-13)
+    one = check_tree_example(tree_x(rng, [-1]))                   # a single node
+    lz, node, edge = tree_marginals(one, np.array([[0.0, np.log(3.0)]]), np.zeros((0, 2, 2)))
+    assert abs(lz - np.log(4.0)) < 1e-12 and edge.shape == (0, 2, 2)
+    np.testing.assert_allclose(node, [[0.25, 0.75]])
