@@ -24,6 +24,7 @@ from structlp.graphical import dual_decomposition as dd
 from structlp.graphical import maxsum, roof_duality
 from structlp.learners import _fw_kernels, _fw_trees
 from structlp.structures import BipartiteMatching, TreeLabeling
+from structlp.structures import _semi_markov_dp as semi_markov
 from structlp.structures._graph import Decomposition, _forest_potentials
 from structlp.structures.graph_labeling import GraphLabeling, grid_edges, grid_example
 
@@ -300,6 +301,18 @@ def _compare(built, monkeypatch):
                                   2 * r * c + 1, 1e-15)
             assert f1 == f2
             np.testing.assert_array_equal(s1, s2)
+    # the semi-Markov dynamic programs: the same segmentations, marginals and samples
+    for T, L, K in ((1, 1, 2), (7, 3, 3), (20, 5, 4)):
+        s = rng.normal(size=semi_markov.n_parts_of(T, L, K))
+        U = rng.random((30, 2 * T + 1))
+        for name in ("viterbi", "marginals", "sample"):
+            fn = getattr(semi_markov, "_sm_" + name)
+            a1 = getattr(built, "semi_markov_" + name)(s, T, L, K, *([U] if name == "sample"
+                                                                     else []))
+            semi_markov._jit_helpers()
+            a2 = compiled.jit(fn)(s, T, L, K, *([U] if name == "sample" else []))
+            for u, v in zip(*((a1, a2) if isinstance(a1, tuple) else ((a1,), (a2,)))):
+                np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12)
     # whole fits: Frank-Wolfe's pool kernels (matchings), its tree kernels (chains) and
     # the loopy oracles (a binary grid)
     X = [rng.normal(size=(4, 4, 3)) for _ in range(8)]
@@ -441,4 +454,6 @@ def test_aot_names_the_kernels_and_refuses_others(monkeypatch):
     for internal in sorted(set(compiled.KERNELS) - set(compiled.VALUE_CHECKS)):
         with pytest.raises(InvalidParameterError, match="internal to structlp's learners"):
             compiled.aot(internal)                   # no check could vouch for their values
-    assert sorted(compiled.VALUE_CHECKS) == ["dinic", "dual_decomposition", "max_sum"]
+    assert sorted(compiled.VALUE_CHECKS) == ["dinic", "dual_decomposition", "max_sum",
+                                             "semi_markov_marginals", "semi_markov_sample",
+                                             "semi_markov_viterbi"]

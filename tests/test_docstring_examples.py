@@ -9,6 +9,7 @@ MODULES = ["structlp.model", "structlp.learners.joint_qp", "structlp.learners.fr
            "structlp.learners.subgradient", "structlp.polytope", "structlp.structures.bipartite_matching",
            "structlp.structures.tree_labeling", "structlp.structures.spanning_tree",
            "structlp.structures.perfect_matching", "structlp.structures.matching",
+           "structlp.structures.semi_markov",
            "structlp.datasets.synthetic", "structlp.model_selection", "structlp.solvers"]
 
 

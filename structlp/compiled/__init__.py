@@ -102,6 +102,15 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "int64[::1], int64[::1], int64[::1], int64[::1], int64[::1], int64[:, ::1], "
         "float64[::1], float64[::1], boolean, float64[::1], int64[::1], float64[::1], "
         "int64[::1], float64[::1])"),
+    "semi_markov_viterbi": (
+        "structlp.structures._semi_markov_dp", "_sm_viterbi",
+        "Tuple((int64[::1], float64, boolean))(float64[::1], int64, int64, int64)"),
+    "semi_markov_marginals": (
+        "structlp.structures._semi_markov_dp", "_sm_marginals",
+        "Tuple((float64[::1], float64, boolean))(float64[::1], int64, int64, int64)"),
+    "semi_markov_sample": (
+        "structlp.structures._semi_markov_dp", "_sm_sample",
+        "int64[:, ::1](float64[::1], int64, int64, int64, float64[:, ::1])"),
 }
 
 #: The arguments each kernel writes into (a read-only array there is refused: the compiled
@@ -119,6 +128,9 @@ WRITES: Dict[str, Tuple[str, ...]] = {
     "tree_cache_pass": ("w", "ns", "Y", "alpha", "lv", "G", "act", "before", "coef"),
     "tree_check": ("hinge", "g_est", "msg", "back", "ybuf"),
     "tree_primal": ("w", "alpha", "Kn", "Ke", "G"),
+    "semi_markov_viterbi": (),
+    "semi_markov_marginals": (),
+    "semi_markov_sample": (),
 }
 
 #: kernel -> (module, function): the check of its arguments' values (indices in range,
@@ -129,6 +141,9 @@ VALUE_CHECKS: Dict[str, Tuple[str, str]] = {
     "max_sum": ("structlp.graphical.maxsum", "_check_kernel_args"),
     "dual_decomposition": ("structlp.graphical.dual_decomposition", "_check_kernel_args"),
     "dinic": ("structlp.graphical.roof_duality", "_check_kernel_args"),
+    "semi_markov_viterbi": ("structlp.structures._semi_markov_dp", "_check_kernel_args"),
+    "semi_markov_marginals": ("structlp.structures._semi_markov_dp", "_check_kernel_args"),
+    "semi_markov_sample": ("structlp.structures._semi_markov_dp", "_check_kernel_args"),
 }
 
 #: the wheel's second build of the kernels, for x86-64-v3 CPUs (:func:`target`)
@@ -296,8 +311,9 @@ def aot(name: str) -> Optional[Callable[..., Any]]:
     * writability of the arrays it writes into (:data:`WRITES`; a read-only array, such as
       a read-only memory map, raises TypeError);
     * the values, for the graph kernels (:data:`VALUE_CHECKS`: ``max_sum``,
-      ``dual_decomposition``, ``dinic``): indices in range, permutations, trees, shapes
-      that agree (InvalidInputError), as their public functions check them.
+      ``dual_decomposition``, ``dinic``, the ``semi_markov_*`` dynamic programs): indices
+      in range, permutations, trees, shapes that agree (InvalidInputError), as their
+      public functions check them.
 
     The learners' kernels (``psi_*``, ``pairwise_steps``, ``tree_*``) take a learner's
     internal state, whose values no check could vouch for: ``aot`` refuses them (the

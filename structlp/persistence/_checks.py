@@ -121,9 +121,10 @@ def check_sizes(obj):
     file cannot make ``predict`` allocate what its arrays do not imply:
 
     * a learner's built-in structure (``model.n_labels``): every label has at least one
-      weight, so ``1 <= n_labels <= len(coef_)``; for the labelings of trees, graphs and
-      junction trees (``n_labels d_v + n_labels**2 d_e`` weights) ``n_labels`` divides
-      ``len(coef_)``;
+      weight, so ``1 <= n_labels <= len(coef_)``; a semi-Markov model's every (label,
+      length) has one, so ``n_labels * max_length <= len(coef_)``; for the labelings of
+      trees, graphs and junction trees (``n_labels d_v + n_labels**2 d_e`` weights)
+      ``n_labels`` divides ``len(coef_)``;
     * the AGM and CRF estimators (``n_labels`` with ``n_features_in_ = (d_v, d_e)``):
       ``len(coef_) == n_labels d_v + n_labels**2 d_e`` exactly;
     * a sequence learner's feature map: ``len(coef_) == features.n_features`` (which the
@@ -144,6 +145,12 @@ def check_sizes(obj):
                 f"Refusing the file: {name}.model.n_labels is {k}, but coef_ has {n} "
                 f"weights and {type(model).__name__} gives every label at least one; the "
                 "file was modified.")
+        m = _count(getattr(model, "max_length", None))   # SemiMarkov: a weight per (label, length)
+        if k is not None and m is not None and not 1 <= k * m <= n:
+            raise PersistenceError(
+                f"Refusing the file: {name}.model.max_length is {m}, but coef_ has {n} "
+                f"weights and {type(model).__name__} gives every (label, length) one "
+                f"(n_labels * max_length = {k * m}); the file was modified.")
         if k is not None and type(model).__name__ in _BLOCKS and n % k:
             raise PersistenceError(
                 f"Refusing the file: {name}.model.n_labels is {k}, but coef_ has {n} "

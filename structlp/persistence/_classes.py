@@ -48,6 +48,7 @@ LIBRARY_CLASSES = (
     "structlp.structures.matching.Matching",
     "structlp.structures.multilabel.MultiLabel",
     "structlp.structures.perfect_matching.PerfectMatching",
+    "structlp.structures.semi_markov.SemiMarkov",
     "structlp.structures.spanning_tree.SpanningTree",
     "structlp.structures.tree_labeling.TreeLabeling",
 )

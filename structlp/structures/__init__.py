@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from ..utils.lazy import attach
 
 __all__ = ["Arborescence", "BipartiteMatching", "GraphLabeling", "JunctionTreeLabeling",
-           "Matching", "MultiLabel", "PerfectMatching", "SpanningTree", "TreeLabeling",
-           "arc_index", "check_heads", "chow_liu_tree", "flow_polytope", "grid_edges",
-           "grid_example"]
+           "Matching", "MultiLabel", "PerfectMatching", "SemiMarkov", "SpanningTree",
+           "TreeLabeling", "arc_index", "check_heads", "check_segments", "chow_liu_tree",
+           "flow_polytope", "grid_edges", "grid_example", "segment_polytope"]
 
 __getattr__, __dir__ = attach(__name__, {
     "Arborescence": "arborescence", "arc_index": "arborescence", "check_heads": "arborescence",
@@ -25,6 +25,8 @@ __getattr__, __dir__ = attach(__name__, {
     "JunctionTreeLabeling": "junction_tree_labeling",
     "Matching": "matching",
     "PerfectMatching": "perfect_matching",
+    "SemiMarkov": "semi_markov", "check_segments": "semi_markov",
+    "segment_polytope": "semi_markov",
     "SpanningTree": "spanning_tree",
     "TreeLabeling": "tree_labeling",
 })
@@ -37,5 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .junction_tree_labeling import JunctionTreeLabeling
     from .matching import Matching
     from .perfect_matching import PerfectMatching
+    from .semi_markov import SemiMarkov, check_segments, segment_polytope
     from .spanning_tree import SpanningTree
     from .tree_labeling import TreeLabeling
