@@ -1,0 +1,172 @@
+"""One example's MAP oracle and the argument checks shared by the structured layers.
+
+For part scores ``s`` (shape (L,), ``L = model.n_parts(x)``) the oracle returns
+
+.. math::
+
+    v(s) \\in \\arg\\max_{\\mu \\in \\mathcal Y(x)} s \\cdot \\mu,
+
+a 0/1 part vector: by the model's decoder when it has one (a user-declared decoder's
+outputs are checked as every learner checks them), else by the inference LP over the
+declared polytope (:func:`structlp.inference.maximize_checked`, whose fractional optima
+are refused).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+from ..compiler import PolytopeCache, needs_polytopes
+from ..exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
+from ..inference import maximize_checked
+from ..model import StructuredModel
+from ..utils.validation import check_finite_array, check_real
+
+#: model -> PolytopeCache (each declared polytope built once per ``polytope_key``)
+_CACHES: "weakref.WeakKeyDictionary[Any, PolytopeCache]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def polytope_cache(model: StructuredModel) -> Optional[PolytopeCache]:
+    """The polytope cache kept for ``model`` as long as it lives (None when the model cannot
+    be weakly referenced or hashed: its polytopes are then built per call)."""
+    try:
+        cache = _CACHES.get(model)
+        if cache is None:
+            with _LOCK:
+                cache = _CACHES.setdefault(model, PolytopeCache(model))
+        return cache
+    except TypeError:
+        return None
+
+
+def check_model(model: Any, owner: str) -> StructuredModel:
+    """Refuse anything but a :class:`~structlp.StructuredModel`."""
+    if not isinstance(model, StructuredModel):
+        raise InvalidParameterError(
+            f"The 'model' argument of {owner} must be a structlp.StructuredModel (a built-in "
+            f"structure or a declared model); got {type(model).__name__}.")
+    return model
+
+
+def check_scores(theta: Any, n_parts: int, name: str = "theta") -> np.ndarray:
+    """``theta`` as a float64 vector of ``n_parts`` finite entries.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``name``: complex, non-numeric, integer or boolean entries (part scores are
+        real numbers: an integer array is most often a part vector passed by mistake, and
+        the gradient of an integer tensor does not exist), the wrong shape, NaN or inf.
+    """
+    if type(theta) is np.ndarray and theta.dtype == np.float64 and theta.shape == (n_parts,):
+        if not np.isfinite(theta).all():
+            raise InvalidInputError(f"{name} contains NaN or infinite values.")
+        return theta
+    check_real(theta, name)
+    kind = getattr(theta, "dtype", None)
+    kind = kind.kind if isinstance(kind, np.dtype) else np.asarray(theta).dtype.kind
+    if kind in "iub":
+        raise InvalidInputError(
+            f"{name} must hold floating-point part scores; got "
+            f"{'boolean' if kind == 'b' else 'integer'} values "
+            f"(dtype {np.asarray(theta).dtype}). Convert them (np.asarray({name}, "
+            "dtype=float)) if they are scores.")
+    theta = check_finite_array(theta, name)
+    if theta.shape != (n_parts,):
+        raise InvalidInputError(
+            f"{name} must have shape ({n_parts},), one score per part of the example "
+            f"(model.n_parts(x) = {n_parts}); got shape {theta.shape}.")
+    return theta
+
+
+def check_n_parts(model: StructuredModel, x: Any, name: str = "x") -> int:
+    L = model.n_parts(x)
+    try:
+        L = int(L)
+    except (TypeError, ValueError):
+        raise InvalidInputError(
+            f"{type(model).__name__}.n_parts({name}) must return an int; got {L!r}.") from None
+    return L
+
+
+class ExampleOracle:
+    """``argmax_{mu in Y(x)} s . mu`` for one checked example ``x``, as a 0/1 float vector.
+
+    Parameters
+    ----------
+    model : StructuredModel
+    x : a checked example (``model.check_x(x)``)
+    n_parts : int
+
+    Attributes
+    ----------
+    n_calls : int
+        Calls so far.
+    uses_lp : bool
+        Whether the last call solved the inference LP (no decoder for this example).
+    """
+
+    def __init__(self, model: StructuredModel, x: Any, n_parts: int) -> None:
+        self.model, self.x, self.L = model, x, n_parts
+        self.hook = model.decoder_hook()
+        self.check_poly = (self.hook is not None and bool(model.check_inference)
+                           and needs_polytopes(model))
+        self._poly: Any = None
+        self.n_calls = 0
+        self.uses_lp = False
+
+    def polytope(self) -> Any:
+        """The example's declared polytope (checked, bounded; cached per polytope_key)."""
+        if self._poly is None:
+            cache = polytope_cache(self.model)
+            if cache is None:
+                cache = PolytopeCache(self.model)
+            self._poly = cache.get(self.x, 0, self.L)
+        return self._poly
+
+    def __call__(self, s: np.ndarray,
+                 truth: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
+        self.n_calls += 1
+        model = self.model
+        if self.hook is None:                    # structlp's own decoder, or none
+            mu = None if self.uses_lp else model.inference_parts(self.x, s)
+        else:
+            mu = model.checked_inference_parts(
+                self.x, s, polytope=self.polytope() if self.check_poly else None,
+                truth=truth)
+        if mu is None:
+            self.uses_lp = True
+            _, mus = maximize_checked(model, [self.x], [s], polytopes=[self.polytope()])
+            mu = mus[0]
+        if type(mu) is not np.ndarray or mu.dtype != np.float64:
+            mu = np.asarray(mu, dtype=float)
+        return mu
+
+    def encode_output(self, y: Any, name: str = "y") -> np.ndarray:
+        """The part vector of the output ``y`` of this example, checked to be a vertex of its
+        declared polytope.
+
+        Raises
+        ------
+        InvalidOutputError
+            Naming ``name``: ``y`` cannot be encoded, or is not an output of ``x``.
+        """
+        try:
+            return self.model.checked_output(self.x, y, self.polytope(), name=name)
+        except InvalidOutputError as exc:
+            raise InvalidOutputError(f"{exc} ({name} must be an output of x.)") from None
+
+
+def prepare_example(model: StructuredModel, x: Any, theta: Any, name: str = "theta",
+                    x_name: str = "x") -> Tuple[Any, np.ndarray, ExampleOracle]:
+    """Check ``x`` (``model.check_x``) and ``theta``; return them and the example's oracle."""
+    x = model.check_x(x)
+    L = check_n_parts(model, x, x_name)
+    theta = check_scores(theta, L, name)
+    return x, theta, ExampleOracle(model, x, L)
+

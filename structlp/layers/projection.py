@@ -1,0 +1,328 @@
+"""SparseMAP: the Euclidean projection of part scores onto the hull of an example's outputs.
+
+For one example ``x`` with outputs ``Y(x)`` (0/1 part vectors of length ``L``) and part
+scores ``theta`` (L,),
+
+.. math::
+
+    \\mu^\\star = \\arg\\min_{\\mu \\in \\operatorname{conv} \\mathcal Y(x)}
+    \\tfrac12 \\|\\mu - \\theta\\|^2
+    = \\arg\\max_{\\mu \\in \\operatorname{conv} \\mathcal Y(x)}
+    \\theta \\cdot \\mu - \\tfrac12 \\|\\mu\\|^2 ,
+
+solved by the active-set method of Martins et al. (2015) and Niculae et al. (ICML 2018)
+with the model's MAP oracle as the only access to the polytope: the small QP over the
+active vertices is solved exactly (its KKT system), and the oracle's vertex for the
+gradient ``theta - mu`` enters the active set.  The Frank-Wolfe gap
+
+.. math::
+
+    g(\\mu) = \\max_{v \\in \\mathcal Y(x)} (\\theta - \\mu) \\cdot (v - \\mu)
+    \\;\\ge\\; f(\\mu) - f(\\mu^\\star) \\;\\ge\\; \\tfrac12 \\|\\mu - \\mu^\\star\\|^2
+
+(``f`` the squared distance halved, 1-strongly convex) is computed at every iteration from
+that same oracle call; it certifies the answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import warnings
+from typing import Any, Callable, Optional, Tuple, Union
+
+import numpy as np
+
+from ..exceptions import ConvergenceWarning
+from ..utils.validation import check_bool, check_scalar
+from .oracle import ExampleOracle, check_model, prepare_example
+
+#: Default relative tolerance of the certificate: stop when the Frank-Wolfe gap is at most
+#: ``tol * max(1, |theta|^2)``.
+DEFAULT_TOL = 1e-10
+#: Default cap on the active-set iterations (oracle calls).
+DEFAULT_MAX_ITER = 1000
+
+
+@dataclasses.dataclass
+class SparseMAPResult:
+    """The SparseMAP projection of one example's part scores, with its certificate.
+
+    Attributes
+    ----------
+    mu : ndarray, shape (L,)
+        The projection, ``weights @ support``.
+    support : ndarray, shape (n_active, L)
+        The active vertices (outputs of the example, 0/1 part vectors), affinely
+        independent.
+    weights : ndarray, shape (n_active,)
+        Their convex weights (positive, summing to 1).
+    gap : float
+        The Frank-Wolfe gap ``max_v (theta - mu) . (v - mu)`` computed at ``mu`` with the
+        oracle's vertex ``v``: an upper bound on ``1/2|mu - theta|^2`` minus its minimum,
+        and so ``|mu - mu*| <= sqrt(2 gap)`` (a value below 0 by rounding is reported
+        as 0).  NaN when no gap was computed (``max_iter``
+        of 0).
+    n_iter : int
+        Active-set iterations (each one oracle call after the first).
+    certified : bool
+        Whether ``gap <= threshold``.
+    threshold : float
+        The gap required: ``tol * max(1, |theta|^2)``.
+    n_oracle_calls : int
+    """
+
+    mu: np.ndarray
+    support: np.ndarray
+    weights: np.ndarray
+    gap: float
+    n_iter: int
+    certified: bool
+    threshold: float
+    n_oracle_calls: int
+
+    def jacobian(self) -> np.ndarray:
+        """``d mu / d theta`` (L, L) on the active face: the orthogonal projector onto the
+        directions of the affine hull of :attr:`support` (symmetric)."""
+        P, D = face_projector(self.support)
+        return P @ D if D.shape[0] else np.zeros((self.mu.size, self.mu.size))
+
+    def vjp(self, cotangent: Any) -> np.ndarray:
+        """``J^T g`` for a cotangent ``g`` (L,) or a stack of them (n, L) (``J`` is
+        symmetric, :meth:`jacobian`)."""
+        return make_vjp(self.support)(cotangent)
+
+
+def face_projector(support: np.ndarray,
+                   gram: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """``(P, D)`` with ``D`` (k-1, L) the differences ``s_j - s_0`` of the support's vertices
+    and ``P = D^T (D D^T)^{-1}`` (L, k-1): ``P D`` is the orthogonal projector onto the
+    directions of their affine hull.
+
+    This is the Jacobian of Niculae et al. (2018, Prop. 1), ``M (I - 1 1^T G^{-1} /
+    (1^T G^{-1} 1)) G^{-1} M^T`` with ``M`` the vertices as columns and ``G = M^T M``
+    (derived from the KKT system of the QP restricted to the active face, ``G alpha +
+    tau 1 = M^T theta``, ``1^T alpha = 1``), written without ``G^{-1}``: it needs the
+    vertices affinely (not linearly) independent, which the active set keeps.
+    """
+    S = np.asarray(support, dtype=float)
+    D = S[1:] - S[0]
+    if not D.shape[0]:
+        return np.zeros((S.shape[1], 0)), D
+    if gram is None:
+        H = D @ D.T
+    else:
+        g0 = gram[0]
+        H = gram[1:, 1:] - g0[1:, None] - g0[None, 1:] + g0[0]
+    try:
+        P = np.linalg.solve(H, D).T
+    except np.linalg.LinAlgError:             # pragma: no cover - affinely dependent
+        P = np.linalg.pinv(D)
+    return P, D
+
+
+def make_vjp(support: np.ndarray,
+             gram: Optional[np.ndarray] = None) -> Callable[[Any], np.ndarray]:
+    """The vector-Jacobian product of the projection on the face spanned by ``support``."""
+    P, D = face_projector(support, gram)
+    L = P.shape[0]
+
+    def vjp(cotangent: Any) -> np.ndarray:
+        from .oracle import check_scores
+        g = np.asarray(cotangent, dtype=float)
+        if g.ndim == 2 and g.shape[1] == L:
+            if not np.isfinite(g).all():
+                raise ValueError("cotangent contains NaN or infinite values.")
+            return (g @ D.T) @ P.T if D.shape[0] else np.zeros_like(g)
+        g = check_scores(g, L, "cotangent")
+        return P @ (D @ g) if D.shape[0] else np.zeros(L)
+    return vjp
+
+
+def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, tol: float,
+               max_iter: int) -> Tuple[SparseMAPResult, np.ndarray]:
+    """The active-set loop (see the module); returns the result and the Gram matrix of its
+    support (exact: overlaps of 0/1 vectors)."""
+    L = theta.size
+    cap = 8
+    V = np.empty((cap, L))                   # vertex slots
+    G = np.empty((cap, cap))                 # their Gram matrix
+    bt = np.empty(cap)                       # their scores theta . v
+    v = oracle(theta)
+    V[0] = v
+    G[0, 0] = v @ v
+    bt[0] = v @ theta
+    slots = [0]
+    n_slots = 1
+    alpha = np.ones(1)
+    mu = v.copy()
+    threshold = tol * max(1.0, float(theta @ theta))
+    gap = float("nan")
+    certified = False
+    n_iter = 0
+    stalled = None
+    free = []
+    while n_iter < max_iter:
+        n_iter += 1
+        r = theta - mu
+        v = oracle(r)
+        gap = max(float(r @ v - r @ mu), 0.0)      # (rounding below 0: clipped)
+        if gap <= threshold:
+            certified = True
+            break
+        idx = np.array(slots)
+        Vv = V[idx] @ v
+        nv = float(v @ v)
+        if np.any((Vv == nv) & (G[idx, idx] == nv)):
+            stalled = "the oracle returned a vertex already in the active set"
+            break
+        if free:
+            j = free.pop()
+        else:
+            if n_slots == cap:               # grow the storage
+                cap *= 2
+                V = np.concatenate([V, np.empty_like(V)])
+                G2 = np.empty((cap, cap))
+                G2[:n_slots, :n_slots] = G[:n_slots, :n_slots]
+                G = G2
+                bt = np.concatenate([bt, np.empty_like(bt)])
+            j = n_slots
+            n_slots += 1
+        V[j] = v
+        G[idx, j] = Vv
+        G[j, idx] = Vv
+        G[j, j] = nv
+        bt[j] = v @ theta
+        slots.append(j)
+        alpha = np.append(alpha, 0.0)
+        while True:                          # the restricted QP, with ratio steps
+            idx = np.array(slots)
+            k = idx.size
+            K = np.empty((k + 1, k + 1))
+            K[:k, :k] = G[np.ix_(idx, idx)]
+            K[k, :k] = K[:k, k] = 1.0
+            K[k, k] = 0.0
+            rhs = np.empty(k + 1)
+            rhs[:k] = bt[idx]
+            rhs[k] = 1.0
+            try:
+                ah = np.linalg.solve(K, rhs)[:k]
+            except np.linalg.LinAlgError:
+                ah = np.linalg.lstsq(K, rhs, rcond=None)[0][:k]
+            if ah.min() > 0.0:
+                alpha = ah
+                break
+            neg = np.flatnonzero(ah <= 0.0)
+            t = alpha[neg] / (alpha[neg] - ah[neg])
+            q = int(np.argmin(t))
+            out = int(neg[q])
+            if out == k - 1 and t[q] <= 0.0:
+                stalled = "the entering vertex left the active set at once (rounding)"
+            alpha = alpha + t[q] * (ah - alpha)
+            alpha = np.delete(alpha, out)
+            free.append(slots.pop(out))
+            if stalled:
+                break
+        if stalled:
+            mu = alpha @ V[np.array(slots)]
+            break
+        mu = alpha @ V[idx]
+    idx = np.array(slots)
+    result = SparseMAPResult(mu=mu, support=V[idx].copy(), weights=alpha.copy(), gap=gap,
+                             n_iter=n_iter, certified=certified, threshold=threshold,
+                             n_oracle_calls=n_iter + 1)
+    if not certified:
+        why = stalled or f"max_iter={max_iter} iterations"
+        warnings.warn(
+            f"sparsemap stopped ({why}) with the Frank-Wolfe gap {gap:.3g} above the "
+            f"certified threshold {threshold:.3g} (tol times max(1, |theta|^2)); the "
+            "projection is not certified (result.certified is False). Raise max_iter or "
+            "tol.", ConvergenceWarning, stacklevel=3)
+    return result, G[np.ix_(idx, idx)]
+
+
+def check_options(tol: Any, max_iter: Any, owner: str) -> Tuple[float, int]:
+    tol = check_scalar(tol, "tol", low=0.0, owner=owner)
+    max_iter = check_scalar(max_iter, "max_iter", kind=numbers.Integral, low=0, owner=owner)
+    return tol, max_iter
+
+
+def sparsemap(model: Any, x: Any, theta: Any, tol: float = DEFAULT_TOL,
+              max_iter: int = DEFAULT_MAX_ITER, with_vjp: bool = False
+              ) -> Union[SparseMAPResult, Tuple[SparseMAPResult, Callable[[Any], np.ndarray]]]:
+    """SparseMAP: the Euclidean projection of ``theta`` onto the hull of the outputs of ``x``.
+
+    Solves
+
+    .. math::
+
+        \\mu^\\star = \\arg\\min_{\\mu \\in \\operatorname{conv} \\mathcal Y(x)}
+        \\tfrac12 \\|\\mu - \\theta\\|^2
+
+    by the active-set method driven by the model's MAP oracle (its decoder, or the
+    inference LP for a model without one), until the Frank-Wolfe gap
+    ``max_v (theta - mu) . (v - mu)`` (an upper bound on the objective's excess, so
+    ``|mu - mu*| <= sqrt(2 gap)``) is at most ``tol * max(1, |theta|^2)``.  The answer is a
+    sparse convex combination of outputs.
+
+    Parameters
+    ----------
+    model : StructuredModel
+        Any built-in or declared model.
+    x : one example of ``model`` (checked by ``model.check_x``)
+    theta : array, shape (L,)
+        Part scores of ``x``, ``L = model.n_parts(x)``, in the model's part order (as
+        ``model.encode`` lays the parts out); real floating-point values.
+    tol : float >= 0
+        Relative gap at which the projection is certified.
+    max_iter : int >= 0
+        Oracle calls after the first; reaching it uncertified warns
+        (:class:`~structlp.ConvergenceWarning`) and leaves ``certified`` False.
+    with_vjp : bool
+        Also return the vector-Jacobian product ``g -> J^T g`` of ``theta -> mu*``, exact
+        on the active face (``J`` is the orthogonal projector onto the directions of the
+        support's affine hull).
+
+    Returns
+    -------
+    result : SparseMAPResult
+        ``mu`` (L,), ``support`` (n_active, L), ``weights`` (n_active,), ``gap``,
+        ``n_iter``, ``certified``.
+    vjp : callable, only with ``with_vjp``
+        Maps a cotangent (L,) (or (n, L)) to the gradient with respect to ``theta``.
+
+    Raises
+    ------
+    InvalidInputError
+        ``theta`` of the wrong length, NaN or infinite, complex, integer; a bad ``x``.
+
+    Examples
+    --------
+    The projection of scores onto the 2x2 assignments (the Birkhoff polytope):
+
+    >>> import numpy as np
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers import sparsemap
+    >>> x = np.zeros((2, 2, 1))                     # a 2x2 example (features unused here)
+    >>> res = sparsemap(BipartiteMatching(), x, np.array([1.0, 0.6, 0.0, 0.8]))
+    >>> res.mu.round(3).tolist()
+    [0.8, 0.2, 0.2, 0.8]
+    >>> res.support.tolist(), res.weights.round(3).tolist(), res.certified
+    ([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]], [0.8, 0.2], True)
+    """
+    owner = "sparsemap"
+    check_model(model, owner)
+    tol, max_iter = check_options(tol, max_iter, owner)
+    with_vjp = check_bool(with_vjp, "with_vjp", owner=owner)
+    _, theta, oracle = prepare_example(model, x, theta)
+    return project(oracle, theta, tol, max_iter, with_vjp)
+
+
+def project(oracle: ExampleOracle, theta: np.ndarray, tol: float, max_iter: int,
+            with_vjp: bool = False) -> Any:
+    """:func:`sparsemap` on a prepared example (checked ``theta`` and its oracle)."""
+    result, gram = active_set(oracle, theta, tol, max_iter)
+    result.n_oracle_calls = oracle.n_calls
+    if with_vjp:
+        return result, make_vjp(result.support, gram)
+    return result

@@ -1,0 +1,81 @@
+"""sparsemap: the projection against cvxpy on the hull of enumerated outputs, its certificate
+and its vector-Jacobian product against finite differences."""
+
+import warnings
+
+import numpy as np
+import pytest
+from layer_cases import CASES, case, hull_projection
+
+from structlp import ConvergenceWarning
+from structlp.layers import sparsemap, sparsemap_batch
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_projection_matches_cvxpy_on_the_enumerated_hull(name, seed):
+    model, x, _, M = case(name, seed)
+    theta = np.random.default_rng(10 + seed).normal(size=M.shape[1])
+    res = sparsemap(model, x, theta)
+    want = hull_projection(M, theta)
+    assert np.abs(res.mu - want).max() < 1e-6
+    assert res.certified and 0 <= res.gap <= res.threshold
+    # the support: outputs of x, positive weights summing to one, mixing to mu
+    rows = {r.tobytes() for r in M}
+    assert all(s.tobytes() in rows for s in res.support)
+    assert np.all(res.weights > 0) and abs(res.weights.sum() - 1) < 1e-12
+    assert np.allclose(res.weights @ res.support, res.mu, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_vjp_matches_finite_differences(name):
+    model, x, _, M = case(name, 3)
+    rng = np.random.default_rng(4)
+    theta = rng.normal(size=M.shape[1])
+    res, vjp = sparsemap(model, x, theta, with_vjp=True)
+    g = rng.normal(size=M.shape[1])
+    h = 1e-6
+    fd = np.empty_like(theta)
+    for j in range(theta.size):
+        e = np.zeros_like(theta)
+        e[j] = h
+        fd[j] = g @ (sparsemap(model, x, theta + e).mu - sparsemap(model, x, theta - e).mu) \
+            / (2 * h)
+    assert np.abs(vjp(g) - fd).max() < 1e-6
+    J = res.jacobian()
+    assert np.allclose(J, J.T) and np.allclose(J @ J, J)          # an orthogonal projector
+    assert np.allclose(J @ g, vjp(g)) and np.allclose(res.vjp(g), vjp(g))
+    assert np.allclose(vjp(np.vstack([g, 2 * g])), [vjp(g), 2 * vjp(g)])
+
+
+def test_a_vertex_has_a_zero_jacobian():
+    model, x, _, M = case("matching")
+    theta = 10 * M[3] - 5                           # far beyond one vertex
+    res, vjp = sparsemap(model, x, theta, with_vjp=True)
+    assert res.support.shape[0] == 1 and np.array_equal(res.mu, M[3])
+    assert not vjp(np.ones(M.shape[1])).any()
+
+
+def test_max_iter_without_the_gap_warns_and_is_not_certified():
+    model, x, _, M = case("matching")
+    theta = np.random.default_rng(0).normal(size=M.shape[1])
+    with pytest.warns(ConvergenceWarning, match="not certified"):
+        res = sparsemap(model, x, theta, max_iter=1)
+    assert not res.certified and res.gap > res.threshold and res.n_iter == 1
+    with pytest.warns(ConvergenceWarning):
+        res = sparsemap(model, x, theta, max_iter=0)
+    assert np.isnan(res.gap) and not res.certified
+
+
+def test_batch_is_the_examples_one_by_one():
+    model, x, _, M = case("chain")
+    rng = np.random.default_rng(0)
+    thetas = rng.normal(size=(5, M.shape[1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n_jobs in (None, 2):
+            out, vjps = sparsemap_batch(model, [x] * 5, thetas, with_vjp=True, n_jobs=n_jobs)
+            for th, r, v in zip(thetas, out, vjps):
+                one, vjp = sparsemap(model, x, th, with_vjp=True)
+                assert np.array_equal(r.mu, one.mu)
+                assert np.array_equal(v(th), vjp(th))
