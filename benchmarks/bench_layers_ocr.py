@@ -14,11 +14,11 @@ Timed, medians over ``--repeats`` (the whole batch each time):
 
 * torch-struct: the log-partition (``dist.partition``, forward) and the marginals
   (``dist.marginals``: the log-partition and its backward pass);
-* structlp ``"crf"``: :func:`structlp.layers.fy_loss` with ``kind="crf"`` (the CRF loss,
+* structlp ``"crf"``: :func:`structlp.layers.fy_loss_batch` with ``kind="crf"`` (the CRF loss,
   log-partition minus the true output's score, and its gradient, marginals minus the true
   output: forward and backward in one call); the marginals are the gradient plus the true
   output's part vector, compared with torch-struct's to 1e-9;
-* structlp ``"sparsemap"``: :func:`structlp.layers.sparsemap` with its VJP applied to a
+* structlp ``"sparsemap"``: :func:`structlp.layers.sparsemap_batch` with its VJP applied to a
   random cotangent (no peer computes this projection: its row is there for scale).
 
 Run ``python benchmarks/bench_layers_ocr.py [--quick]
@@ -83,7 +83,10 @@ def torch_potentials(thetas, lengths):
 
 
 def torchstruct_side(thetas, lengths, repeats):
+    import warnings
+
     import torch
+    warnings.filterwarnings("ignore", message=".*arg_constraints.*")
     from torch_struct import LinearChainCRF
     pot = torch_potentials(thetas, lengths)
     L = torch.tensor(lengths)
@@ -107,26 +110,26 @@ def torchstruct_side(thetas, lengths, repeats):
 
 
 def structlp_crf(model, X, Y, thetas, repeats):
-    from structlp.layers import fy_loss
+    from structlp.layers import fy_loss_batch
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        out = [fy_loss(model, x, th, y, "crf") for x, th, y in zip(X, thetas, Y)]
+        _, grads = fy_loss_batch(model, X, thetas, Y, "crf")
         times.append(time.perf_counter() - t0)
-    marg = [g + model.encode(model.check_x(x), y) for (_, g), x, y in zip(out, X, Y)]
+    marg = [g + model.encode(model.check_x(x), y) for g, x, y in zip(grads, X, Y)]
     return {"both": statistics.median(times), "marginals": marg}
 
 
 def structlp_sparsemap(model, X, thetas, cots, repeats):
-    from structlp.layers import sparsemap
+    from structlp.layers import sparsemap_batch
     fwd, both = [], []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        res = [sparsemap(model, x, th) for x, th in zip(X, thetas)]
+        res = sparsemap_batch(model, X, thetas)
         fwd.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        for x, th, g in zip(X, thetas, cots):
-            r, vjp = sparsemap(model, x, th, with_vjp=True)
+        _, vjps = sparsemap_batch(model, X, thetas, with_vjp=True)
+        for vjp, g in zip(vjps, cots):
             vjp(g)
         both.append(time.perf_counter() - t0)
     return {"forward": statistics.median(fwd), "both": statistics.median(both),
@@ -150,17 +153,24 @@ def main(argv=None):
     lengths = [len(y) for y in Y]
     model = TreeLabeling(K)
     peer = torchstruct_side(thetas, lengths, args.repeats)
-    crf = structlp_crf(model, X, Y, thetas, args.repeats)
+    from structlp.exceptions import InvalidParameterError
+    try:
+        crf = structlp_crf(model, X, Y, thetas, args.repeats)
+        diff = max(float(np.abs(a - b).max())
+                   for a, b in zip(crf["marginals"], peer["marginals"]))
+        r_crf = peer["both"] / crf["both"]
+    except InvalidParameterError as exc:      # a structlp without exact chain marginals
+        print("crf:", exc)
+        crf, diff, r_crf = {"both": None}, float("nan"), float("nan")
     sm = structlp_sparsemap(model, X, thetas, cots, args.repeats)
-    diff = max(float(np.abs(a - b).max()) for a, b in zip(crf["marginals"], peer["marginals"]))
-    r_crf = peer["both"] / crf["both"]
     rows = [
         {"side": f"torch-struct LinearChainCRF ({peer['threads']} threads)",
          "forward": peer["forward"], "both": peer["both"], "ratio": 1.0},
-        {"side": 'structlp fy_loss "crf" (loss and gradient)', "both": crf["both"],
-         "ratio": r_crf, "diff": diff},
-        {"side": "structlp sparsemap (+ VJP)", "forward": sm["forward"], "both": sm["both"],
-         "ratio": peer["both"] / sm["both"]},
+        {"side": 'structlp fy_loss_batch "crf" (loss and gradient)', "both": crf["both"],
+         "ratio": None if crf["both"] is None else r_crf,
+         "diff": None if crf["both"] is None else diff},
+        {"side": "structlp sparsemap_batch (+ VJP)", "forward": sm["forward"],
+         "both": sm["both"], "ratio": peer["both"] / sm["both"]},
     ]
     for r in rows:
         print(r)
