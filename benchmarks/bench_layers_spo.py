@@ -3,7 +3,7 @@
 Data: PyEPO's generator (``pyepo.data.shortestpath.genData``): a 5 x 5 grid, 40 edges
 (right and down) from the top-left to the bottom-right corner, 5 features, edge costs a
 polynomial of degree 2, 4 or 6 in the features with multiplicative noise of half-width 0.5;
-``--n`` (1,000) training and 1,000 test instances (seeds 135 and 246).
+``--n`` (1,000) training and 1,000 test instances, drawn together (seed 135) and split.
 
 Both sides train the same linear model (``torch.nn.Linear(5, 40)``, the same initial
 weights) with Adam (learning rate 1e-2), batches of 32 in the same shuffled order, for
@@ -182,8 +182,8 @@ def run_degree(deg, n, epochs, seed=0):
     from pyepo.model.ort import shortestPathModel
     optmodel = shortestPathModel(GRID)
     model = GridShortestPath(*GRID)
-    x, c = make_data(n, deg, 135)
-    xt, ct = make_data(1000, deg, 246)
+    x, c = make_data(n + 1000, deg, 135)    # one draw (one cost map B), then split
+    x, c, xt, ct = x[:n], c[:n], x[n:], c[n:]
     _, test_loader = loaders(optmodel, xt, ct, 32, seed)
     out = {"deg": deg}
     torch.manual_seed(seed)
