@@ -323,7 +323,7 @@ class StructuredModel:
     def encoded_inference(self, x: Any, y: Any, n_parts: int) -> np.ndarray:
         """The part vector of the output ``y`` of :meth:`inference`; a user-declared hook's
         output is checked (encodable, finite, 0/1, ``n_parts`` entries)."""
-        if _is_builtin(self, "inference"):
+        if is_builtin(self, "inference"):
             return np.asarray(self.encode(x, y), dtype=float)
         try:
             mu = self.encode(x, y)
@@ -363,8 +363,8 @@ class StructuredModel:
         or None when the loss is structlp's (the default Hamming loss, a built-in
         structure's): the hook whose results :meth:`checked_loss` verifies."""
         if type(self).loss_coefficients is StructuredModel.loss_coefficients:
-            return None if _is_builtin(self, "loss") else "loss"
-        return None if _is_builtin(self, "loss_coefficients") else "loss_coefficients"
+            return None if is_builtin(self, "loss") else "loss"
+        return None if is_builtin(self, "loss_coefficients") else "loss_coefficients"
 
     def checked_loss(self, x: Any, y_true: Any, mu_true: np.ndarray, index: int = 0,
                      polytope: Optional[Polytope] = None,
@@ -518,8 +518,8 @@ class StructuredModel:
         whose outputs the learners check; None when the decoder is structlp's (a built-in
         structure's, trusted) or there is none (the inference LP)."""
         if type(self).inference_parts is StructuredModel.inference_parts:
-            return None if _is_builtin(self, "inference") else "inference"
-        return None if _is_builtin(self, "inference_parts") else "inference_parts"
+            return None if is_builtin(self, "inference") else "inference"
+        return None if is_builtin(self, "inference_parts") else "inference_parts"
 
     def checked_inference_parts(self, x: Any, scores: np.ndarray, index: Optional[int] = None,
                                 polytope: Optional[Polytope] = None,
@@ -575,7 +575,7 @@ class StructuredModel:
         y = self.inference(x, scores)
         if y is None:
             return None, None
-        if _is_builtin(self, "inference"):
+        if is_builtin(self, "inference"):
             return y, self.encoded_inference(x, y, len(scores))
         try:
             mu = self.encoded_inference(x, y, len(scores))
@@ -677,7 +677,7 @@ ORACLE_RTOL = 1e-6
 _IN_POLYTOPE: "weakref.WeakKeyDictionary[Polytope, set]" = weakref.WeakKeyDictionary()
 
 
-def _is_builtin(model, hook):
+def is_builtin(model, hook):
     """Whether ``model``'s ``hook`` method is structlp's own (trusted, not re-checked)."""
     return getattr(getattr(type(model), hook), "__module__", "").startswith("structlp.")
 

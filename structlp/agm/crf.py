@@ -15,32 +15,7 @@ from ..exceptions import InvalidInputError
 from ..utils.numeric import logsumexp  # noqa: F401  (public here in 0.1.0)
 from ..graphical.losses import check_loss
 from ..graphical.trees import Forest, forest_marginals, n_params, split_theta
-
-
-def tree_marginals(ex, b, B):
-    """Sum-product (forward–backward on a tree) in log space.
-
-    Computes ``log Z = log sum_y exp(sum_i b[i, y_i] + sum_e B[e, y_pt(e), y_e])`` and
-    the marginals of the Gibbs distribution (vectorized over the tree's levels;
-    :func:`structlp.graphical.trees.forest_marginals` does many trees at once).
-
-    Parameters
-    ----------
-    ex : TreeExample; b : ndarray (n, k); B : ndarray (n - 1, k, k)
-
-    Returns
-    -------
-    log_Z : float
-    node : ndarray (n, k)
-        ``P(y_i = a | x)``.
-    edge : ndarray (n - 1, k, k)
-        ``P(y_parent = a, y_child = b | x)`` per edge.
-    """
-    b = np.asarray(b, dtype=float)
-    k = b.shape[1]
-    log_Z, node, edge = forest_marginals(Forest([ex]), b,
-                                         np.asarray(B, dtype=float).reshape(-1, k, k))
-    return float(log_Z[0]), node, edge
+from ..graphical.trees import tree_marginals  # noqa: F401  (public here in 0.1.0)
 
 
 def labels_statistic(F, Ys, k):

@@ -642,17 +642,30 @@ def jt_marginals(gx, b, B):
         The node and edge marginals ``P mu``.
     """
     k = b.shape[1]
+    log_Z, mu = jt_marginals_cliques(gx, clique_scores(gx, b, B), k)
+    node, edge = pairwise_marginals(gx, mu, k)
+    return log_Z, mu, node, edge
+
+
+def jt_marginals_cliques(gx, scores, k):
+    """Sum-product on the junction tree for clique-part scores ``scores`` (n_parts,).
+
+    Returns
+    -------
+    log_Z : float
+        ``log sum_y exp(scores . mu(y))``.
+    mu : ndarray (n_parts,)
+        The clique marginals, the gradient of ``log_Z``.
+    """
     T = gx.tables(k)
-    belief, msgs = _collect(gx, T.split(clique_scores(gx, b, B)), T, logsumexp)
+    belief, msgs = _collect(gx, T.split(np.asarray(scores, dtype=float)), T, logsumexp)
     root = gx.clique_order[0]
     log_Z = float(logsumexp(belief[root], tuple(range(belief[root].ndim))))
     full = list(belief)
     for c in gx.clique_order[1:]:
         outside = full[gx.clique_parent[c]] - msgs[c]
         full[c] = belief[c] + logsumexp(outside, T.out_parent[c]).reshape(T.shape_self[c])
-    mu = np.concatenate([np.exp(f - log_Z).ravel() for f in full])
-    node, edge = pairwise_marginals(gx, mu, k)
-    return log_Z, mu, node, edge
+    return log_Z, np.concatenate([np.exp(f - log_Z).ravel() for f in full])
 
 
 def graph_score(ex, b, B, y):

@@ -413,6 +413,31 @@ class Forest:
         return np.split(A, self.node_offset[1:])
 
 
+def forest_inside(F, b, B):
+    """Upward sum-product pass on every tree of a :class:`Forest` (log space).
+
+    Parameters
+    ----------
+    F : Forest; b : ndarray (N, k); B : ndarray (N - m, k, k)
+
+    Returns
+    -------
+    inc : ndarray (N, k)
+        ``log`` of the node's potential times the messages of its children: the inside
+        score of the subtree below each node for each of its labels.
+    msg : ndarray (N, k)
+        ``log`` of the message from each node to its parent (indexed by parent labels).
+    log_Z : ndarray (m,)
+    """
+    N, k = b.shape
+    inc = b.copy()                     # node potential + messages from children
+    msg = np.zeros((N, k))             # message from a node to its parent (parent labels)
+    for J in reversed(F.levels):
+        msg[J] = logsumexp(B[F.edge_of[J]] + inc[J][:, None, :], axis=2)
+        np.add.at(inc, F.parents[J], msg[J])
+    return inc, msg, logsumexp(inc[F.roots], axis=1)
+
+
 def forest_marginals(F, b, B):
     """Sum-product on every tree of a :class:`Forest` at once (log space).
 
@@ -428,12 +453,7 @@ def forest_marginals(F, b, B):
     log_Z : ndarray (m,); node : ndarray (N, k); edge : ndarray (N - m, k, k)
     """
     N, k = b.shape
-    inc = b.copy()                     # node potential + messages from children
-    msg = np.zeros((N, k))             # message from a node to its parent (parent labels)
-    for J in reversed(F.levels):
-        msg[J] = logsumexp(B[F.edge_of[J]] + inc[J][:, None, :], axis=2)
-        np.add.at(inc, F.parents[J], msg[J])
-    log_Z = logsumexp(inc[F.roots], axis=1)
+    inc, msg, log_Z = forest_inside(F, b, B)
     lz = log_Z[F.example_of_node]
     down = np.zeros((N, k))
     edge = np.zeros(B.shape)
@@ -445,3 +465,49 @@ def forest_marginals(F, b, B):
         edge[e] = np.exp(outside[:, :, None] + B[e] + inc[J][:, None, :] - lz[J][:, None, None])
     node = np.exp(inc + down - lz[:, None])
     return log_Z, node, edge
+
+
+def bare(ex):
+    """``ex`` (a TreeExample) without its features: the tree shape only (for message passing)."""
+    n = ex.n_nodes
+    return TreeExample(np.zeros((n, 0)), np.zeros((max(n - 1, 0), 0)), ex.parents, ex.order,
+                       ex.edge_child, ex.edge_of)
+
+
+def tree_marginals(ex, b, B):
+    """Sum-product on one tree (log space): ``log Z`` and node (n, k) and edge (n - 1, k, k)
+    marginals of ``p(y) ∝ exp(sum_i b[i, y_i] + sum_e B[e, y_pt(e), y_e])``
+    (:func:`forest_marginals` of a forest of one tree)."""
+    k = b.shape[1]
+    log_Z, node, edge = forest_marginals(Forest([bare(ex)]), np.asarray(b, dtype=float),
+                                         np.asarray(B, dtype=float).reshape(-1, k, k))
+    return float(log_Z[0]), node, edge
+
+
+def draw(logits, rng):
+    """One draw per row of ``softmax(logits)`` (m, k) by the inverse CDF: int array (m,)."""
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    c = np.cumsum(p, axis=1)
+    u = rng.random(len(c)) * c[:, -1]
+    return np.minimum((c < u[:, None]).sum(axis=1), logits.shape[1] - 1)
+
+
+def tree_sample(ex, b, B, n, rng):
+    """``n`` exact samples of ``p(y) ∝ exp(sum_i b[i, y_i] + sum_e B[e, y_pt(e), y_e])`` on a
+    tree: forward filtering (the inside pass, :func:`forest_inside`), then backward sampling
+    from the root down (each node given its parent's label).
+
+    Returns
+    -------
+    Y : int array (n, n_nodes)
+    """
+    k = b.shape[1]
+    b = np.asarray(b, dtype=float)
+    B = np.asarray(B, dtype=float).reshape(-1, k, k)
+    inc, _, _ = forest_inside(Forest([bare(ex)]), b, B)
+    Y = np.empty((n, ex.n_nodes), dtype=np.int64)
+    root = ex.root
+    Y[:, root] = draw(np.broadcast_to(inc[root], (n, k)), rng)
+    for j in ex.order[1:]:
+        Y[:, j] = draw(B[ex.edge_of[j]][Y[:, ex.parents[j]]] + inc[j][None, :], rng)
+    return Y

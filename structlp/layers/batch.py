@@ -38,6 +38,13 @@ class BatchLossResult(tuple):
     results : list of m LossResult
     """
 
+    losses: np.ndarray
+    grads: Any
+    gaps: Optional[np.ndarray]
+    certified: np.ndarray
+    stderr: Optional[np.ndarray]
+    results: List[LossResult]
+
     def __new__(cls, results: List[LossResult], stacked: bool) -> "BatchLossResult":
         losses = np.array([r.loss for r in results])
         grads: Any = [r.grad for r in results]

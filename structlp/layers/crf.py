@@ -5,9 +5,10 @@
     \\log Z(\\theta) = \\log \\sum_{\\mu \\in \\mathcal Y(x)} e^{\\theta \\cdot \\mu},
     \\qquad \\nabla \\log Z(\\theta) = \\mathbb E_{p_\\theta}[\\mu] \\ (\\text{the marginals}),
 
-computed exactly by :func:`structlp.inference.log_partition` where the model's structure
-allows it (chains and trees, junction trees); elsewhere (a matching, a spanning tree, a
-declared polytope) it is #P-hard in general and the error names the alternatives.
+computed exactly by the model's ``log_partition`` hook (that of
+:func:`structlp.inference.log_partition`) where the structure allows it (chains and trees,
+junction trees, arborescences); elsewhere (a matching, a spanning tree, a declared
+polytope) it is #P-hard in general and the error names the alternatives.
 """
 
 from __future__ import annotations
@@ -23,19 +24,16 @@ ALTERNATIVES = ("kind='sparsemap' (the projection: exact, sparse, certified) or 
 
 
 def log_partition_of(model: Any, x: Any, theta: np.ndarray) -> Tuple[float, np.ndarray]:
-    """``(log Z(theta), marginals (L,))`` of a checked example, or an
+    """``(log Z(theta), marginals (L,))`` of a checked example, by the model's
+    ``log_partition(x, scores)`` hook (what :func:`structlp.inference.log_partition` calls,
+    without checking ``x`` and ``theta`` again), or an
     :class:`~structlp.InvalidParameterError` naming the alternatives."""
-    from .. import inference
-    fn = getattr(inference, "log_partition", None)
-    if fn is None:         # pragma: no cover - until structlp.inference.log_partition lands
-        raise InvalidParameterError(
-            "kind='crf' needs structlp.inference.log_partition, not available in this "
-            f"version; use {ALTERNATIVES}.")
-    try:
-        logz, marg = fn(model, x, theta)
-    except NotImplementedError as exc:
+    hook = getattr(model, "log_partition", None)
+    if hook is None:
         raise InvalidParameterError(
             f"kind='crf' needs the log-partition function of {type(model).__name__}, which "
-            f"structlp computes exactly only for chains, trees and junction trees ({exc}); "
-            f"use {ALTERNATIVES}.") from None
+            "has none (exact ones exist for chains and trees (TreeLabeling), junction trees "
+            "(JunctionTreeLabeling) and arborescences; on matchings and loopy graphs it is "
+            f"#P-hard); use {ALTERNATIVES}.")
+    logz, marg = hook(x, theta)
     return float(logz), np.asarray(marg, dtype=float)

@@ -78,18 +78,26 @@ class LossResult(tuple):
 
     loss: float
     grad: np.ndarray
+    kind: str
+    prediction: np.ndarray
+    gap: Optional[float]
+    certified: bool
+    stderr: Optional[float]
+    grad_stderr: Optional[np.ndarray]
+    n_oracle_calls: int
+    projection: Any
 
     def __new__(cls, loss: float, grad: np.ndarray, **info: Any) -> "LossResult":
         self = super().__new__(cls, (float(loss), grad))
         self.loss, self.grad = float(loss), grad
-        self.kind: str = info.pop("kind")
-        self.prediction: np.ndarray = info.pop("prediction")
-        self.gap: Optional[float] = info.pop("gap", None)
-        self.certified: bool = info.pop("certified", True)
-        self.stderr: Optional[float] = info.pop("stderr", None)
-        self.grad_stderr: Optional[np.ndarray] = info.pop("grad_stderr", None)
-        self.n_oracle_calls: int = info.pop("n_oracle_calls", 0)
-        self.projection: Any = info.pop("projection", None)
+        self.kind = info.pop("kind")
+        self.prediction = info.pop("prediction")
+        self.gap = info.pop("gap", None)
+        self.certified = info.pop("certified", True)
+        self.stderr = info.pop("stderr", None)
+        self.grad_stderr = info.pop("grad_stderr", None)
+        self.n_oracle_calls = info.pop("n_oracle_calls", 0)
+        self.projection = info.pop("projection", None)
         if info:
             raise TypeError(f"LossResult got unknown fields {sorted(info)}.")
         return self
@@ -147,8 +155,10 @@ def fy_loss(model: Any, x: Any, theta: Any, y: Any, kind: str = "sparsemap",
     * ``"perceptron"``: ``max_mu theta . mu - theta . mu_y``.
     * ``"crf"``: ``log Z(theta) - theta . mu_y``, ``log Z = log sum_{y'} exp(theta .
       mu_y')``; gradient: the marginals minus ``mu_y``.  Exact on chains and trees
-      (:class:`~structlp.structures.TreeLabeling`) and junction trees; other models
-      raise an error naming ``"sparsemap"`` and ``"perturbed"``.
+      (:class:`~structlp.structures.TreeLabeling`), junction trees and arborescences
+      (the models with a ``log_partition`` hook, see
+      :func:`structlp.inference.log_partition`); other models raise an error naming
+      ``"sparsemap"`` and ``"perturbed"``.
     * ``"perturbed"``: ``F(theta) - theta . mu_y`` with ``F(theta) = E max_mu (theta +
       sigma Z) . mu``, ``Z`` standard Gaussian (Berthet et al. 2020; the constant
       ``sigma Omega(mu_y)`` is left out: it does not depend on ``theta``), estimated on

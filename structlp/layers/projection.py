@@ -35,7 +35,9 @@ import numpy as np
 
 from ..exceptions import ConvergenceWarning
 from ..utils.validation import check_bool, check_scalar
-from .oracle import ExampleOracle, check_model, prepare_example
+from ..exceptions import InvalidInputError
+from .oracle import ExampleOracle, check_model, check_scores, prepare_example
+from .qp import DUPLICATE, STALLED, step_function
 
 #: Default relative tolerance of the certificate: stop when the Frank-Wolfe gap is at most
 #: ``tol * max(1, |theta|^2)``.
@@ -84,8 +86,8 @@ class SparseMAPResult:
     def jacobian(self) -> np.ndarray:
         """``d mu / d theta`` (L, L) on the active face: the orthogonal projector onto the
         directions of the affine hull of :attr:`support` (symmetric)."""
-        P, D = face_projector(self.support)
-        return P @ D if D.shape[0] else np.zeros((self.mu.size, self.mu.size))
+        Hinv, D = face_projector(self.support)
+        return D.T @ Hinv @ D if D.shape[0] else np.zeros((self.mu.size, self.mu.size))
 
     def vjp(self, cotangent: Any) -> np.ndarray:
         """``J^T g`` for a cotangent ``g`` (L,) or a stack of them (n, L) (``J`` is
@@ -95,140 +97,110 @@ class SparseMAPResult:
 
 def face_projector(support: np.ndarray,
                    gram: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
-    """``(P, D)`` with ``D`` (k-1, L) the differences ``s_j - s_0`` of the support's vertices
-    and ``P = D^T (D D^T)^{-1}`` (L, k-1): ``P D`` is the orthogonal projector onto the
-    directions of their affine hull.
+    """``(Hinv, D)`` with ``D`` (k-1, L) the differences ``s_j - s_0`` of the support's
+    vertices and ``Hinv = (D D^T)^{-1}``: ``J = D^T Hinv D`` (L, L) is the orthogonal
+    projector onto the directions of their affine hull.
 
     This is the Jacobian of Niculae et al. (2018, Prop. 1), ``M (I - 1 1^T G^{-1} /
     (1^T G^{-1} 1)) G^{-1} M^T`` with ``M`` the vertices as columns and ``G = M^T M``
     (derived from the KKT system of the QP restricted to the active face, ``G alpha +
-    tau 1 = M^T theta``, ``1^T alpha = 1``), written without ``G^{-1}``: it needs the
-    vertices affinely (not linearly) independent, which the active set keeps.
+    tau 1 = M^T theta``, ``1^T alpha = 1``: ``alpha`` moves with ``theta`` in the
+    affine hull, ``mu`` by the projection onto its directions), written without
+    ``G^{-1}``: it needs the vertices affinely (not linearly) independent, which the active
+    set keeps.  ``gram``, the support's Gram matrix, saves forming ``D D^T``.
     """
     S = np.asarray(support, dtype=float)
     D = S[1:] - S[0]
     if not D.shape[0]:
-        return np.zeros((S.shape[1], 0)), D
+        return np.zeros((0, 0)), D
     if gram is None:
         H = D @ D.T
     else:
         g0 = gram[0]
         H = gram[1:, 1:] - g0[1:, None] - g0[None, 1:] + g0[0]
     try:
-        P = np.linalg.solve(H, D).T
+        Hinv = np.linalg.inv(H)
     except np.linalg.LinAlgError:             # pragma: no cover - affinely dependent
-        P = np.linalg.pinv(D)
-    return P, D
+        Hinv = np.linalg.pinv(H)
+    return Hinv, D
 
 
 def make_vjp(support: np.ndarray,
              gram: Optional[np.ndarray] = None) -> Callable[[Any], np.ndarray]:
-    """The vector-Jacobian product of the projection on the face spanned by ``support``."""
-    P, D = face_projector(support, gram)
-    L = P.shape[0]
+    """The vector-Jacobian product ``g -> J g`` of the projection on the face spanned by
+    ``support`` (``J`` symmetric, see :func:`face_projector`; factored on first use)."""
+    L = support.shape[1]
+    factors: list = []
 
     def vjp(cotangent: Any) -> np.ndarray:
-        from .oracle import check_scores
-        g = np.asarray(cotangent, dtype=float)
-        if g.ndim == 2 and g.shape[1] == L:
-            if not np.isfinite(g).all():
-                raise ValueError("cotangent contains NaN or infinite values.")
-            return (g @ D.T) @ P.T if D.shape[0] else np.zeros_like(g)
+        if not factors:
+            factors.extend(face_projector(support, gram))
+        Hinv, D = factors
+        g = cotangent
+        if type(g) is not np.ndarray or g.dtype != np.float64 or g.shape != (L,):
+            g = np.asarray(cotangent, dtype=float)
+            if g.ndim == 2 and g.shape[1] == L:
+                if not np.isfinite(g).all():
+                    raise InvalidInputError("cotangent contains NaN or infinite values.")
+                return ((g @ D.T) @ Hinv) @ D if D.shape[0] else np.zeros_like(g)
         g = check_scores(g, L, "cotangent")
-        return P @ (D @ g) if D.shape[0] else np.zeros(L)
+        return (Hinv @ (D @ g)) @ D if D.shape[0] else np.zeros(L)
     return vjp
 
 
 def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, tol: float,
                max_iter: int) -> Tuple[SparseMAPResult, np.ndarray]:
     """The active-set loop (see the module); returns the result and the Gram matrix of its
-    support (exact: overlaps of 0/1 vectors)."""
+    support (exact: overlaps of 0/1 vectors).  Each iteration: one oracle call for the
+    gradient ``theta - mu``, its Frank-Wolfe gap, and :func:`~structlp.layers.qp.add_vertex`
+    (compiled)."""
+    step = step_function()
+    theta = np.ascontiguousarray(theta)
     L = theta.size
     cap = 8
-    V = np.empty((cap, L))                   # vertex slots
+    V = np.empty((cap, L))                   # the active vertices (rows 0..k-1)
     G = np.empty((cap, cap))                 # their Gram matrix
     bt = np.empty(cap)                       # their scores theta . v
+    alpha = np.empty(cap)                    # their weights
     v = oracle(theta)
     V[0] = v
     G[0, 0] = v @ v
     bt[0] = v @ theta
-    slots = [0]
-    n_slots = 1
-    alpha = np.ones(1)
+    alpha[0] = 1.0
+    k = 1
     mu = v.copy()
+    r = theta - mu
+    rmu = float(r @ mu)
     threshold = tol * max(1.0, float(theta @ theta))
     gap = float("nan")
     certified = False
     n_iter = 0
     stalled = None
-    free = []
     while n_iter < max_iter:
         n_iter += 1
-        r = theta - mu
         v = oracle(r)
-        gap = max(float(r @ v - r @ mu), 0.0)      # (rounding below 0: clipped)
+        gap = max(float(r @ v) - rmu, 0.0)       # (rounding below 0: clipped)
         if gap <= threshold:
             certified = True
             break
-        idx = np.array(slots)
-        Vv = V[idx] @ v
-        nv = float(v @ v)
-        if np.any((Vv == nv) & (G[idx, idx] == nv)):
+        if k == cap:                             # room for one more vertex
+            cap *= 2
+            V = np.concatenate([V, np.empty_like(V)])
+            G2 = np.empty((cap, cap))
+            G2[:k, :k] = G[:k, :k]
+            G = G2
+            bt = np.concatenate([bt, np.empty_like(bt)])
+            alpha = np.concatenate([alpha, np.empty_like(alpha)])
+        if type(v) is not np.ndarray or not v.flags.c_contiguous:
+            v = np.ascontiguousarray(v, dtype=float)
+        k, status, rmu = step(V, G, bt, alpha, k, v, theta, mu, r)
+        if status == DUPLICATE:
             stalled = "the oracle returned a vertex already in the active set"
             break
-        if free:
-            j = free.pop()
-        else:
-            if n_slots == cap:               # grow the storage
-                cap *= 2
-                V = np.concatenate([V, np.empty_like(V)])
-                G2 = np.empty((cap, cap))
-                G2[:n_slots, :n_slots] = G[:n_slots, :n_slots]
-                G = G2
-                bt = np.concatenate([bt, np.empty_like(bt)])
-            j = n_slots
-            n_slots += 1
-        V[j] = v
-        G[idx, j] = Vv
-        G[j, idx] = Vv
-        G[j, j] = nv
-        bt[j] = v @ theta
-        slots.append(j)
-        alpha = np.append(alpha, 0.0)
-        while True:                          # the restricted QP, with ratio steps
-            idx = np.array(slots)
-            k = idx.size
-            K = np.empty((k + 1, k + 1))
-            K[:k, :k] = G[np.ix_(idx, idx)]
-            K[k, :k] = K[:k, k] = 1.0
-            K[k, k] = 0.0
-            rhs = np.empty(k + 1)
-            rhs[:k] = bt[idx]
-            rhs[k] = 1.0
-            try:
-                ah = np.linalg.solve(K, rhs)[:k]
-            except np.linalg.LinAlgError:
-                ah = np.linalg.lstsq(K, rhs, rcond=None)[0][:k]
-            if ah.min() > 0.0:
-                alpha = ah
-                break
-            neg = np.flatnonzero(ah <= 0.0)
-            t = alpha[neg] / (alpha[neg] - ah[neg])
-            q = int(np.argmin(t))
-            out = int(neg[q])
-            if out == k - 1 and t[q] <= 0.0:
-                stalled = "the entering vertex left the active set at once (rounding)"
-            alpha = alpha + t[q] * (ah - alpha)
-            alpha = np.delete(alpha, out)
-            free.append(slots.pop(out))
-            if stalled:
-                break
-        if stalled:
-            mu = alpha @ V[np.array(slots)]
+        if status == STALLED:
+            stalled = "the entering vertex left the active set at once (rounding)"
             break
-        mu = alpha @ V[idx]
-    idx = np.array(slots)
-    result = SparseMAPResult(mu=mu, support=V[idx].copy(), weights=alpha.copy(), gap=gap,
+    result = SparseMAPResult(mu=mu, support=V[:k].copy(), weights=alpha[:k].copy(), gap=gap,
                              n_iter=n_iter, certified=certified, threshold=threshold,
                              n_oracle_calls=n_iter + 1)
     if not certified:
@@ -238,7 +210,7 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
             f"certified threshold {threshold:.3g} (tol times max(1, |theta|^2)); the "
             "projection is not certified (result.certified is False). Raise max_iter or "
             "tol.", ConvergenceWarning, stacklevel=3)
-    return result, G[np.ix_(idx, idx)]
+    return result, G[:k, :k].copy()
 
 
 def check_options(tol: Any, max_iter: Any, owner: str) -> Tuple[float, int]:

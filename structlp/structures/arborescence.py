@@ -177,6 +177,100 @@ def check_heads(heads: Any, n: int, root: int, name: str = "y") -> np.ndarray:
     return h
 
 
+def arc_weights(n: int, root: int, scores: Any) -> Tuple[np.ndarray, np.ndarray]:
+    """Arc weights ``W[h, m] = exp(s_hm - c_m)`` (n, n), 0 off the arcs, and the column
+    shifts ``c_m = max_h s_hm`` (0 at the root) that keep them in ``(0, 1]``."""
+    heads, mods, _ = arc_index(n, root)
+    S = np.full((n, n), -np.inf)
+    S[heads, mods] = np.asarray(scores, dtype=float)
+    c = np.max(S, axis=0)
+    c[root] = 0.0
+    return np.exp(S - c[None, :]), c
+
+
+def _reduced_laplacian(W, root):
+    """The Laplacian ``diag(sum_h W[h, m]) - W`` without the root's row and column (..., n-1,
+    n-1), for one weight matrix or a stack of them."""
+    keep = np.delete(np.arange(W.shape[-1]), root)
+    Lap = -W
+    idx = np.arange(W.shape[-1])
+    Lap[..., idx, idx] += W.sum(axis=-2)
+    return Lap[..., keep[:, None], keep[None, :]]
+
+
+def matrix_tree(n: int, root: int, scores: Any) -> Tuple[float, np.ndarray]:
+    """``log Z`` and the arc marginals of ``p(y) ∝ exp(sum_m s[y_m, m])`` over the
+    arborescences rooted at ``root``: the matrix-tree theorem (Koo et al. 2007).
+
+    ``Z = det(L_hat)`` for the reduced Laplacian of the weights ``exp(s)``, and the arc
+    marginals are its gradient, ``mu_hm = W_hm (L_hat^-1[m, m] - [h != root]
+    L_hat^-1[m, h])``.  Each modifier's incoming weights are scaled by their largest (the
+    scale factors out of ``Z``), so that no weight overflows.
+
+    Parameters
+    ----------
+    n : int >= 2; root : int
+    scores : array ((n-1)^2,), the arc scores in :func:`arc_index` order
+
+    Returns
+    -------
+    log_Z : float; mu : ndarray ((n-1)^2,)
+    """
+    heads, mods, _ = arc_index(n, root)
+    W, c = arc_weights(n, root, scores)
+    Lh = _reduced_laplacian(W, root)
+    sign, logdet = np.linalg.slogdet(Lh)
+    inv = np.linalg.inv(Lh)
+    pos = np.full(n, -1)
+    pos[np.delete(np.arange(n), root)] = np.arange(n - 1)
+    pm, ph = pos[mods], pos[heads]
+    mu = W[heads, mods] * (inv[pm, pm] - np.where(heads != root, inv[pm, np.maximum(ph, 0)], 0.0))
+    per_word = np.bincount(mods, weights=mu, minlength=n)[np.delete(np.arange(n), root)]
+    if sign <= 0 or not np.isfinite(logdet) or not np.all(np.isfinite(mu)) \
+            or np.max(np.abs(per_word - 1.0)) > 1e-6:
+        from ..exceptions import SolverError
+        spread = float(np.ptp(np.asarray(scores, dtype=float))) if len(heads) else 0.0
+        raise SolverError(
+            "The matrix-tree theorem lost its precision on these arc scores (their range is "
+            f"{spread:.3g}: the reduced Laplacian of exp(scores) is singular to machine "
+            "precision). Scale the scores down, or use the argmax or k-best instead.")
+    return float(logdet + c.sum()), np.clip(mu, 0.0, 1.0)
+
+
+def sample_arborescences(n: int, root: int, scores: Any, size: int,
+                         rng: np.random.Generator) -> np.ndarray:
+    """``size`` exact samples of ``p(y) ∝ exp(sum_m s[y_m, m])`` (head vectors) by
+    sequential conditioning: each modifier's head is drawn from its marginal (the
+    matrix-tree theorem, :func:`matrix_tree`) given the heads drawn before it, then its
+    other incoming arcs are removed.  O(n^4) per sample, the samples batched.
+
+    Returns
+    -------
+    Y : int array (size, n), ``Y[:, root] = -1``
+    """
+    W, _ = arc_weights(n, root, scores)
+    Wb = np.repeat(W[None], size, axis=0)
+    Y = np.full((size, n), -1, dtype=np.int64)
+    others = np.delete(np.arange(n), root)
+    rows = np.arange(size)
+    for t, m in enumerate(others):
+        Lh = _reduced_laplacian(Wb, root)
+        e = np.zeros((size, n - 1))
+        e[:, t] = 1.0
+        z = np.linalg.solve(np.swapaxes(Lh, 1, 2), e[:, :, None])[:, :, 0]  # row t of inv
+        zf = np.zeros((size, n))
+        zf[:, others] = z
+        p = Wb[:, :, m] * (z[:, t:t + 1] - zf)           # (size, n): P(head of m = h | ...)
+        p = np.clip(p, 0.0, None)
+        cdf = np.cumsum(p, axis=1)
+        u = rng.random(size) * cdf[:, -1]
+        h = np.minimum((cdf < u[:, None]).sum(axis=1), n - 1)
+        Y[:, m] = h
+        Wb[:, :, m] = 0.0
+        Wb[rows, h, m] = 1.0
+    return Y
+
+
 class Arborescence(StructuredModel):
     """Maximum directed spanning trees rooted at ``root``: dependency parsing.
 
@@ -277,3 +371,13 @@ class Arborescence(StructuredModel):
         for h, m in T.edges:
             y[m] = h
         return y
+
+    def log_partition(self, x: Any, scores: np.ndarray) -> Tuple[float, np.ndarray]:
+        """``log Z`` and the arc marginals of the Gibbs distribution over the
+        arborescences: the matrix-tree theorem (:func:`structlp.inference.log_partition`)."""
+        return matrix_tree(x.shape[0], self._root(x.shape[0]), scores)
+
+    def sample(self, x: Any, scores: np.ndarray, n: int, rng: Any) -> List[np.ndarray]:
+        """``n`` exact samples (head vectors) of the Gibbs distribution over the
+        arborescences, by sequential conditioning (:func:`structlp.inference.sample`)."""
+        return list(sample_arborescences(x.shape[0], self._root(x.shape[0]), scores, n, rng))

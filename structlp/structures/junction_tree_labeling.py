@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, Hashable, Optional, Tuple, Union
+from typing import Any, Callable, Hashable, List, Optional, Tuple, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -11,8 +11,9 @@ from numpy.typing import ArrayLike
 from ..utils.validation import check_bool, check_scalar
 from ..graphical.losses import check_loss
 from ..graphical.junction import (MAX_TREEWIDTH, GraphExample, check_example, check_graph_example,
-                            clique_polytope, encode_cliques, jt_max_sum_cliques,
-                            pairwise_marginals, tree_as_graph)
+                            clique_polytope, encode_cliques, jt_marginals_cliques,
+                            jt_max_sum_cliques, pairwise_marginals, tree_as_graph)
+from ..graphical.jt_sampling import jt_sample
 from ..graphical.trees import check_labels, node_weights_of, part_features
 from ..exceptions import InvalidParameterError
 from ..model import StructuredModel
@@ -119,3 +120,13 @@ class JunctionTreeLabeling(StructuredModel):
     def inference_parts(self, x: Any, scores: np.ndarray) -> Optional[np.ndarray]:
         k = int(self.n_labels)             # checked with x by check_x
         return encode_cliques(x, jt_max_sum_cliques(x, scores, k)[0], k)
+
+    def log_partition(self, x: Any, scores: np.ndarray) -> Tuple[float, np.ndarray]:
+        """``log Z`` and the clique marginals of the Gibbs distribution: sum-product on the
+        junction tree (:func:`structlp.inference.log_partition`)."""
+        return jt_marginals_cliques(x, scores, self._k())
+
+    def sample(self, x: Any, scores: np.ndarray, n: int, rng: Any) -> List[np.ndarray]:
+        """``n`` exact samples of the Gibbs distribution: forward filtering-backward
+        sampling on the junction tree (:func:`structlp.inference.sample`)."""
+        return list(jt_sample(x, scores, self._k(), n, rng))

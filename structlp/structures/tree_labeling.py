@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from typing import Any, Callable, Hashable, Optional, Tuple, Union
+from typing import Any, Callable, Hashable, List, Optional, Tuple, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -13,7 +13,8 @@ import scipy.sparse as sp
 from ..utils.validation import check_bool, check_finite_array, check_scalar
 from ..graphical.losses import check_loss
 from ..graphical.trees import (check_labels, check_tree_example, encode, local_polytope,
-                         node_weights_of, part_features, score)
+                         node_weights_of, part_features, score, tree_marginals,
+                         tree_sample)
 from ..exceptions import InvalidInputError, InvalidParameterError
 from ..graphical.maxsum import max_sum
 from ..model import StructuredModel
@@ -143,6 +144,18 @@ class TreeLabeling(StructuredModel):
     def inference_parts(self, x: Any, scores: np.ndarray) -> Optional[np.ndarray]:
         k = int(self.n_labels)             # checked with x by check_x
         return encode(x, max_sum(x, *_potentials(x, scores, k))[0], k)
+
+    def log_partition(self, x: Any, scores: np.ndarray) -> Tuple[float, np.ndarray]:
+        """``log Z`` and the part marginals of the Gibbs distribution: sum-product on the
+        tree (:func:`structlp.inference.log_partition`)."""
+        k = self._k()
+        log_Z, node, edge = tree_marginals(x, *_potentials(x, scores, k))
+        return log_Z, np.concatenate([node.ravel(), edge.ravel()])
+
+    def sample(self, x: Any, scores: np.ndarray, n: int, rng: Any) -> List[np.ndarray]:
+        """``n`` exact samples of the Gibbs distribution: forward filtering-backward
+        sampling on the tree (:func:`structlp.inference.sample`)."""
+        return list(tree_sample(x, *_potentials(x, scores, self._k()), n, rng))
 
     def score(self, x: Any, scores: np.ndarray, y: ArrayLike) -> float:
         """Score of labelling ``y`` under part scores."""

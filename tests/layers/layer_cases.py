@@ -6,7 +6,8 @@ import cvxpy as cp
 import numpy as np
 from oracles import ChooseK, ChooseKDecoded, enumerate_arborescences, enumerate_bmatchings
 
-from structlp.structures import Arborescence, BipartiteMatching, TreeLabeling
+from structlp.structures import (Arborescence, BipartiteMatching, JunctionTreeLabeling,
+                                 TreeLabeling)
 
 
 def tree_x(parents, rng, dv=2, de=1):
@@ -29,6 +30,12 @@ def case(name, seed=0):
         x = tree_x([-1, 0, 1] if name == "chain" else [-1, 0, 0, 1], rng)
         n, k = len(x["parents"]), model.n_labels
         outs = [np.array(y) for y in itertools.product(range(k), repeat=n)]
+    elif name == "cycle":                           # a loopy graph: junction trees
+        model = JunctionTreeLabeling(2)
+        x = {"node_features": rng.normal(size=(4, 2)),
+             "edges": np.array([[0, 1], [1, 2], [2, 3], [0, 3]]),
+             "edge_features": rng.normal(size=(4, 1))}
+        outs = [np.array(y) for y in itertools.product(range(2), repeat=4)]
     elif name == "arborescence":
         model, x = Arborescence(), rng.normal(size=(4, 4, 1))
         outs = enumerate_arborescences(4)
@@ -47,8 +54,10 @@ def case(name, seed=0):
     return model, x, outs, M
 
 
-CASES = ["matching", "bmatching", "chain", "tree", "arborescence", "choosek",
+CASES = ["matching", "bmatching", "chain", "tree", "cycle", "arborescence", "choosek",
          "choosek_decoded"]
+#: The cases with an exact log-partition function (the "crf" loss).
+CRF_CASES = ["chain", "tree", "cycle", "arborescence"]
 
 
 def hull_projection(M, theta):

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from layer_cases import CASES, case, hull_projection
+from layer_cases import CASES, CRF_CASES, case, hull_projection
 
 from structlp.layers import fy_loss, fy_loss_batch, spo_plus, spo_plus_batch
 
@@ -49,6 +49,19 @@ def test_hinge_and_perceptron_are_their_definitions(name, kind):
     assert abs(loss - (vals[best] - theta @ mu_y)) < 1e-9
     assert np.array_equal(grad, M[best] - mu_y)
     assert loss >= 0
+
+
+@pytest.mark.parametrize("name", CRF_CASES)
+def test_crf_is_its_definition(name):
+    model, x, outs, M, theta, y, mu_y = setup(name, 5)
+    s = M @ theta
+    top = s.max()
+    logz = top + np.log(np.exp(s - top).sum())
+    p = np.exp(s - logz)
+    res = fy_loss(model, x, theta, y, kind="crf")
+    assert abs(res.loss - (logz - theta @ mu_y)) < 1e-9
+    assert np.abs(res.grad - (p @ M - mu_y)).max() < 1e-9
+    assert res.certified and res.gap is None
 
 
 @pytest.mark.parametrize("name", ["matching", "chain", "choosek"])

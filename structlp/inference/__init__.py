@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, ca
 import numpy as np
 import scipy.sparse as sp
 
-from .compiler import stacked_scores
-from .exceptions import FractionalSolutionError, InvalidParameterError, SolverError
-from .formulations import block_diag
-from .solvers import check_solver, check_solver_opts, solve
+from ..compiler import stacked_scores
+from ..exceptions import FractionalSolutionError, InvalidParameterError, SolverError
+from ..formulations import block_diag
+from ..solvers import check_solver, check_solver_opts, solve
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .model import StructuredModel
-    from .polytope import Polytope
+    from ..model import StructuredModel
+    from ..polytope import Polytope
 
 #: Largest distance to {0, 1} accepted for an LP solution read as an output.
 INTEGRALITY_TOL = 1e-5
@@ -335,12 +335,12 @@ def maximize_checked(model: StructuredModel, X: Sequence[Any], scores: Sequence[
         polytope (``polytopes[i]``, else built once per ``polytope_key``), naming
         ``X[i]`` and the hook.
     """
-    from .compiler import PolytopeCache, needs_polytopes
-    from .model import _is_builtin
+    from ..compiler import PolytopeCache, needs_polytopes
+    from ..model import is_builtin
     outputs: List[Any] = [None] * len(X)
     mus: List[Any] = [None] * len(X)
     cache = None
-    if polytopes is None and not _is_builtin(model, "inference") and model.check_inference \
+    if polytopes is None and not is_builtin(model, "inference") and model.check_inference \
             and needs_polytopes(model):
         cache = PolytopeCache(model)
     pending = []
@@ -400,7 +400,7 @@ def maximize(model: StructuredModel, X: Sequence[Any], scores: Sequence[Any],
     >>> Y[0].astype(int).tolist()
     [[0, 1], [1, 0]]
     """
-    from .utils.validation import check_finite_array, check_sequence_of_examples
+    from ..utils.validation import check_finite_array, check_sequence_of_examples
     X = [model.check_x(x) for x in check_sequence_of_examples(X, "X")]
     if not isinstance(scores, (list, tuple)) and not (isinstance(scores, np.ndarray)
                                                       and scores.ndim == 2):
@@ -528,3 +528,6 @@ def check_oracle_solver(model: StructuredModel, X: Sequence[Any],
             "MaxMarginLearner (one joint QP) or CuttingPlaneLearner.", UserWarning,
             stacklevel=3)
     return seconds
+
+
+from .distribution import log_partition, marginals, sample  # noqa: E402  (the Gibbs distribution)
