@@ -26,20 +26,25 @@ from ..inference import maximize_checked
 from ..model import StructuredModel
 from ..utils.validation import check_finite_array, check_real
 
-#: model -> PolytopeCache (each declared polytope built once per ``polytope_key``)
-_CACHES: "weakref.WeakKeyDictionary[Any, PolytopeCache]" = weakref.WeakKeyDictionary()
+#: model -> (its parameters' signature, PolytopeCache): each declared polytope built once
+#: per ``polytope_key`` while the model's parameters stay the same
+_CACHES: "weakref.WeakKeyDictionary[Any, Tuple[Any, PolytopeCache]]" = \
+    weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
 def polytope_cache(model: StructuredModel) -> Optional[PolytopeCache]:
-    """The polytope cache kept for ``model`` as long as it lives (None when the model cannot
-    be weakly referenced or hashed: its polytopes are then built per call)."""
+    """The polytope cache kept for ``model`` as long as it lives and its parameters (its
+    ``__dict__``: values, or the identity of non-scalar ones) stay the same; None when the
+    model cannot be weakly referenced or hashed (its polytopes are then built per call)."""
+    sig = tuple((k, v if isinstance(v, (bool, int, float, str, type(None))) else id(v))
+                for k, v in sorted(getattr(model, "__dict__", {}).items()))
     try:
-        cache = _CACHES.get(model)
-        if cache is None:
+        entry = _CACHES.get(model)
+        if entry is None or entry[0] != sig:      # new, or its parameters were changed
             with _LOCK:
-                cache = _CACHES.setdefault(model, PolytopeCache(model))
-        return cache
+                entry = _CACHES[model] = (sig, PolytopeCache(model))
+        return entry[1]
     except TypeError:
         return None
 
@@ -94,6 +99,22 @@ def check_n_parts(model: StructuredModel, x: Any, name: str = "x") -> int:
     return L
 
 
+_QUIET: list = []
+
+
+def quiet_highs() -> None:
+    """Construct HiGHS once through :func:`structlp.inference.new_highs`, which silences the
+    banner HiGHS prints on its first construction in a process (cvxpy's HiGHS interface,
+    used by the polytope checks, would print it on standard output)."""
+    if not _QUIET:
+        _QUIET.append(True)
+        try:
+            from ..inference import new_highs
+            new_highs()
+        except ImportError:          # pragma: no cover - highspy is a dependency
+            pass
+
+
 class ExampleOracle:
     """``argmax_{mu in Y(x)} s . mu`` for one checked example ``x``, as a 0/1 float vector.
 
@@ -123,6 +144,7 @@ class ExampleOracle:
     def polytope(self) -> Any:
         """The example's declared polytope (checked, bounded; cached per polytope_key)."""
         if self._poly is None:
+            quiet_highs()
             cache = polytope_cache(self.model)
             if cache is None:
                 cache = PolytopeCache(self.model)

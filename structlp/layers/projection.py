@@ -27,9 +27,10 @@ that same oracle call; it certifies the answer.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
 import warnings
-from typing import Any, Callable, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -37,7 +38,7 @@ from ..exceptions import ConvergenceWarning
 from ..utils.validation import check_bool, check_scalar
 from ..exceptions import InvalidInputError
 from .oracle import ExampleOracle, check_model, check_scores, prepare_example
-from .qp import DUPLICATE, STALLED, step_function
+from .qp import CERTIFIED, DUPLICATE, FULL, STALLED, step_function
 
 #: Default relative tolerance of the certificate: stop when the Frank-Wolfe gap is at most
 #: ``tol * max(1, |theta|^2)``.
@@ -54,9 +55,11 @@ class SparseMAPResult:
     ----------
     mu : ndarray, shape (L,)
         The projection, ``weights @ support``.
+    support_parts : list of n_active int arrays
+        The active vertices (outputs of the example, affinely independent) by their parts:
+        vertex ``j`` is the 0/1 part vector with ones at ``support_parts[j]``.
     support : ndarray, shape (n_active, L)
-        The active vertices (outputs of the example, 0/1 part vectors), affinely
-        independent.
+        The same as dense 0/1 rows (made on first access).
     weights : ndarray, shape (n_active,)
         Their convex weights (positive, summing to 1).
     gap : float
@@ -75,13 +78,21 @@ class SparseMAPResult:
     """
 
     mu: np.ndarray
-    support: np.ndarray
+    support_parts: List[np.ndarray]
     weights: np.ndarray
     gap: float
     n_iter: int
     certified: bool
     threshold: float
     n_oracle_calls: int
+
+    @functools.cached_property
+    def support(self) -> np.ndarray:
+        """The active vertices as rows (n_active, L) of 0/1 floats."""
+        S = np.zeros((len(self.support_parts), self.mu.size))
+        for j, parts in enumerate(self.support_parts):
+            S[j, parts] = 1.0
+        return S
 
     def jacobian(self) -> np.ndarray:
         """``d mu / d theta`` (L, L) on the active face: the orthogonal projector onto the
@@ -92,7 +103,7 @@ class SparseMAPResult:
     def vjp(self, cotangent: Any) -> np.ndarray:
         """``J^T g`` for a cotangent ``g`` (L,) or a stack of them (n, L) (``J`` is
         symmetric, :meth:`jacobian`)."""
-        return make_vjp(self.support)(cotangent)
+        return make_vjp(self.support_parts, self.mu.size)(cotangent)
 
 
 def face_projector(support: np.ndarray,
@@ -125,26 +136,52 @@ def face_projector(support: np.ndarray,
     return Hinv, D
 
 
-def make_vjp(support: np.ndarray,
+def make_vjp(support_parts: List[np.ndarray], n_parts: int,
              gram: Optional[np.ndarray] = None) -> Callable[[Any], np.ndarray]:
-    """The vector-Jacobian product ``g -> J g`` of the projection on the face spanned by
-    ``support`` (``J`` symmetric, see :func:`face_projector`; factored on first use)."""
-    L = support.shape[1]
+    """The vector-Jacobian product ``g -> J g`` of the projection on the face spanned by the
+    0/1 vertices with ones at ``support_parts`` (``J = D^T (D D^T)^{-1} D`` symmetric, see
+    :func:`face_projector`), in O(k nnz + k^2) per product: ``D g`` and ``D^T c`` are sums
+    over the vertices' parts.  ``gram``: the vertices' Gram matrix (else computed)."""
+    L = n_parts
+    k = len(support_parts)
+    rows = np.repeat(np.arange(k), [len(p) for p in support_parts])
+    cols = np.concatenate(support_parts) if k else np.zeros(0, dtype=np.int64)
     factors: list = []
 
-    def vjp(cotangent: Any) -> np.ndarray:
+    def hinv() -> np.ndarray:
         if not factors:
-            factors.extend(face_projector(support, gram))
-        Hinv, D = factors
+            G = gram
+            if G is None:
+                S = np.zeros((k, L))
+                S[rows, cols] = 1.0
+                G = S @ S.T
+            g0 = G[0]
+            H = G[1:, 1:] - g0[1:, None] - g0[None, 1:] + g0[0]
+            try:
+                factors.append(np.linalg.inv(H))
+            except np.linalg.LinAlgError:     # pragma: no cover - affinely dependent
+                factors.append(np.linalg.pinv(H))
+        return factors[0]
+
+    def one(g: np.ndarray) -> np.ndarray:
+        if k < 2:
+            return np.zeros(L)
+        sg = np.bincount(rows, weights=g[cols], minlength=k)       # S g
+        c = hinv() @ (sg[1:] - sg[0])
+        w = np.empty(k)
+        w[0] = -c.sum()
+        w[1:] = c
+        return np.bincount(cols, weights=w[rows], minlength=L)     # D^T c
+
+    def vjp(cotangent: Any) -> np.ndarray:
         g = cotangent
         if type(g) is not np.ndarray or g.dtype != np.float64 or g.shape != (L,):
             g = np.asarray(cotangent, dtype=float)
             if g.ndim == 2 and g.shape[1] == L:
                 if not np.isfinite(g).all():
                     raise InvalidInputError("cotangent contains NaN or infinite values.")
-                return ((g @ D.T) @ Hinv) @ D if D.shape[0] else np.zeros_like(g)
-        g = check_scores(g, L, "cotangent")
-        return (Hinv @ (D @ g)) @ D if D.shape[0] else np.zeros(L)
+                return np.vstack([one(gi) for gi in g]) if len(g) else np.zeros((0, L))
+        return one(check_scores(g, L, "cotangent"))
     return vjp
 
 
@@ -158,19 +195,16 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
     theta = np.ascontiguousarray(theta)
     L = theta.size
     cap = 8
-    V = np.empty((cap, L))                   # the active vertices (rows 0..k-1)
+    v = np.ascontiguousarray(oracle(theta), dtype=float)
+    I = np.empty((cap, max(int(np.count_nonzero(v)), 1)), dtype=np.int64)  # vertices' ones
+    nI = np.empty(cap, dtype=np.int64)       # how many (0/1 vertices, rows 0..k-1)
     G = np.empty((cap, cap))                 # their Gram matrix
     bt = np.empty(cap)                       # their scores theta . v
     alpha = np.empty(cap)                    # their weights
-    v = oracle(theta)
-    V[0] = v
-    G[0, 0] = v @ v
-    bt[0] = v @ theta
-    alpha[0] = 1.0
-    k = 1
-    mu = v.copy()
-    r = theta - mu
-    rmu = float(r @ mu)
+    mu = np.zeros(L)
+    r = theta.copy()
+    mark = np.zeros(L)
+    k, _, _, rmu = step(v, I, nI, G, bt, alpha, 0, theta, mu, r, mark, 0.0, -np.inf)
     threshold = tol * max(1.0, float(theta @ theta))
     gap = float("nan")
     certified = False
@@ -179,28 +213,35 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
     while n_iter < max_iter:
         n_iter += 1
         v = oracle(r)
-        gap = max(float(r @ v) - rmu, 0.0)       # (rounding below 0: clipped)
-        if gap <= threshold:
-            certified = True
-            break
-        if k == cap:                             # room for one more vertex
-            cap *= 2
-            V = np.concatenate([V, np.empty_like(V)])
-            G2 = np.empty((cap, cap))
-            G2[:k, :k] = G[:k, :k]
-            G = G2
-            bt = np.concatenate([bt, np.empty_like(bt)])
-            alpha = np.concatenate([alpha, np.empty_like(alpha)])
         if type(v) is not np.ndarray or not v.flags.c_contiguous:
             v = np.ascontiguousarray(v, dtype=float)
-        k, status, rmu = step(V, G, bt, alpha, k, v, theta, mu, r)
+        k, status, gap, rmu = step(v, I, nI, G, bt, alpha, k, theta, mu, r, mark, rmu,
+                                   threshold)
+        if status == FULL:                       # room for one more vertex, then again
+            nv = int(np.count_nonzero(v))
+            if nv > I.shape[1]:
+                I = np.concatenate([I, np.empty((cap, nv - I.shape[1]), np.int64)], axis=1)
+            if k == cap:
+                cap *= 2
+                I = np.concatenate([I, np.empty_like(I)])
+                G2 = np.empty((cap, cap))
+                G2[:k, :k] = G[:k, :k]
+                G = G2
+                nI, bt, alpha = (np.concatenate([a, np.empty_like(a)])
+                                 for a in (nI, bt, alpha))
+            k, status, gap, rmu = step(v, I, nI, G, bt, alpha, k, theta, mu, r, mark, rmu,
+                                       threshold)
+        gap = max(float(gap), 0.0)               # (rounding below 0: clipped)
+        if status == CERTIFIED:
+            certified = True
+            break
         if status == DUPLICATE:
             stalled = "the oracle returned a vertex already in the active set"
             break
         if status == STALLED:
             stalled = "the entering vertex left the active set at once (rounding)"
             break
-    result = SparseMAPResult(mu=mu, support=V[:k].copy(), weights=alpha[:k].copy(), gap=gap,
+    result = SparseMAPResult(mu=mu, support_parts=[I[j, :nI[j]].copy() for j in range(k)], weights=alpha[:k].copy(), gap=gap,
                              n_iter=n_iter, certified=certified, threshold=threshold,
                              n_oracle_calls=n_iter + 1)
     if not certified:
@@ -296,5 +337,5 @@ def project(oracle: ExampleOracle, theta: np.ndarray, tol: float, max_iter: int,
     result, gram = active_set(oracle, theta, tol, max_iter)
     result.n_oracle_calls = oracle.n_calls
     if with_vjp:
-        return result, make_vjp(result.support, gram)
+        return result, make_vjp(result.support_parts, result.mu.size, gram)
     return result

@@ -24,29 +24,58 @@ import numpy as np
 from ..compiled import jit
 
 #: status codes of :func:`add_vertex`
-ADDED, DUPLICATE, STALLED = 0, 1, 2
+ADDED, DUPLICATE, STALLED, CERTIFIED, FULL = 0, 1, 2, 3, 4
 
 
-def add_vertex(V: np.ndarray, G: np.ndarray, bt: np.ndarray, alpha: np.ndarray, k: int,
-               v: np.ndarray, theta: np.ndarray, mu: np.ndarray, r: np.ndarray) -> Any:
-    """Add ``v`` to the ``k`` active vertices (row ``k`` of ``V``, ``G``... must exist), solve
-    the restricted QP, and write ``mu = alpha V`` and ``r = theta - mu``.
+def add_vertex(v: np.ndarray, I: np.ndarray, nI: np.ndarray, G: np.ndarray, bt: np.ndarray,
+               alpha: np.ndarray, k: int, theta: np.ndarray, mu: np.ndarray, r: np.ndarray,
+               mark: np.ndarray, rmu: float, threshold: float) -> Any:
+    """The Frank-Wolfe gap of the oracle's vertex ``v`` (0/1, shape (L,)) for the gradient
+    ``r = theta - mu``; unless it certifies ``mu``, add ``v`` to the ``k`` active vertices,
+    solve the restricted QP, and write ``mu = alpha V`` and ``r = theta - mu``.
 
-    Returns ``(k, status, r . mu)``: the new number of active vertices, ADDED, DUPLICATE
-    (``v`` is already active: nothing changed) or STALLED (``v`` left at once: rounding),
-    and ``r . mu`` (for the next Frank-Wolfe gap).
+    The vertices are 0/1, kept by their ones: vertex ``j`` has them at ``I[j, :nI[j]]``, so
+    that the Gram row of the new vertex and ``mu`` cost O(k nnz), not O(k L); ``mark`` is
+    a scratch vector of L zeros (left as it came).
+
+    Returns ``(k, status, gap, r . mu)``: the number of active vertices; CERTIFIED (``gap
+    = r . v - rmu <= threshold``: nothing changed), FULL (no room for ``v`` in ``I``:
+    nothing changed), ADDED, DUPLICATE (``v`` is already active: nothing changed) or
+    STALLED (``v`` left at once: rounding); the gap; and ``r . mu`` (``rmu`` is its last
+    value, for this gap).
     """
-    nv = v @ v
-    Vv = V[:k] @ v
+    vi = np.flatnonzero(v)
+    nv = vi.shape[0]
+    gap = r[vi].sum() - rmu
+    if gap <= threshold:
+        return k, CERTIFIED, gap, rmu
+    if k == I.shape[0] or nv > I.shape[1]:
+        return k, FULL, gap, rmu
+    for t in range(nv):
+        mark[vi[t]] = 1.0
+    Vv = np.zeros(k)
+    dup = False
     for j in range(k):
-        if Vv[j] == nv and G[j, j] == nv:
-            return k, DUPLICATE, 0.0
-    V[k] = v
+        c = 0.0
+        for t in range(nI[j]):
+            c += mark[I[j, t]]
+        Vv[j] = c
+        if c == nv and G[j, j] == nv:
+            dup = True
+    for t in range(nv):
+        mark[vi[t]] = 0.0
+    if dup:
+        return k, DUPLICATE, gap, rmu
+    b = 0.0
+    for t in range(nv):
+        I[k, t] = vi[t]
+        b += theta[vi[t]]
+    nI[k] = nv
     for j in range(k):
         G[k, j] = Vv[j]
         G[j, k] = Vv[j]
     G[k, k] = nv
-    bt[k] = v @ theta
+    bt[k] = b
     alpha[k] = 0.0
     entering = k
     k += 1
@@ -63,23 +92,24 @@ def add_vertex(V: np.ndarray, G: np.ndarray, bt: np.ndarray, alpha: np.ndarray, 
         rhs[k] = 1.0
         ah = np.linalg.solve(K, rhs)
         q = -1
-        t = 2.0
+        tmin = 2.0
         for i in range(k):
             if ah[i] <= 0.0:
                 ti = alpha[i] / (alpha[i] - ah[i])
-                if ti < t:
-                    t, q = ti, i
+                if ti < tmin:
+                    tmin, q = ti, i
         if q < 0:
             for i in range(k):
                 alpha[i] = ah[i]
             break
         for i in range(k):
-            alpha[i] += t * (ah[i] - alpha[i])
-        if q == entering and t <= 0.0:
+            alpha[i] += tmin * (ah[i] - alpha[i])
+        if q == entering and tmin <= 0.0:
             status = STALLED
         last = k - 1                      # drop q: the last active vertex takes its place
         if q != last:
-            V[q] = V[last]
+            I[q, :nI[last]] = I[last, :nI[last]]
+            nI[q] = nI[last]
             for j in range(k):
                 G[q, j] = G[last, j]
             for j in range(k):
@@ -92,9 +122,13 @@ def add_vertex(V: np.ndarray, G: np.ndarray, bt: np.ndarray, alpha: np.ndarray, 
         k -= 1
         if status == STALLED:
             break
-    mu[:] = alpha[:k] @ V[:k]
+    mu[:] = 0.0
+    for j in range(k):
+        a = alpha[j]
+        for t in range(nI[j]):
+            mu[I[j, t]] += a
     r[:] = theta - mu
-    return k, status, r @ mu
+    return k, status, gap, r @ mu
 
 
 _COMPILED: Optional[Callable[..., Any]] = None

@@ -16,12 +16,26 @@ def tree_x(parents, rng, dv=2, de=1):
         size=(n - 1, de)), "parents": np.array(parents)}
 
 
+class AtMostK(ChooseK):
+    """At most k of n items (the empty output included), by constraints alone."""
+
+    def constraints(self, x, mu):
+        return [cp.sum(mu) <= self.k, mu >= 0, mu <= 1]
+
+
 def case(name, seed=0):
     """(model, checked x, outputs as the model holds them, their part vectors (N, L))."""
     rng = np.random.default_rng(seed)
     if name == "matching":
         model, x = BipartiteMatching(), np.zeros((4, 4, 1))
         outs = enumerate_bmatchings(4, 4, 1, 1)
+    elif name == "matching6":                       # 720 assignments
+        model, x = BipartiteMatching(), np.zeros((6, 6, 1))
+        outs = [np.eye(6)[list(p)] for p in itertools.permutations(range(6))]
+    elif name == "chain5":                          # 3^5 = 243 labellings
+        model = TreeLabeling(3)
+        x = tree_x([-1, 0, 1, 2, 3], rng)
+        outs = [np.array(y) for y in itertools.product(range(3), repeat=5)]
     elif name == "bmatching":                       # no decoder: the inference LP
         model, x = BipartiteMatching(R=1, P=2), np.zeros((3, 3, 1))
         outs = enumerate_bmatchings(3, 3, 1, 2)
@@ -47,6 +61,14 @@ def case(name, seed=0):
             y = np.zeros(5)
             y[list(c)] = 1
             outs.append(y)
+    elif name == "atmostk":                         # outputs of 0, 1 or 2 ones: the LP
+        model, x = AtMostK(2), rng.normal(size=(5, 1)) - 1.0
+        outs = [np.zeros(5)]
+        for size in (1, 2):
+            for c in itertools.combinations(range(5), size):
+                y = np.zeros(5)
+                y[list(c)] = 1
+                outs.append(y)
     else:
         raise KeyError(name)
     x = model.check_x(x)
@@ -55,7 +77,7 @@ def case(name, seed=0):
 
 
 CASES = ["matching", "bmatching", "chain", "tree", "cycle", "arborescence", "choosek",
-         "choosek_decoded"]
+         "choosek_decoded", "atmostk"]
 #: The cases with an exact log-partition function (the "crf" loss).
 CRF_CASES = ["chain", "tree", "cycle", "arborescence"]
 

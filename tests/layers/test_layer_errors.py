@@ -76,3 +76,15 @@ def test_a_2d_batch_refuses_examples_of_other_part_counts(matching):
         sparsemap_batch(model, [x, small], [np.zeros(L), np.zeros(L)])
     with pytest.raises(InvalidInputError, match=r"X\[1\]"):      # not an example of the model
         sparsemap_batch(model, [x, np.zeros((3, 3))], [np.zeros(L), np.zeros(9)])
+
+
+def test_changed_model_parameters_are_not_served_a_stale_polytope():
+    """A b-matching (R=1, P=2) then, the same model object set to P=1: y with a row of two
+    ones is an output of the first and not of the second."""
+    from structlp.structures import BipartiteMatching
+    model = BipartiteMatching(R=1, P=2)
+    x, y = np.zeros((3, 3, 1)), np.array([[1, 1, 0], [0, 0, 1], [0, 0, 0]])
+    fy_loss(model, x, np.zeros(9), y, kind="hinge")
+    model.P = 1
+    with pytest.raises(InvalidOutputError, match="must be an output of x"):
+        fy_loss(model, x, np.zeros(9), y, kind="hinge")

@@ -79,3 +79,61 @@ def test_batch_is_the_examples_one_by_one():
                 one, vjp = sparsemap(model, x, th, with_vjp=True)
                 assert np.array_equal(r.mu, one.mu)
                 assert np.array_equal(v(th), vjp(th))
+
+
+def test_the_plain_step_is_the_compiled_one(monkeypatch):
+    """Without numba the restricted QP's step runs as plain NumPy: the same projections."""
+    from structlp.layers import projection, qp
+    for name in ("matching", "chain"):
+        model, x, _, M = case(name, 5)
+        theta = np.random.default_rng(5).normal(size=M.shape[1])
+        compiled = sparsemap(model, x, theta)
+        monkeypatch.setattr(projection, "step_function", lambda: qp.add_vertex)
+        plain = sparsemap(model, x, theta)
+        monkeypatch.undo()
+        assert np.allclose(plain.mu, compiled.mu, atol=1e-12)
+        assert plain.n_iter == compiled.n_iter and plain.certified
+
+
+def test_a_declared_decoder_that_does_not_maximize_is_caught():
+    """The oracle is the learners' checked path: a wrong declared decoder is an OracleError."""
+    from oracles import ChooseKDecoded
+
+    from structlp import OracleError
+
+    class Wrong(ChooseKDecoded):
+        def inference(self, x, scores):
+            y = np.zeros(len(scores), dtype=int)
+            y[:3] = 1                                  # three items where k = 2
+            return y
+    x = np.zeros((5, 1))
+    with pytest.raises(OracleError, match="Wrong.inference"):
+        sparsemap(Wrong(2), x, np.arange(5.0))
+
+
+@pytest.mark.parametrize("shift", [-50.0, 50.0])
+def test_a_constant_shift_leaves_the_projection_on_a_matching(shift):
+    """Every assignment has the same number of ones, so theta + c 1 projects as theta does
+    (scores far below zero included: the first vertex is never taken as certified)."""
+    model, x, _, M = case("matching", 6)
+    theta = np.random.default_rng(6).normal(size=M.shape[1])
+    a, b = sparsemap(model, x, theta), sparsemap(model, x, theta + shift)
+    assert np.abs(a.mu - b.mu).max() < 1e-8 and b.certified
+    assert np.abs(b.mu - hull_projection(M, theta + shift)).max() < 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["matching6", "chain5"])
+@pytest.mark.parametrize("scale", [0.3, 1.0, 5.0])
+def test_larger_hulls_against_cvxpy(name, scale):
+    """Hundreds of outputs, supports of every size (small scores: near the barycenter)."""
+    model, x, _, M = case(name, 7)
+    for seed in range(3):
+        theta = scale * np.random.default_rng(seed).normal(size=M.shape[1])
+        res, vjp = sparsemap(model, x, theta, with_vjp=True)
+        assert res.certified
+        assert np.abs(res.mu - hull_projection(M, theta)).max() < 1e-6
+        g = np.random.default_rng(seed + 10).normal(size=M.shape[1])
+        e = 1e-6 * np.random.default_rng(seed + 20).normal(size=M.shape[1])
+        fd = (sparsemap(model, x, theta + e).mu - sparsemap(model, x, theta - e).mu) @ g / 2
+        assert abs(vjp(g) @ e - fd) < 1e-9
