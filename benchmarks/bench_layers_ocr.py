@@ -196,7 +196,8 @@ def main(argv=None):
                 {"key": "forward", "label": "forward", "unit": "s"},
                 {"key": "both", "label": "forward + backward", "unit": "s"},
                 {"key": "ratio", "label": "torch-struct / this", "ratio": True},
-                {"key": "diff", "label": "max |marginals - torch-struct's|", "format": ".1e"}]
+                {"key": "diff", "label": "largest difference of the marginals (to torch-struct's)",
+                 "format": ".1e"}]
         report.write(
             args.json, name="layers_ocr",
             title="Structured layers: chain CRF and SparseMAP on OCR words against torch-struct",

@@ -122,6 +122,9 @@ class GridShortestPath(StructuredModel):
             v = tail[via[v]]
         return mu
 
+    def inference_parts(self, x, scores):    # the output is its part vector: no encoding
+        return self.inference(x, scores)
+
     def dp_plan(self):
         """(node, its incoming arcs (part, tail)) in row-major order but the source; the
         number of arcs; each arc's tail."""
@@ -256,7 +259,8 @@ def main(argv=None):
                 {"key": "ratio_loss", "label": "loss: PyEPO / structlp", "ratio": True},
                 {"key": "pyepo_regret", "label": "PyEPO's regret", "format": ".4f"},
                 {"key": "structlp_regret", "label": "structlp's regret", "format": ".4f"},
-                {"key": "dweights", "label": "max |weights difference|", "format": ".1e"}]
+                {"key": "dweights", "label": "largest difference of the final weights",
+                 "format": ".1e"}]
         report.write(
             args.json, name="layers_spo",
             title="Structured layers: SPO+ on PyEPO's shortest paths against PyEPO",
