@@ -15,7 +15,13 @@ each with its certificate:
 
 The NumPy functions need nothing beyond structlp's dependencies; PyTorch and JAX
 adapters live in :mod:`structlp.layers.torch` and :mod:`structlp.layers.jax` (optional
-extras, imported on use).
+extras, imported on use), whose last forward's certificates are kept in a
+:class:`~structlp.layers.record.Certificates` record (``last_certificates()``).
+
+What is certified: a projection by its Frank-Wolfe gap (``gap``, ``certified``); the
+``"hinge"``, ``"perceptron"``, ``"crf"`` losses and SPO+ are exact (one or two calls of an
+exact oracle, or exact marginals: no gap exists, ``gap`` is None); ``"perturbed"`` is a
+Monte-Carlo estimate with its standard errors.
 """
 
 from .batch import BatchLossResult, fy_loss_batch, sparsemap_batch, spo_plus_batch

@@ -19,7 +19,7 @@ import numpy as np
 from ..exceptions import InvalidInputError, StructlpError, naming
 from ..utils.validation import check_bool, check_scalar, check_sequence_of_examples
 from .losses import LossResult, check_kind_options, example_loss, example_spo
-from .oracle import ExampleOracle, check_model, check_n_parts, check_scores
+from .oracle import ExampleOracle, check_model, check_n_parts, check_scores, encode_solution
 from .projection import DEFAULT_MAX_ITER, DEFAULT_TOL, check_options, project
 
 
@@ -223,7 +223,8 @@ def spo_plus_batch(model: Any, X: Any, c_hats: Any, cs: Any, W: Any = None,
     """:func:`~structlp.layers.spo_plus` of every example of a batch.
 
     ``c_hats`` and ``cs``: lists of m cost vectors or arrays (m, L); ``W``: the m true
-    optimal outputs' part vectors ``w*(c_i)`` when known.  Returns ``(losses, grads)``.
+    optimal solutions ``w*(c_i)`` when known (outputs, or their 0/1 part vectors).  Returns
+    ``(losses, grads)``.
     """
     owner = "spo_plus_batch"
     n_jobs = check_n_jobs(n_jobs, owner)
@@ -237,7 +238,7 @@ def spo_plus_batch(model: Any, X: Any, c_hats: Any, cs: Any, W: Any = None,
 
     def one(i: int) -> LossResult:
         oracle = ExampleOracle(model, Xc[i], chs[i].size)
-        w = None if W is None else oracle.encode_output(W[i], f"W[{i}]")
+        w = None if W is None else encode_solution(oracle, W[i], f"W[{i}]")
         return example_spo(oracle, chs[i], cc[i], w)
     return BatchLossResult(run(one, len(Xc), n_jobs), stacked)
 

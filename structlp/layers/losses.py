@@ -32,7 +32,8 @@ import numpy as np
 
 from ..exceptions import InvalidParameterError
 from ..utils.validation import check_random_state, check_scalar
-from .oracle import ExampleOracle, check_model, check_scores, prepare_example
+from .oracle import (ExampleOracle, check_model, check_scores, dot, encode_solution,
+                     prepare_example)
 from .projection import DEFAULT_MAX_ITER, DEFAULT_TOL, check_options, project
 
 #: The kinds of :func:`fy_loss`.
@@ -216,11 +217,11 @@ def fy_loss(model: Any, x: Any, theta: Any, y: Any, kind: str = "sparsemap",
 def example_loss(oracle: ExampleOracle, theta: np.ndarray, y: Any, mu_y: np.ndarray,
                  kind: str, opts: Dict[str, Any]) -> LossResult:
     """:func:`fy_loss` on a prepared example (checked ``theta``, ``y`` and its encoding)."""
-    ty = float(theta @ mu_y)
+    ty = dot(theta, mu_y)
     if kind == "sparsemap":
         res = project(oracle, theta, opts["tol"], opts["max_iter"])
         mu = res.mu
-        loss = float(theta @ mu - 0.5 * (mu @ mu) + 0.5 * (mu_y @ mu_y)) - ty
+        loss = dot(theta, mu) - 0.5 * dot(mu, mu) + 0.5 * dot(mu_y, mu_y) - ty
         return LossResult(max(loss, 0.0), mu - mu_y, kind=kind, prediction=mu, gap=res.gap,
                           certified=res.certified, n_oracle_calls=oracle.n_calls,
                           projection=res)
@@ -233,7 +234,7 @@ def example_loss(oracle: ExampleOracle, theta: np.ndarray, y: Any, mu_y: np.ndar
         else:
             aug, d = theta, 0.0
         mu = oracle(aug, truth=(nz, mu_y[nz]))
-        loss = float(aug @ mu) + d - ty
+        loss = dot(aug, mu) + d - ty
         return LossResult(max(loss, 0.0), mu - mu_y, kind=kind, prediction=mu,
                           n_oracle_calls=oracle.n_calls)
     if kind == "crf":
@@ -277,9 +278,10 @@ def spo_plus(model: Any, x: Any, c_hat: Any, c: Any, w: Any = None) -> LossResul
     x : one example of ``model``
     c_hat, c : arrays, shape (L,)
         Predicted and true part costs, ``L = model.n_parts(x)``.
-    w : output part vector (L,), optional
-        ``w*(c)`` when already known (solved once per training instance); it is checked
-        to be an output of ``x`` (not to be optimal).
+    w : an output of ``x``, optional
+        ``w*(c)`` when already known (solved once per training instance): an output as the
+        model holds them, or its 0/1 part vector (L,); checked to be an output of ``x``
+        (not to be optimal).
 
     Returns
     -------
@@ -302,7 +304,7 @@ def spo_plus(model: Any, x: Any, c_hat: Any, c: Any, w: Any = None) -> LossResul
     check_model(model, owner)
     x, c_hat, oracle = prepare_example(model, x, c_hat, "c_hat")
     c = check_scores(c, oracle.L, "c")
-    w_true = None if w is None else oracle.encode_output(w, "w")
+    w_true = None if w is None else encode_solution(oracle, w, "w")
     return example_spo(oracle, c_hat, c, w_true)
 
 
@@ -312,6 +314,6 @@ def example_spo(oracle: ExampleOracle, c_hat: np.ndarray, c: np.ndarray,
     if w_true is None:
         w_true = oracle(-c)
     w_tilde = oracle(c - 2.0 * c_hat)             # argmax (c - 2c_hat) = argmin (2c_hat - c)
-    loss = float((c - 2.0 * c_hat) @ w_tilde + (2.0 * c_hat - c) @ w_true)
+    loss = dot(c - 2.0 * c_hat, w_tilde) + dot(2.0 * c_hat - c, w_true)
     return LossResult(max(loss, 0.0), 2.0 * (w_true - w_tilde), kind="spo+",
                       prediction=w_tilde, n_oracle_calls=oracle.n_calls)

@@ -49,6 +49,15 @@ def polytope_cache(model: StructuredModel) -> Optional[PolytopeCache]:
         return None
 
 
+def dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``a . b`` of two float vectors; long ones by ``np.einsum`` (a single-threaded loop):
+    a multi-threaded BLAS dot, which NumPy calls above a few thousand entries, costs
+    milliseconds on a loaded machine where this costs microseconds."""
+    if a.size <= 4096:
+        return float(a @ b)
+    return float(np.einsum("i,i->", a, b))
+
+
 def check_model(model: Any, owner: str) -> StructuredModel:
     """Refuse anything but a :class:`~structlp.StructuredModel`."""
     if not isinstance(model, StructuredModel):
@@ -182,6 +191,19 @@ class ExampleOracle:
             return self.model.checked_output(self.x, y, self.polytope(), name=name)
         except InvalidOutputError as exc:
             raise InvalidOutputError(f"{exc} ({name} must be an output of x.)") from None
+
+
+def encode_solution(oracle: "ExampleOracle", w: Any, name: str = "w") -> np.ndarray:
+    """A known optimal solution ``w``: an output as the model holds outputs, or directly its
+    0/1 part vector of shape (L,); checked to be a vertex of the example's polytope."""
+    arr = np.asarray(w) if not isinstance(w, (dict, str)) else None
+    if arr is not None and arr.shape == (oracle.L,) and arr.dtype.kind in "biuf" and \
+            np.all((arr == 0) | (arr == 1)):
+        try:
+            return oracle.polytope().check_output(arr.astype(float), name=name)
+        except InvalidOutputError as exc:
+            raise InvalidOutputError(f"{exc} ({name} must be an output of x.)") from None
+    return oracle.encode_output(w, name)
 
 
 def prepare_example(model: StructuredModel, x: Any, theta: Any, name: str = "theta",

@@ -37,7 +37,7 @@ import numpy as np
 from ..exceptions import ConvergenceWarning
 from ..utils.validation import check_bool, check_scalar
 from ..exceptions import InvalidInputError
-from .oracle import ExampleOracle, check_model, check_scores, prepare_example
+from .oracle import ExampleOracle, check_model, check_scores, dot, prepare_example
 from .qp import CERTIFIED, DUPLICATE, FULL, STALLED, step_function
 
 #: Default relative tolerance of the certificate: stop when the Frank-Wolfe gap is at most
@@ -137,16 +137,26 @@ def face_projector(support: np.ndarray,
 
 
 def make_vjp(support_parts: List[np.ndarray], n_parts: int,
-             gram: Optional[np.ndarray] = None) -> Callable[[Any], np.ndarray]:
+             gram: Optional[np.ndarray] = None,
+             kkt_block: Optional[np.ndarray] = None) -> Callable[[Any], np.ndarray]:
     """The vector-Jacobian product ``g -> J g`` of the projection on the face spanned by the
     0/1 vertices with ones at ``support_parts`` (``J = D^T (D D^T)^{-1} D`` symmetric, see
     :func:`face_projector`), in O(k nnz + k^2) per product: ``D g`` and ``D^T c`` are sums
-    over the vertices' parts.  ``gram``: the vertices' Gram matrix (else computed)."""
+    over the vertices' parts.  ``gram``: the vertices' Gram matrix (else computed).
+
+    ``kkt_block``: the vertices' block ``B`` (k, k) of the inverse of the restricted QP's
+    KKT matrix ``[0 1^T; 1 G]``, as the active set keeps it: then ``J = V^T B V`` (``V``
+    the vertices as rows; ``alpha = B V theta + const`` on the face), no factorisation."""
     L = n_parts
     k = len(support_parts)
     rows = np.repeat(np.arange(k), [len(p) for p in support_parts])
     cols = np.concatenate(support_parts) if k else np.zeros(0, dtype=np.int64)
     factors: list = []
+    B = np.zeros((k, k)) if kkt_block is None else kkt_block
+
+    def direct(g: np.ndarray) -> np.ndarray:
+        sg = np.bincount(rows, weights=g[cols], minlength=k)       # V g
+        return np.bincount(cols, weights=(B @ sg)[rows], minlength=L)
 
     def hinv() -> np.ndarray:
         if not factors:
@@ -163,7 +173,7 @@ def make_vjp(support_parts: List[np.ndarray], n_parts: int,
                 factors.append(np.linalg.pinv(H))
         return factors[0]
 
-    def one(g: np.ndarray) -> np.ndarray:
+    def via_face(g: np.ndarray) -> np.ndarray:
         if k < 2:
             return np.zeros(L)
         sg = np.bincount(rows, weights=g[cols], minlength=k)       # S g
@@ -172,6 +182,8 @@ def make_vjp(support_parts: List[np.ndarray], n_parts: int,
         w[0] = -c.sum()
         w[1:] = c
         return np.bincount(cols, weights=w[rows], minlength=L)     # D^T c
+
+    one = direct if kkt_block is not None else via_face     # the same product
 
     def vjp(cotangent: Any) -> np.ndarray:
         g = cotangent
@@ -187,8 +199,8 @@ def make_vjp(support_parts: List[np.ndarray], n_parts: int,
 
 def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, tol: float,
                max_iter: int) -> Tuple[SparseMAPResult, np.ndarray]:
-    """The active-set loop (see the module); returns the result and the Gram matrix of its
-    support (exact: overlaps of 0/1 vectors).  Each iteration: one oracle call for the
+    """The active-set loop (see the module); returns the result and the vertices' block of
+    the inverse KKT matrix of its support (see :func:`make_vjp`).  Each iteration: one oracle call for the
     gradient ``theta - mu``, its Frank-Wolfe gap, and :func:`~structlp.layers.qp.add_vertex`
     (compiled)."""
     step = step_function()
@@ -201,11 +213,14 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
     G = np.empty((cap, cap))                 # their Gram matrix
     bt = np.empty(cap)                       # their scores theta . v
     alpha = np.empty(cap)                    # their weights
+    Kinv = np.empty((cap + 1, cap + 1))      # the inverse of their KKT matrix
+    n_updates = np.zeros(1, dtype=np.int64)
     mu = np.zeros(L)
     r = theta.copy()
     mark = np.zeros(L)
-    k, _, _, rmu = step(v, I, nI, G, bt, alpha, 0, theta, mu, r, mark, 0.0, -np.inf)
-    threshold = tol * max(1.0, float(theta @ theta))
+    k, _, _, rmu = step(v, I, nI, G, bt, alpha, 0, theta, mu, r, mark, 0.0, -np.inf, Kinv,
+                        n_updates)
+    threshold = tol * max(1.0, dot(theta, theta))
     gap = float("nan")
     certified = False
     n_iter = 0
@@ -216,7 +231,7 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
         if type(v) is not np.ndarray or not v.flags.c_contiguous:
             v = np.ascontiguousarray(v, dtype=float)
         k, status, gap, rmu = step(v, I, nI, G, bt, alpha, k, theta, mu, r, mark, rmu,
-                                   threshold)
+                                   threshold, Kinv, n_updates)
         if status == FULL:                       # room for one more vertex, then again
             nv = int(np.count_nonzero(v))
             if nv > I.shape[1]:
@@ -227,10 +242,13 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
                 G2 = np.empty((cap, cap))
                 G2[:k, :k] = G[:k, :k]
                 G = G2
+                K2 = np.empty((cap + 1, cap + 1))
+                K2[:k + 1, :k + 1] = Kinv[:k + 1, :k + 1]
+                Kinv = K2
                 nI, bt, alpha = (np.concatenate([a, np.empty_like(a)])
                                  for a in (nI, bt, alpha))
             k, status, gap, rmu = step(v, I, nI, G, bt, alpha, k, theta, mu, r, mark, rmu,
-                                       threshold)
+                                       threshold, Kinv, n_updates)
         gap = max(float(gap), 0.0)               # (rounding below 0: clipped)
         if status == CERTIFIED:
             certified = True
@@ -239,7 +257,8 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
             stalled = "the oracle returned a vertex already in the active set"
             break
         if status == STALLED:
-            stalled = "the entering vertex left the active set at once (rounding)"
+            stalled = ("the entering vertex is in the active vertices' affine hull or left "
+                       "the active set at once (rounding)")
             break
     result = SparseMAPResult(mu=mu, support_parts=[I[j, :nI[j]].copy() for j in range(k)], weights=alpha[:k].copy(), gap=gap,
                              n_iter=n_iter, certified=certified, threshold=threshold,
@@ -251,7 +270,7 @@ def active_set(oracle: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, to
             f"certified threshold {threshold:.3g} (tol times max(1, |theta|^2)); the "
             "projection is not certified (result.certified is False). Raise max_iter or "
             "tol.", ConvergenceWarning, stacklevel=3)
-    return result, G[:k, :k].copy()
+    return result, Kinv[1:k + 1, 1:k + 1].copy()
 
 
 def check_options(tol: Any, max_iter: Any, owner: str) -> Tuple[float, int]:
@@ -334,8 +353,8 @@ def sparsemap(model: Any, x: Any, theta: Any, tol: float = DEFAULT_TOL,
 def project(oracle: ExampleOracle, theta: np.ndarray, tol: float, max_iter: int,
             with_vjp: bool = False) -> Any:
     """:func:`sparsemap` on a prepared example (checked ``theta`` and its oracle)."""
-    result, gram = active_set(oracle, theta, tol, max_iter)
+    result, block = active_set(oracle, theta, tol, max_iter)
     result.n_oracle_calls = oracle.n_calls
     if with_vjp:
-        return result, make_vjp(result.support_parts, result.mu.size, gram)
+        return result, make_vjp(result.support_parts, result.mu.size, kkt_block=block)
     return result

@@ -48,6 +48,8 @@ def test_y_not_an_output_of_x(matching):
         fy_loss_batch(model, [x, x], np.zeros((2, L)), [np.eye(4), np.ones((4, 4))])
     with pytest.raises(InvalidOutputError, match="w.*must be an output of x"):
         spo_plus(model, x, np.zeros(L), np.zeros(L), w=np.ones((4, 4)))
+    with pytest.raises(InvalidOutputError, match="w.*must be an output of x"):
+        spo_plus(model, x, np.zeros(L), np.zeros(L), w=np.ones(L))        # a part vector
 
 
 def test_unknown_kind_and_options(matching):

@@ -137,3 +137,22 @@ def test_larger_hulls_against_cvxpy(name, scale):
         e = 1e-6 * np.random.default_rng(seed + 20).normal(size=M.shape[1])
         fd = (sparsemap(model, x, theta + e).mu - sparsemap(model, x, theta - e).mu) @ g / 2
         assert abs(vjp(g) @ e - fd) < 1e-9
+
+
+@pytest.mark.parametrize("scale", [0.01, 0.3, 3.0])
+def test_10x10_matchings_against_the_doubly_stochastic_projection(scale):
+    """The Birkhoff polytope is the hull of the assignments (Birkhoff-von Neumann): cvxpy's
+    projection onto the doubly stochastic matrices is an independent answer.  Small scores
+    need supports of up to (n-1)^2 + 1 assignments: many KKT updates and recomputations."""
+    import cvxpy as cp
+
+    from structlp.structures import BipartiteMatching
+    n = 10
+    theta = scale * np.random.default_rng(int(100 * scale)).normal(size=n * n)
+    res = sparsemap(BipartiteMatching(), np.zeros((n, n, 1)), theta)
+    P = cp.Variable((n, n), nonneg=True)
+    cp.Problem(cp.Minimize(cp.sum_squares(P - theta.reshape(n, n))),
+               [cp.sum(P, axis=0) == 1, cp.sum(P, axis=1) == 1]).solve(
+        solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    assert res.certified and np.abs(res.mu - P.value.ravel()).max() < 1e-6
+    assert len(res.weights) <= (n - 1) ** 2 + 1

@@ -100,6 +100,7 @@ def test_spo_plus_is_its_definition(name):
     assert abs(got - loss) < 1e-9 and np.array_equal(grad, sub)
     t = int(np.argmin(M @ c))
     assert spo_plus(model, x, c_hat, c, w=outs[t]).loss == pytest.approx(loss, abs=1e-12)
+    assert spo_plus(model, x, c_hat, c, w=M[t]).loss == pytest.approx(loss, abs=1e-12)
     # a convex upper bound of the regret c . w*(c_hat) - c . w*(c)
     assert got >= c @ M[np.argmin(M @ c_hat)] - c @ w - 1e-12
 

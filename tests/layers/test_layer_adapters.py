@@ -127,3 +127,26 @@ def test_jax_float32_and_vmap():
     assert np.allclose(np.asarray(out), jsm(model, X, t), atol=1e-6)
     with pytest.raises(InvalidInputError, match="theta must hold floating-point"):
         jsm(model, X[0], jax.numpy.zeros(16, dtype=jax.numpy.int32))
+
+
+def run_python(code):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env)
+
+
+def test_the_core_imports_no_framework_and_a_missing_one_is_named():
+    out = run_python("import sys, structlp.layers\n"
+                     "print([m for m in ('torch', 'jax', 'cvxpy') if m in sys.modules])")
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+    for mod, extra in (("torch", "structlp[torch]"), ("jax", "structlp[jax]")):
+        out = run_python(f"import sys; sys.modules[{mod!r}] = None\n"
+                         f"import structlp.layers.{mod}")
+        assert out.returncode != 0
+        assert "ImportError" in out.stderr and extra in out.stderr, out.stderr
