@@ -165,7 +165,7 @@ def test_matching_reference_is_the_projection():
     ("bench_layers_ocr", ("torch", "torch_struct")),
     ("bench_layers_perturbed", ("jax", "optax")),
     ("bench_layers_spo", ("torch", "pyepo", "ortools")),
-])
+], ids=["matching", "ocr", "perturbed", "spo"])
 def test_quick_run(name, needs, tmp_path):
     for module in needs:
         pytest.importorskip(module)
