@@ -2357,6 +2357,157 @@ REGISTRY.update({
     "structlp.structures.chow_liu_tree": Entry(_chow_liu_tree, examples=15),
 })
 
+def _segmentations(T, K, L):
+    """Every segmentation of ``0..T-1`` into labelled segments of 1..L positions."""
+    if T == 0:
+        return [[]]
+    out = []
+    for first in range(1, min(L, T) + 1):
+        for rest in _segmentations(T - first, K, L):
+            for c in range(K):
+                out.append([(0, first, c)] + [(a + first, b + first, r) for a, b, r in rest])
+    return out
+
+
+def _semi_markov_instance(draw):
+    """Segmentations enumerated here; their part vectors by the structure's ``encode``
+    (checked against the definition of the parts in tests/structures/test_semi_markov.py)."""
+    rng = _seed(draw)
+    T, K, L, d = draw(st.integers(1, 4)), draw(st.integers(1, 2)), draw(st.integers(1, 3)), 2
+    model = structures.SemiMarkov(K, L)
+    x = rng.normal(size=(T, d))
+    segs = _segmentations(T, K, L)
+    outs = [(sg, model.encode(x, sg)) for sg in segs]
+    y = segs[int(rng.integers(len(segs)))]
+
+    def labels(sg):
+        return np.concatenate([[c] * (b - a) for a, b, c in sg])
+
+    def x_bad(draw):
+        kind = draw(st.sampled_from(["array", "empty", "ndim"]))
+        if kind == "empty":
+            return np.zeros((0, d)), ("x",)
+        if kind == "ndim":
+            return rng.normal(size=T), ("x",)
+        return _mutated_array(draw, x, nan_at=(0, 0)), ("x",)
+
+    def y_bad(draw):
+        kinds = ["label", "negative", "gap", "past", "fraction"]
+        if T >= 2:
+            kinds.append("overlap")
+        if T > L:
+            kinds.append("long")
+        kind = draw(st.sampled_from(kinds))
+        sg = [list(t) for t in y]
+        if kind == "label":
+            sg[0][2] = K
+        elif kind == "negative":
+            sg[0][2] = -1
+        elif kind == "gap":
+            sg[0][0] = 1 if sg[0][1] > 1 else sg[0][0]
+            sg = sg if sg[0][0] == 1 else sg[1:] or [[0, 0, 0]]
+        elif kind == "past":
+            sg[-1][1] = T + 1
+        elif kind == "fraction":
+            return np.asarray(sg, dtype=float) + 0.5
+        elif kind == "overlap":
+            sg = [[0, T, 0], [0, 1, 0]]
+        else:
+            sg = [[0, T, 0]]
+        return sg
+
+    def param_bad(draw):
+        name = draw(st.sampled_from(["n_labels", "max_length"]))
+        bad = draw(st.sampled_from([0, -1, 1.5, "2", None, np.nan]))
+        args = {"n_labels": K, "max_length": L, name: bad}
+        return structures.SemiMarkov(**args), (name,)
+    return _Instance(model, x, y, outs,
+                     lambda a, b: float(np.sum(labels(a) != labels(b))),
+                     x_bad, y_bad, param_bad, lambda r: r.normal(size=(T, d)))
+
+
+def _check_segments(draw):
+    rng = _seed(draw)
+    T, K, L = draw(st.integers(1, 5)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    segs = _segmentations(T, K, L)
+    y = segs[int(rng.integers(len(segs)))]
+    if draw(st.booleans()):
+        order = rng.permutation(len(y))
+        given = [y[i] for i in order]
+
+        def check(out):
+            np.testing.assert_array_equal(np.asarray(out)[np.argsort(np.asarray(out)[:, 0])],
+                                          np.asarray(y))
+        return Case(lambda: structures.check_segments(given, T, K, L), check)
+    kind = draw(st.sampled_from(["label", "cover", "array"]))
+    if kind == "label":
+        bad = [(a, b, K) for a, b, _ in y]
+    elif kind == "cover":
+        bad = y[:-1] if len(y) > 1 else [(0, T + 1, 0)]
+    else:
+        bad = _mutated_array(draw, np.asarray(y, dtype=float), allow=("ragged",))
+    return Case(lambda: structures.check_segments(bad, T, K, L), names=("y",))
+
+
+def _segment_polytope(draw):
+    from scipy.optimize import linprog
+    if draw(st.booleans()):
+        T, L, K, name = draw(st.sampled_from([(0, 1, 1, "T"), (2, 0, 1, "L"), (2, 1, 0, "K"),
+                                              (2.5, 1, 1, "T"), (2, 3, 1, "L"),
+                                              ("2", 1, 1, "T")]))
+        return Case(lambda: structures.segment_polytope(T, L, K), names=(name, "max_length"))
+    rng = _seed(draw)
+    T, K = draw(st.integers(1, 4)), draw(st.integers(1, 2))
+    L = draw(st.integers(1, T))
+    model = structures.SemiMarkov(K, L)
+    x = np.zeros((T, 1))
+    outs = [model.encode(x, sg) for sg in _segmentations(T, K, L)]
+    s = rng.normal(size=len(outs[0]))
+
+    def check(P):
+        E = P.E.toarray()
+        for mu in outs:
+            assert np.allclose(E @ mu, P.e)
+        res = linprog(-s, A_eq=E, b_eq=P.e, bounds=(0, 1), method="highs")
+        assert res.status == 0
+        _close(-res.fun, max(float(s @ mu) for mu in outs), atol=1e-7)
+    return Case(lambda: structures.segment_polytope(T, L, K), check)
+
+
+def _latent_ssvm(draw):
+    from structlp.latent import LatentGraphLabeling, LatentSSVM
+    rng = _seed(draw)
+    model = LatentGraphLabeling(n_labels=2, n_states_per_label=2)
+    none = np.zeros((0, 2), dtype=int)
+    X = [{"node_features": rng.normal(size=(1, 2)), "edges": none,
+          "edge_features": np.zeros((0, 1))} for _ in range(6)]
+    Y = [np.array([int(rng.integers(2))]) for _ in range(6)]
+    if draw(st.booleans()):
+        name = draw(st.sampled_from(["C", "n_init", "max_iter", "learner"]))
+        bad = {"C": _bad_scalar(draw, "positive"), "n_init": _bad_scalar(draw, "int"),
+               "max_iter": _bad_scalar(draw, "int"),
+               "learner": draw(st.sampled_from(["FW", 3, object()]))}[name]
+        return Case(lambda: LatentSSVM(model, **{name: bad}).fit(X, Y), names=(name,))
+
+    def fit():
+        return LatentSSVM(model, C=1.0, random_state=0, max_iter=3).fit(X, Y)
+
+    def check(est):
+        h = est.objective_history_
+        assert all(b <= a + 1e-9 * (1 + abs(a)) for a, b in zip(h, h[1:])), h
+        pred = est.predict(X)
+        assert len(pred) == len(X) and all(int(p[0]) in (0, 1) for p in pred)
+    return Case(fit, check)
+
+
+REGISTRY.update({
+    "structlp.structures.SemiMarkov": _new_structure_entry(_semi_markov_instance),
+    "structlp.structures.check_segments": Entry(_check_segments, examples=20),
+    "structlp.structures.segment_polytope": Entry(_segment_polytope, examples=10),
+    "structlp.LatentSSVM": Entry(_latent_ssvm, examples=6),
+})
+
+
 def _exports():
     return sorted(f"{mod}.{n}" for mod, m in MODULES.items() for n in m.__all__
                   if callable(getattr(m, n)))
