@@ -23,6 +23,7 @@ class _TreeBlocks:
 
     cache_passes = True
     cache_share = 0.5      # a pass costs about half an epoch (measured on OCR letters)
+    pass_steps = 1         # pairwise steps per block in a pass without oracle
 
     def __init__(self, model, data):
         self.k = k = int(model.n_labels)
@@ -44,7 +45,8 @@ class _TreeBlocks:
             self.alpha[4 * i] = 1.0
             self.lv[4 * i] = float(self.cn[np.arange(b, e), self.ytrue[b:e]].sum())
         self.S = np.zeros((nmax, k))
-        self.msg = np.zeros((nmax + k, k))      # (the last k rows: an edge's scores)
+        self.SC = np.full((nmax, k), np.nan)    # node scores of a pass without oracle
+        self.msg = np.zeros((nmax, k))
         self.back = np.zeros((nmax, k), dtype=np.int64)
         self.ybuf = np.zeros(nmax, dtype=np.int64)
         self.coef = np.zeros((nmax, k + k * k))
@@ -152,11 +154,12 @@ class _TreeBlocks:
                 return ell
             self._grow(perm[pos])
 
-    def cache_pass(self, w, C, ell):
-        """One pass without oracle (see :func:`_tree_cache_pass`)."""
+    def cache_pass(self, w, C, ell, steps=None):
+        """One pass without oracle, up to ``steps`` (default :attr:`pass_steps`) pairwise
+        steps per block (see :func:`_tree_cache_pass`)."""
         return _kernels()["_tree_cache_pass"](
-            w, C, ell, *self._data(), self.parents, self.edge_of, *self._store(), self.Y,
-            self.alpha, self.lv, self.G, self.act, self.before, self.coef)
+            w, C, ell, self.pass_steps if steps is None else steps, *self._data(), self.parents, self.edge_of, *self._store(),
+            self.Y, self.alpha, self.lv, self.G, self.act, self.before, self.coef, self.SC)
 
     def check(self, w, C, dd):
         """Exact hinge losses (m,) and block gaps (m,) at ``w`` by one oracle pass."""
