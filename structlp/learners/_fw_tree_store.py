@@ -39,11 +39,13 @@ class _TreeBlocks:
         self.lv = np.zeros(8 * m)
         self.G = np.zeros(32 * m)
         self.ns = np.ones(m, dtype=np.int64)
-        for i in range(m):
-            b, e = self.noff[i], self.noff[i + 1]
-            self.Y[4 * i, :e - b] = self.ytrue[b:e]
-            self.alpha[4 * i] = 1.0
-            self.lv[4 * i] = float(self.cn[np.arange(b, e), self.ytrue[b:e]].sum())
+        # block i starts at its truth: slot 4 i, weight 1 (arrays over all the letters)
+        ex = np.repeat(np.arange(m), np.diff(self.noff))       # each letter's example
+        N = len(ex)
+        self.Y[4 * ex, np.arange(N) - self.noff[ex]] = self.ytrue
+        self.alpha[4 * np.arange(m)] = 1.0
+        self.lv[4 * np.arange(m)] = np.bincount(ex, self.cn[np.arange(N), self.ytrue],
+                                                minlength=m)
         self.S = np.zeros((nmax, k))
         self.SC = np.full((nmax, k), np.nan)    # node scores of a pass without oracle
         self.msg = np.zeros((nmax, k))
@@ -80,29 +82,39 @@ class _TreeBlocks:
         self.de = int(X[0].edge_features.shape[1])
         sizes = np.array([x.n_nodes for x in X], dtype=np.int64)
         self.noff = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        self.V = np.ascontiguousarray(np.concatenate([np.asarray(x.node_features, float)
-                                                      for x in X]))
+        self.V = np.ascontiguousarray(np.concatenate([x.node_features for x in X]),
+                                      dtype=float)
         self.E = np.ascontiguousarray(np.concatenate(
-            [np.asarray(x.edge_features, float).reshape(x.n_nodes - 1, self.de) for x in X]))
+            [x.edge_features.reshape(n - 1, self.de) for x, n in zip(X, sizes.tolist())]),
+            dtype=float)
         # 1 where all edges of an example share their features (a chain's constant edge
         # feature): the epoch scores its labellings with max-sum's one table of edge scores
-        eoff = self.noff[:-1] - np.arange(len(X))              # each example's first edge
-        self.uniform = np.array([int((self.E[e:e + n - 1] == self.E[e]).all()) if n > 1 else 1
-                                 for e, n in zip(eoff, sizes)], dtype=np.int64)
+        m = len(X)
+        eoff = self.noff[:-1] - np.arange(m)                   # each example's first edge
+        ex_e = np.repeat(np.arange(m), sizes - 1)              # each edge's example
+        self.uniform = np.ones(m, dtype=np.int64)
+        self.uniform[ex_e[(self.E != self.E[eoff[ex_e]]).any(axis=1)]] = 0
         self.order = np.concatenate([x.order for x in X]).astype(np.int64)
         self.parents = np.concatenate([x.parents for x in X]).astype(np.int64)
         self.edge_of = np.concatenate([x.edge_of for x in X]).astype(np.int64)
         N = int(self.noff[-1])
         self.cn = np.zeros((N, k))
         self.ytrue = np.zeros(N, dtype=np.int64)
-        for i in range(len(X)):
-            b, n = int(self.noff[i]), int(sizes[i])
-            idx, vals = data.c.nonzeros(i)
-            flat = self.cn[b:b + n].reshape(-1)
-            flat[idx] = vals
-            t_idx, _ = data.mu_true.nonzeros(i)
-            node = t_idx[t_idx < n * k]
-            self.ytrue[b + node // k] = node % k
+        # the node losses and true labels from the nonzeros, all examples at once: an
+        # example's node parts (letter-major, < n_i k) are at k noff[i] of the flat (N, k)
+        for vecs, nodes_only in ((data.c, False), (data.mu_true, True)):
+            nz = [vecs.nonzeros(i) for i in range(m)]
+            idx = np.concatenate([a for a, _ in nz]).astype(np.int64)
+            vals = np.concatenate([v for _, v in nz])
+            ex = np.repeat(np.arange(m), [a.size for a, _ in nz])
+            if nodes_only:              # the truths' edge parts follow their node parts
+                keep = idx < k * sizes[ex]
+                idx, ex = idx[keep], ex[keep]
+            flat = idx + k * self.noff[ex]
+            if nodes_only:
+                self.ytrue[flat // k] = flat % k
+            else:
+                self.cn.reshape(-1)[flat] = vals
         self.koff = np.concatenate(([0], np.cumsum(sizes ** 2))).astype(np.int64)
         self.keoff = np.concatenate(([0], np.cumsum((sizes - 1) ** 2))).astype(np.int64)
         self.Kn = np.zeros(int(self.koff[-1]))      # filled by the primal kernel
