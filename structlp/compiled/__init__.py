@@ -85,8 +85,9 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "float64[::1], float64[::1], float64[:, ::1])"),
     "tree_cache_pass": (
         "structlp.learners._fw_trees", "_tree_cache_pass",
-        "float64(float64[::1], float64, float64, int64, int64, int64, int64, "
-        "float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], "
+        "float64(float64[::1], float64, float64, int64, float64, float64[::1], int64, "
+        "int64, int64, float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], "
+        "int64[::1], int64[::1], "
         "int64[::1], int64[::1], int64[::1], int64[:, ::1], float64[::1], float64[::1], "
         "float64[::1], float64[::1], float64[::1], float64[:, ::1], float64[:, ::1])"),
     "tree_check": (
@@ -116,7 +117,7 @@ WRITES: Dict[str, Tuple[str, ...]] = {
     "pairwise_steps": ("act", "alpha"),
     "tree_epoch": ("w", "g_est", "ns", "so", "go", "cap", "top", "Y", "alpha", "lv", "G", "S",
                    "msg", "back", "ybuf", "act", "before", "coef"),
-    "tree_cache_pass": ("w", "ns", "Y", "alpha", "lv", "G", "act", "before", "coef",
+    "tree_cache_pass": ("w", "hg", "ns", "Y", "alpha", "lv", "G", "act", "before", "coef",
                         "SC"),
     "tree_check": ("hinge", "g_est", "msg", "back", "ybuf"),
     "tree_primal": ("w", "alpha", "Kn", "Ke", "G"),

@@ -494,16 +494,21 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
     return ell, -1
 
 
-def _tree_cache_pass(w, C, ell, steps, k, dv, de, V, E, noff, parents, edge_of, ns, so, go,
-                     cap, Y, alpha, lv, G, act, before, coef, SC):
-    """A pass without oracle: each block with two or more active outputs takes up to
-    ``steps`` pairwise steps between its best and worst at the current ``w`` (values
-    ``psi_s . w + lv_s`` (:func:`_block_values`), then moved by the Gram matrix)."""
+def _tree_cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, edge_of, ns,
+                     so, go, cap, Y, alpha, lv, G, act, before, coef, SC):
+    """A pass without oracle: each block with two or more active outputs and ``hg[i] >=
+    thr`` takes up to ``steps`` pairwise steps between its best and worst at the current
+    ``w`` (values ``psi_s . w + lv_s`` (:func:`_block_values`), then moved by the Gram
+    matrix); ``hg[i]`` receives the gap left between its best and worst active outputs
+    (``C`` times their difference of values; 0 with fewer than two)."""
     nmax = Y.shape[1]
     Yf = Y.reshape(-1)
     for i in range(ns.shape[0]):
         ni = ns[i]
         if ni < 2:
+            hg[i] = 0.0
+            continue
+        if hg[i] < thr:
             continue
         b = noff[i]
         n = noff[i + 1] - b
@@ -515,6 +520,15 @@ def _tree_cache_pass(w, C, ell, steps, k, dv, de, V, E, noff, parents, edge_of, 
             before[s] = alpha[o + s]
         dl, taken = _pairwise_steps(act, G[g0:g0 + c * c].reshape((c, c)), alpha[o:o + c],
                                     lv[o:o + c], ni, -1, C, steps, 0.0)
+        lo = -1
+        hi = -1
+        for s in range(ni):                  # the values after the steps (Gram-moved)
+            if alpha[o + s] > _DROP:
+                if lo < 0 or act[s] < act[lo]:
+                    lo = s
+                if hi < 0 or act[s] > act[hi]:
+                    hi = s
+        hg[i] = C * (act[hi] - act[lo]) if lo >= 0 else 0.0
         if taken:
             _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, ns, so, go, cap, Y,
                     alpha, lv, G, before, coef)
