@@ -501,7 +501,6 @@ def _tree_cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, 
     ``w`` (values ``psi_s . w + lv_s`` (:func:`_block_values`), then moved by the Gram
     matrix); ``hg[i]`` receives the gap left between its best and worst active outputs
     (``C`` times their difference of values; 0 with fewer than two)."""
-    nmax = Y.shape[1]
     Yf = Y.reshape(-1)
     for i in range(ns.shape[0]):
         ni = ns[i]
