@@ -95,7 +95,8 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "void(float64[::1], float64, float64[::1], float64[::1], float64[::1], int64, "
         "int64, int64, float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], "
         "int64[::1], int64[::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], "
-        "int64[:, ::1], float64[::1], float64[:, ::1], int64[:, ::1], int64[::1])"),
+        "int64[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1], int64[:, ::1], "
+        "int64[::1])"),
     "tree_primal": (
         "structlp.learners._fw_trees", "_tree_primal",
         "float64(float64, float64[::1], float64[::1], int64, int64, int64, "
@@ -119,7 +120,7 @@ WRITES: Dict[str, Tuple[str, ...]] = {
                    "msg", "back", "ybuf", "act", "before", "coef"),
     "tree_cache_pass": ("w", "hg", "ns", "Y", "alpha", "lv", "G", "act", "before", "coef",
                         "SC"),
-    "tree_check": ("hinge", "g_est", "msg", "back", "ybuf"),
+    "tree_check": ("hinge", "g_est", "S", "msg", "back", "ybuf"),
     "tree_primal": ("w", "alpha", "Kn", "Ke", "G"),
 }
 

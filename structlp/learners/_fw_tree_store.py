@@ -190,7 +190,8 @@ class _TreeBlocks:
         hinge, g = np.empty(m), np.empty(m)
         _kernels()["_tree_check"](w, C, dd, hinge, g, *self._data(), self.order,
                                   self.parents, self.edge_of, self.cn, self.ytrue, self.ns,
-                                  self.so, self.Y, self.alpha, self.msg, self.back, self.ybuf)
+                                  self.so, self.Y, self.alpha, self.S, self.msg, self.back,
+                                  self.ybuf)
         return hinge, g
 
     def oracle_pass(self, w):
@@ -200,7 +201,7 @@ class _TreeBlocks:
         none = np.zeros(0, dtype=np.int64)
         _kernels()["_tree_check"](w, 0.0, np.zeros(m), hinge, hinge, *self._data(),
                                   self.order, self.parents, self.edge_of, self.cn,
-                                  self.ytrue, none, none, self.Y, self.alpha, self.msg,
+                                  self.ytrue, none, none, self.Y, self.alpha, self.S, self.msg,
                                   self.back, self.ybuf)
         return hinge
 

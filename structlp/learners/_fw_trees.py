@@ -536,20 +536,19 @@ def _tree_cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, 
 
 
 def _tree_check(w, C, dd, hinge, g_est, k, dv, de, V, E, noff, order, parents, edge_of, cn,
-                ytrue, ns, so, Y, alpha, msg, back, ybuf):
-    """The exact pass at ``w``: all unary scores as one matrix product, then per example the
-    loss-augmented max-sum, the hinge loss ``hinge[i]`` and the block gap ``g_est[i]``
-    (``C (a . mu* - a . m_i)``).  Without blocks (``ns`` empty): the oracle pass only."""
+                ytrue, ns, so, Y, alpha, S, msg, back, ybuf):
+    """The exact pass at ``w``: per example the unary scores (:func:`_word_scores`, into
+    ``S`` (nmax, k)), the loss-augmented max-sum, the hinge loss ``hinge[i]`` and the block
+    gap ``g_est[i]`` (``C (a . mu* - a . m_i)``).  Without blocks (``ns`` empty): the
+    oracle pass only.  (No BLAS call: a compiled matrix product would import SciPy's BLAS,
+    about 45 ms, in a fresh process.)"""
     m = noff.shape[0] - 1
     nmax = Y.shape[1]
     Yf = Y.reshape(-1)
-    SA = np.dot(V, w[:k * dv].reshape((k, dv)).T)              # (N, k)
     edge = np.empty((k, k))
     best = np.empty(k)
     for i in range(m):
-        b = noff[i]
-        n = noff[i + 1] - b
-        S = SA[b:b + n]
+        b, n = _word_scores(i, w, k, dv, V, noff, S)
         truth = _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, ytrue, b)
         for j in range(n):
             for a in range(k):

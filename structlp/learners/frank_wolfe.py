@@ -102,7 +102,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
     are labellings, their Gram matrix comes from the example's node and edge Gram
     matrices, and a whole epoch (unary scores, loss-augmented max-sum, the pairwise
     and inner steps, the sparse update of ``w``), a pass without oracle and the exact
-    duality-gap pass (all unary scores as one matrix product) are each one compiled
+    duality-gap pass are each one compiled
     kernel call; the compiled kernels sum the unary scores in SIMD order, so their
     iterates may differ from the Python kernels' by rounding (the certificate holds
     for both).
