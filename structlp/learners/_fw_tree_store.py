@@ -173,16 +173,32 @@ class _TreeBlocks:
 
     def cache_pass(self, w, C, ell, steps=None):
         """One pass without oracle, up to ``steps`` (default :attr:`pass_steps`) pairwise
-        steps per block (see :func:`_tree_cache_pass`).  The first pass after an epoch
-        visits every block with two or more active outputs; a later one only those whose
-        gap between their best and worst active outputs, left by their last visit, is at
-        least :attr:`skip_share` of the mean of those gaps."""
+        steps per block (see :func:`_cache_pass`).  The first pass after an epoch visits
+        every block with two or more active outputs; a later one only those whose gap
+        between their best and worst active outputs, left by their last visit, is at least
+        :attr:`skip_share` of the mean of those gaps."""
         hg = self.hg
-        fin = np.isfinite(hg)
-        thr = self.skip_share * float(hg[fin].mean()) if fin.all() else 0.0
-        return _kernels()["_tree_cache_pass"](
-            w, C, ell, self.pass_steps if steps is None else steps, thr, hg, *self._data(), self.parents, self.edge_of, *self._store(),
-            self.Y, self.alpha, self.lv, self.G, self.act, self.before, self.coef, self.SC)
+        thr = self.skip_share * float(hg.mean()) if np.isfinite(hg).all() else 0.0
+        ell, _ = self._passes(w, C, ell, 0.0, 0.0, 1, steps, thr)
+        return ell
+
+    def run_passes(self, w, C, ell, dual, gain, max_passes):
+        """Passes without oracle after an epoch, in one kernel call, while one raises the
+        dual (``dual`` before the first) by at least :attr:`cache_share` of the epoch's
+        ``gain``, at most ``max_passes``: see :func:`._fw_blocks.run_cache_passes`.
+        Returns ``ell`` and the dual after the passes."""
+        hg = self.hg
+        thr = self.skip_share * float(hg.mean()) if np.isfinite(hg).all() else 0.0
+        return self._passes(w, C, ell, dual, self.cache_share * gain, max_passes, None, thr)
+
+    def _passes(self, w, C, ell, dual, least, max_passes, steps, thr):
+        out = np.zeros(2)
+        ell = _kernels()["_tree_cache_passes"](
+            w, C, ell, dual, least, 1.0, max_passes,
+            self.pass_steps if steps is None else steps, self.skip_share, thr, self.hg,
+            *self._data(), self.parents, self.edge_of, *self._store(), self.Y, self.alpha,
+            self.lv, self.G, self.act, self.before, self.coef, self.SC, out)
+        return ell, float(out[0])
 
     def check(self, w, C, dd):
         """Exact hinge losses (m,) and block gaps (m,) at ``w`` by one oracle pass."""

@@ -494,8 +494,8 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
     return ell, -1
 
 
-def _tree_cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, edge_of, ns,
-                     so, go, cap, Y, alpha, lv, G, act, before, coef, SC):
+def _cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, edge_of, ns, so,
+                go, cap, Y, alpha, lv, G, act, before, coef, SC):
     """A pass without oracle: each block with two or more active outputs and ``hg[i] >=
     thr`` takes up to ``steps`` pairwise steps between its best and worst at the current
     ``w`` (values ``psi_s . w + lv_s`` (:func:`_block_values`), then moved by the Gram
@@ -534,6 +534,39 @@ def _tree_cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, 
             ell += C * dl
     return ell
 
+
+
+def _tree_cache_passes(w, C, ell, dual, gain, share, max_passes, steps, skip, thr, hg, k, dv,
+                       de, V, E, noff, parents, edge_of, ns, so, go, cap, Y, alpha, lv, G, act,
+                       before, coef, SC, out):
+    """Up to ``max_passes`` passes without oracle (:func:`_cache_pass`), the first visiting
+    the blocks with ``hg[i] >= thr``, a later one those with at least ``skip`` times the
+    mean of ``hg``, while a pass raises the dual ``ell - |w|^2 / 2`` (``dual`` before the
+    first) by at least ``share * gain``.  Returns ``ell``; ``out[0]`` receives the dual after
+    the passes, ``out[1]`` their number (one kernel call for all the passes after an epoch:
+    a call's checks in front of the compiled code cost more than a pass skipping most
+    blocks)."""
+    m = ns.shape[0]
+    done = 0
+    for _ in range(max_passes):
+        ell = _cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, edge_of,
+                          ns, so, go, cap, Y, alpha, lv, G, act, before, coef, SC)
+        done += 1
+        ww = 0.0
+        for t in range(w.shape[0]):
+            ww += w[t] * w[t]
+        now = ell - 0.5 * ww
+        passed = now - dual
+        dual = now
+        if passed < share * gain:
+            break
+        tot = 0.0
+        for i in range(m):
+            tot += hg[i]
+        thr = skip * tot / m
+    out[0] = dual
+    out[1] = done
+    return ell
 
 def _tree_check(w, C, dd, hinge, g_est, k, dv, de, V, E, noff, order, parents, edge_of, cn,
                 ytrue, ns, so, Y, alpha, S, msg, back, ybuf):
@@ -618,8 +651,8 @@ def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, ns, s
 
 
 _HELPERS = (_prefetch_block, _viterbi, _label_value, _label_value_table, _label_loss,
-            _label_gram, _add_psi, _drop_slot, _relocate, _finish, _pairwise_steps)
-_KERNELS = ("_tree_epoch", "_tree_cache_pass", "_tree_check", "_tree_primal")
+            _label_gram, _add_psi, _drop_slot, _relocate, _finish, _pairwise_steps, _cache_pass)
+_KERNELS = ("_tree_epoch", "_tree_cache_passes", "_tree_check", "_tree_primal")
 _CACHE: Dict[str, Any] = {}
 USE_NUMBA = True          # tests switch it off to run the same kernels as Python
 

@@ -1122,3 +1122,38 @@ def test_tree_store_packs_the_examples_as_the_per_example_reference(rng):
         np.testing.assert_array_equal(blocks.labellings(i), [Y[i]])
         assert blocks.loss(i) == pytest.approx(c @ model.encode(x, Y[i]), abs=1e-12)
     assert blocks.uniform[1] == 1 and blocks.uniform[5] == 1
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+def test_tree_passes_in_one_call_are_the_single_passes(rng, monkeypatch, use_numba):
+    """The passes after an epoch run in one kernel call: the same iterates as single passes
+    one after the other, and they stop at the first pass gaining less than the share."""
+    import copy
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
+    X, Y, model = tree_data(rng, m=6, n=4, k=3)
+    data, blocks = tree_store(model, X, Y)
+    C = 20.0
+    w, ell = blocks.primal(None, None, data.d, C, None)
+    g = np.zeros(6)
+    r = np.random.default_rng(5)
+    for _ in range(3):
+        ell = blocks.epoch(r.permutation(6).astype(np.int64), w, C, 0, ell, g)
+    other, w2 = copy.deepcopy(blocks), w.copy()
+    dual = ell - 0.5 * w @ w
+    ell1, dual1 = blocks.run_passes(w, C, ell, dual, 0.0, 3)   # gain 0: all three run
+    ell2 = ell
+    for _ in range(3):
+        ell2 = other.cache_pass(w2, C, ell2)
+    np.testing.assert_allclose(w, w2, rtol=1e-12, atol=1e-14)
+    assert ell1 == pytest.approx(ell2, rel=1e-12)
+    assert dual1 == pytest.approx(ell1 - 0.5 * w @ w, rel=1e-12)
+    np.testing.assert_array_equal(blocks.ns, other.ns)
+    # a gain no pass can reach: one pass only
+    third = copy.deepcopy(other)
+    w3 = w2.copy()
+    d3 = ell2 - 0.5 * w3 @ w3
+    e3, _ = third.run_passes(w3, C, ell2, d3, 1e300, 5)
+    e4 = other.cache_pass(w2, C, ell2)
+    np.testing.assert_allclose(w3, w2, rtol=1e-12, atol=1e-14)
+    assert e3 == pytest.approx(e4, rel=1e-12)
