@@ -335,6 +335,7 @@ def child(name, spec, data, tol_rel, budget):
     curve = [(c, wl, exact_objective(w, X, Y)) for c, wl, w in snaps + snaps_cb]
     curve.append((cpu, wall, exact_objective(est.coef_, X, Y)))
     n_ep = int(getattr(est, "n_iter_", 1))
+    n_calls = getattr(est, "n_oracle_calls_", None)
     lower = getattr(est, "master_objective_", None)
     certified = None
     if hasattr(est, "duality_gap_"):
@@ -344,6 +345,8 @@ def child(name, spec, data, tol_rel, budget):
                      "converged": bool(est.converged_)}
     out = {"name": name, "cpu": cpu, "wall": wall, "rss_mb": rss, "curve": curve, **imports,
            "lower": lower, "certified": certified, "epochs": n_ep,
+           "oracle_calls": None if n_calls is None else int(n_calls),
+           "load_average": list(os.getloadavg()),
            "n_words": len(X), "n_letters": int(sum(len(y) for y in Y))}
     out["process_cpu"] = process_cpu
     import structlp.compiled
@@ -391,6 +394,12 @@ def machine():
     return {"cpu": model, "cores": os.cpu_count(), "load_average": list(os.getloadavg())}
 
 
+def med_load(rs):
+    """The median 1-minute load average at the end of the fits (None for older runs)."""
+    loads = [r["load_average"][0] for r in rs if "load_average" in r]
+    return float(np.median(loads)) if loads else None
+
+
 def summarize(runs, data):
     """Medians over the repeats of each learner, with the ratios to the floor."""
     lows = [r["lower"] for r in runs if r.get("lower") is not None]
@@ -407,8 +416,12 @@ def summarize(runs, data):
                "import_cpu": med("import_cpu"), "peak_rss_mb": med("rss_mb"),
                "import_rss_mb": med("import_rss_mb"), "process_cpu": med("process_cpu"),
                "epochs": med("epochs"), "floor_pass_cpu": med("floor_pass"),
+               "load_average_1min": med_load(rs),
                "final_F_over_lower_minus_1": float(np.median([r["curve"][-1][2] / low - 1
                                                               for r in rs]))}
+        if all(r.get("oracle_calls") is not None for r in rs):
+            row["oracle_calls"] = med("oracle_calls")
+            row["oracle_calls_per_example"] = row["oracle_calls"] / rs[0]["n_words"]
         if all("bare_pass" in r for r in rs):
             row.update(bare_pass_cpu=med("bare_pass"), epoch_cpu=med("epoch"),
                        cache_pass_cpu=med("cache_pass"))
@@ -481,17 +494,20 @@ def main(argv=None):
           f"lower bound on F* {low:.6f}; CPU seconds, medians of {args.repeats} fresh "
           "processes; loaded machine\n")
     print("| learner | to 1e-2 | to 1e-3 | certified fit (+imports) | peak RSS MB | epochs | "
-          "floor pass | bare pass | epoch | bare/floor | epoch/bare |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "oracle calls / example | floor pass | bare pass | epoch | bare/floor | epoch/bare | "
+          "fit / floor |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in rows.items():
         ra = r.get("ratios", {})
         print(f"| {name} | {r['to_1e-2_cpu']:.2f} | {r['to_1e-3_cpu']:.2f} | "
               f"{r['certified_fit_cpu']:.2f} (+{r['import_cpu']:.2f}) | {r['peak_rss_mb']:.0f} | "
-              f"{r['epochs']:.0f} | {1e3 * r['floor_pass_cpu']:.1f} ms | "
+              f"{r['epochs']:.0f} | {r.get('oracle_calls_per_example', np.nan):.0f} | "
+              f"{1e3 * r['floor_pass_cpu']:.1f} ms | "
               f"{1e3 * r.get('bare_pass_cpu', np.nan):.1f} ms | "
               f"{1e3 * r.get('epoch_cpu', np.nan):.1f} ms | "
               f"{ra.get('bare_pass / floor_pass', np.nan):.2f} | "
-              f"{ra.get('epoch / bare_pass', np.nan):.2f} |")
+              f"{ra.get('epoch / bare_pass', np.nan):.2f} | "
+              f"{ra.get('certified_fit / floor_pass', np.nan):.0f} |")
     if args.json:
         path = Path(args.json)
         raw_path = path.parent / "raw" / path.name

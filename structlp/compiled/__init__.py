@@ -83,18 +83,20 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "int64[::1], int64[::1], int64[::1], int64[:, ::1], float64[::1], float64[::1], "
         "float64[::1], float64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], "
         "float64[::1], float64[::1], float64[:, ::1])"),
-    "tree_cache_pass": (
-        "structlp.learners._fw_trees", "_tree_cache_pass",
-        "float64(float64[::1], float64, float64, int64, int64, int64, float64[:, ::1], "
+    "tree_cache_passes": (
+        "structlp.learners._fw_trees", "_tree_cache_passes",
+        "float64(float64[::1], float64, float64, float64, float64, float64, int64, int64, "
+        "float64, float64, float64[::1], int64, int64, int64, float64[:, ::1], "
         "float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
-        "int64[::1], int64[::1], int64[:, ::1], float64[::1], float64[::1], "
-        "float64[::1], float64[::1], float64[::1], float64[:, ::1])"),
+        "int64[::1], int64[::1], int64[:, ::1], float64[::1], float64[::1], float64[::1], "
+        "float64[::1], float64[::1], float64[:, ::1], float64[:, ::1], float64[::1])"),
     "tree_check": (
         "structlp.learners._fw_trees", "_tree_check",
         "void(float64[::1], float64, float64[::1], float64[::1], float64[::1], int64, "
         "int64, int64, float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], "
         "int64[::1], int64[::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], "
-        "int64[:, ::1], float64[::1], float64[:, ::1], int64[:, ::1], int64[::1])"),
+        "int64[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1], int64[:, ::1], "
+        "int64[::1])"),
     "tree_primal": (
         "structlp.learners._fw_trees", "_tree_primal",
         "float64(float64, float64[::1], float64[::1], int64, int64, int64, "
@@ -125,8 +127,9 @@ WRITES: Dict[str, Tuple[str, ...]] = {
     "pairwise_steps": ("act", "alpha"),
     "tree_epoch": ("w", "g_est", "ns", "so", "go", "cap", "top", "Y", "alpha", "lv", "G", "S",
                    "msg", "back", "ybuf", "act", "before", "coef"),
-    "tree_cache_pass": ("w", "ns", "Y", "alpha", "lv", "G", "act", "before", "coef"),
-    "tree_check": ("hinge", "g_est", "msg", "back", "ybuf"),
+    "tree_cache_passes": ("w", "hg", "ns", "Y", "alpha", "lv", "G", "act", "before", "coef",
+                          "SC", "out"),
+    "tree_check": ("hinge", "g_est", "S", "msg", "back", "ybuf"),
     "tree_primal": ("w", "alpha", "Kn", "Ke", "G"),
     "semi_markov_viterbi": (),
     "semi_markov_marginals": (),

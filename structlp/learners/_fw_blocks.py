@@ -402,6 +402,9 @@ def run_cache_passes(blocks, w, C, ell, dual_before, gain, max_passes):
     set at the current ``w``, while a pass gains at least ``blocks.cache_share`` of what the
     epoch of oracle calls gained in the dual (``gain``).  Returns ``(ell, dual_before)``
     after the passes."""
+    run = getattr(blocks, "run_passes", None)
+    if run is not None and max_passes > 0:      # all the passes in one kernel call
+        return run(w, C, ell, dual_before, gain, max_passes)
     for _ in range(max_passes if blocks.cache_passes else 0):
         ell = blocks.cache_pass(w, C, ell)
         dual_now = ell - 0.5 * float(w.dot(w))

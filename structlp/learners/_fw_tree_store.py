@@ -22,7 +22,11 @@ class _TreeBlocks:
     (N,), node and edge Gram matrices, flat)."""
 
     cache_passes = True
-    cache_share = 0.5      # a pass costs about half an epoch (measured on OCR letters)
+    # the passes without oracle (chosen on OCR letters, fold 1, by the epochs and passes
+    # they took and their measured costs: a pass about 0.4 of a floor pass, an epoch 1.3-1.9):
+    cache_share = 0.1      # passes while one gains this share of the epoch's gain
+    pass_steps = 3         # pairwise steps per block in a pass
+    skip_share = 1.0       # a later pass skips the blocks left with less than the mean gap
 
     def __init__(self, model, data):
         self.k = k = int(model.n_labels)
@@ -38,18 +42,22 @@ class _TreeBlocks:
         self.lv = np.zeros(8 * m)
         self.G = np.zeros(32 * m)
         self.ns = np.ones(m, dtype=np.int64)
-        for i in range(m):
-            b, e = self.noff[i], self.noff[i + 1]
-            self.Y[4 * i, :e - b] = self.ytrue[b:e]
-            self.alpha[4 * i] = 1.0
-            self.lv[4 * i] = float(self.cn[np.arange(b, e), self.ytrue[b:e]].sum())
+        # block i starts at its truth: slot 4 i, weight 1 (arrays over all the letters)
+        ex = np.repeat(np.arange(m), np.diff(self.noff))       # each letter's example
+        N = len(ex)
+        self.Y[4 * ex, np.arange(N) - self.noff[ex]] = self.ytrue
+        self.alpha[4 * np.arange(m)] = 1.0
+        self.lv[4 * np.arange(m)] = np.bincount(ex, self.cn[np.arange(N), self.ytrue],
+                                                minlength=m)
         self.S = np.zeros((nmax, k))
-        self.msg = np.zeros((nmax + k, k))      # (the last k rows: an edge's scores)
+        self.SC = np.full((nmax, k), np.nan)    # node scores of a pass without oracle
+        self.msg = np.zeros((nmax, k))
         self.back = np.zeros((nmax, k), dtype=np.int64)
         self.ybuf = np.zeros(nmax, dtype=np.int64)
         self.coef = np.zeros((nmax, k + k * k))
         self.act = np.zeros(8)
         self.before = np.zeros(8)
+        self.hg = np.full(m, np.inf)             # gaps left in the active sets (passes)
 
     @staticmethod
     def applicable(model, data):
@@ -78,29 +86,39 @@ class _TreeBlocks:
         self.de = int(X[0].edge_features.shape[1])
         sizes = np.array([x.n_nodes for x in X], dtype=np.int64)
         self.noff = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        self.V = np.ascontiguousarray(np.concatenate([np.asarray(x.node_features, float)
-                                                      for x in X]))
+        self.V = np.ascontiguousarray(np.concatenate([x.node_features for x in X]),
+                                      dtype=float)
         self.E = np.ascontiguousarray(np.concatenate(
-            [np.asarray(x.edge_features, float).reshape(x.n_nodes - 1, self.de) for x in X]))
+            [x.edge_features.reshape(n - 1, self.de) for x, n in zip(X, sizes.tolist())]),
+            dtype=float)
         # 1 where all edges of an example share their features (a chain's constant edge
         # feature): the epoch scores its labellings with max-sum's one table of edge scores
-        eoff = self.noff[:-1] - np.arange(len(X))              # each example's first edge
-        self.uniform = np.array([int((self.E[e:e + n - 1] == self.E[e]).all()) if n > 1 else 1
-                                 for e, n in zip(eoff, sizes)], dtype=np.int64)
+        m = len(X)
+        eoff = self.noff[:-1] - np.arange(m)                   # each example's first edge
+        ex_e = np.repeat(np.arange(m), sizes - 1)              # each edge's example
+        self.uniform = np.ones(m, dtype=np.int64)
+        self.uniform[ex_e[(self.E != self.E[eoff[ex_e]]).any(axis=1)]] = 0
         self.order = np.concatenate([x.order for x in X]).astype(np.int64)
         self.parents = np.concatenate([x.parents for x in X]).astype(np.int64)
         self.edge_of = np.concatenate([x.edge_of for x in X]).astype(np.int64)
         N = int(self.noff[-1])
         self.cn = np.zeros((N, k))
         self.ytrue = np.zeros(N, dtype=np.int64)
-        for i in range(len(X)):
-            b, n = int(self.noff[i]), int(sizes[i])
-            idx, vals = data.c.nonzeros(i)
-            flat = self.cn[b:b + n].reshape(-1)
-            flat[idx] = vals
-            t_idx, _ = data.mu_true.nonzeros(i)
-            node = t_idx[t_idx < n * k]
-            self.ytrue[b + node // k] = node % k
+        # the node losses and true labels from the nonzeros, all examples at once: an
+        # example's node parts (letter-major, < n_i k) are at k noff[i] of the flat (N, k)
+        for vecs, nodes_only in ((data.c, False), (data.mu_true, True)):
+            nz = [vecs.nonzeros(i) for i in range(m)]
+            idx = np.concatenate([a for a, _ in nz]).astype(np.int64)
+            vals = np.concatenate([v for _, v in nz])
+            ex = np.repeat(np.arange(m), [a.size for a, _ in nz])
+            if nodes_only:              # the truths' edge parts follow their node parts
+                keep = idx < k * sizes[ex]
+                idx, ex = idx[keep], ex[keep]
+            flat = idx + k * self.noff[ex]
+            if nodes_only:
+                self.ytrue[flat // k] = flat % k
+            else:
+                self.cn.reshape(-1)[flat] = vals
         self.koff = np.concatenate(([0], np.cumsum(sizes ** 2))).astype(np.int64)
         self.keoff = np.concatenate(([0], np.cumsum((sizes - 1) ** 2))).astype(np.int64)
         self.Kn = np.zeros(int(self.koff[-1]))      # filled by the primal kernel
@@ -141,6 +159,7 @@ class _TreeBlocks:
     def epoch(self, perm, w, C, inner_steps, ell, g_est):
         """One epoch of pairwise BCFW steps over the blocks ``perm`` (int array)."""
         fn = _kernels()["_tree_epoch"]
+        self.hg[:] = np.inf                      # the next pass without oracle visits all
         pos = 0
         while True:
             ell, pos = fn(perm, pos, w, C, inner_steps, ell, g_est, *self._data(), self.order,
@@ -152,11 +171,34 @@ class _TreeBlocks:
                 return ell
             self._grow(perm[pos])
 
-    def cache_pass(self, w, C, ell):
-        """One pass without oracle (see :func:`_tree_cache_pass`)."""
-        return _kernels()["_tree_cache_pass"](
-            w, C, ell, *self._data(), self.parents, self.edge_of, *self._store(), self.Y,
-            self.alpha, self.lv, self.G, self.act, self.before, self.coef)
+    def cache_pass(self, w, C, ell, steps=None):
+        """One pass without oracle, up to ``steps`` (default :attr:`pass_steps`) pairwise
+        steps per block (see :func:`_cache_pass`).  The first pass after an epoch visits
+        every block with two or more active outputs; a later one only those whose gap
+        between their best and worst active outputs, left by their last visit, is at least
+        :attr:`skip_share` of the mean of those gaps."""
+        hg = self.hg
+        thr = self.skip_share * float(hg.mean()) if np.isfinite(hg).all() else 0.0
+        ell, _ = self._passes(w, C, ell, 0.0, 0.0, 1, steps, thr)
+        return ell
+
+    def run_passes(self, w, C, ell, dual, gain, max_passes):
+        """Passes without oracle after an epoch, in one kernel call, while one raises the
+        dual (``dual`` before the first) by at least :attr:`cache_share` of the epoch's
+        ``gain``, at most ``max_passes``: see :func:`._fw_blocks.run_cache_passes`.
+        Returns ``ell`` and the dual after the passes."""
+        hg = self.hg
+        thr = self.skip_share * float(hg.mean()) if np.isfinite(hg).all() else 0.0
+        return self._passes(w, C, ell, dual, self.cache_share * gain, max_passes, None, thr)
+
+    def _passes(self, w, C, ell, dual, least, max_passes, steps, thr):
+        out = np.zeros(2)
+        ell = _kernels()["_tree_cache_passes"](
+            w, C, ell, dual, least, 1.0, max_passes,
+            self.pass_steps if steps is None else steps, self.skip_share, thr, self.hg,
+            *self._data(), self.parents, self.edge_of, *self._store(), self.Y, self.alpha,
+            self.lv, self.G, self.act, self.before, self.coef, self.SC, out)
+        return ell, float(out[0])
 
     def check(self, w, C, dd):
         """Exact hinge losses (m,) and block gaps (m,) at ``w`` by one oracle pass."""
@@ -164,7 +206,8 @@ class _TreeBlocks:
         hinge, g = np.empty(m), np.empty(m)
         _kernels()["_tree_check"](w, C, dd, hinge, g, *self._data(), self.order,
                                   self.parents, self.edge_of, self.cn, self.ytrue, self.ns,
-                                  self.so, self.Y, self.alpha, self.msg, self.back, self.ybuf)
+                                  self.so, self.Y, self.alpha, self.S, self.msg, self.back,
+                                  self.ybuf)
         return hinge, g
 
     def oracle_pass(self, w):
@@ -174,7 +217,7 @@ class _TreeBlocks:
         none = np.zeros(0, dtype=np.int64)
         _kernels()["_tree_check"](w, 0.0, np.zeros(m), hinge, hinge, *self._data(),
                                   self.order, self.parents, self.edge_of, self.cn,
-                                  self.ytrue, none, none, self.Y, self.alpha, self.msg,
+                                  self.ytrue, none, none, self.Y, self.alpha, self.S, self.msg,
                                   self.back, self.ybuf)
         return hinge
 

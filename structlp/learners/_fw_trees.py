@@ -107,11 +107,11 @@ def _word_scores_loop(i, w, k, dv, V, noff, S):
     return b, n
 
 
-def _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back, edge, y):
+def _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back, edge, best, y):
     """Max-sum on the tree of example ``i`` (nodes ``b..b+n-1``, node scores ``S``, edge
-    scores from ``w`` and ``E`` on the fly, parent label first); ``y[:n]`` receives the
-    maximizer (ties: the smallest label, as :func:`structlp.graphical.maxsum.tree_max_sum`).
-    Returns its value."""
+    scores from ``w`` and ``E`` on the fly into ``edge`` (k, k), child label first; ``best``
+    (k,) scratch); ``y[:n]`` receives the maximizer (ties: the smallest label, as
+    :func:`structlp.graphical.maxsum.tree_max_sum`).  Returns its value."""
     for j in range(n):
         for a in range(k):
             msg[j, a] = S[j, a]
@@ -125,25 +125,34 @@ def _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back, ed
         for r in range(de):
             if same and E[e, r] != E[last, r]:
                 same = False
-        if not same:                         # the edge's scores (parent a, child c)
+        if not same:               # the edge's scores, child label first: edge[c, a]
             for a in range(k):
                 for c in range(k):
                     o = o0 + (a * k + c) * de
                     es = 0.0
                     for r in range(de):
                         es += E[e, r] * w[o + r]
-                    edge[a, c] = es
+                    edge[c, a] = es
             last = e
+        # for every parent label a at once (SIMD selects, no branch): the best child
+        # label, the smallest among ties
+        mc = msg[j, 0]
         for a in range(k):
-            best = edge[a, 0] + msg[j, 0]
-            arg = 0
-            for c in range(1, k):
-                v = edge[a, c] + msg[j, c]
-                if v > best:
-                    best = v
+            best[a] = edge[0, a] + mc
+            back[j, a] = 0
+        for c in range(1, k):
+            mc = msg[j, c]
+            for a in range(k):
+                v = edge[c, a] + mc
+                cur = best[a]
+                arg = back[j, a]
+                if v > cur:
+                    cur = v
                     arg = c
-            back[j, a] = arg
-            msg[p, a] += best
+                best[a] = cur
+                back[j, a] = arg
+        for a in range(k):
+            msg[p, a] += best[a]
     root = order[b]
     r = 0
     for a in range(1, k):
@@ -176,7 +185,7 @@ def _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, yv, o):
 
 
 def _label_value_table(b, n, S, edge, parents, Y, r, y):
-    """``sum_j S[j, y_j]`` plus ``edge[y_p, y_j]`` over the edges of the labelling
+    """``sum_j S[j, y_j]`` plus ``edge[y_j, y_p]`` over the edges of the labelling
     ``Y[r, :n]`` (all edges scored by the one table ``edge``), and whether it equals
     ``y[:n]``."""
     v = 0.0
@@ -188,7 +197,7 @@ def _label_value_table(b, n, S, edge, parents, Y, r, y):
         v += S[j, yj]
         p = parents[b + j]
         if p >= 0:
-            v += edge[Y[r, p], yj]
+            v += edge[yj, Y[r, p]]
     return v, same
 
 
@@ -243,24 +252,41 @@ def _add_psi(i, b, n, k, dv, de, coef, yv, oy, w, V, E, parents, edge_of):
                 w[o + t] += coef * E[e, t]
 
 
-def _psi_dot(i, b, n, k, dv, de, yv, oy, w, V, E, parents, edge_of):
-    """``psi(y) . w`` of ``y = yv[oy:oy + n]`` (compiled with reassociated sums)."""
-    v = 0.0
-    for j in range(n):
-        o = yv[oy + j] * dv
-        wr = w[o:o + dv]                     # 1-D views: the compiled sum is vectorized
-        vr = V[b + j]
-        for t in range(dv):
-            v += wr[t] * vr[t]
+def _block_values(i, b, n, k, dv, de, yv, o, ns_i, w, V, E, parents, edge_of, lv, act, SC):
+    """``act[s] = psi(y_s) . w + lv[o + s]`` of block ``i``'s active labellings ``y_s =
+    yv[(o + s) nmax:...]`` (``s < ns_i``).
+
+    A block's labellings mostly share their labels letter by letter: each node score
+    ``V_ij . theta_a`` is computed once per distinct (node, label) pair, kept in ``SC``
+    (nmax, k), NaN on entry and again on return (compiled with reassociated, contracted
+    sums; NaN kept)."""
+    nmax = SC.shape[0]
     base = k * dv
-    for j in range(n):
-        p = parents[b + j]
-        if p >= 0:
-            o = base + (yv[oy + p] * k + yv[oy + j]) * de
-            e = b - i + edge_of[b + j]
-            for t in range(de):
-                v += w[o + t] * E[e, t]
-    return v
+    for s in range(ns_i):
+        ro = (o + s) * nmax
+        v = lv[o + s]
+        for j in range(n):
+            a = yv[ro + j]
+            x = SC[j, a]
+            if x != x:                           # not yet computed
+                wa = w[a * dv:(a + 1) * dv]      # 1-D views: the compiled sum is vectorized
+                vr = V[b + j]
+                x = 0.0
+                for t in range(dv):
+                    x += wa[t] * vr[t]
+                SC[j, a] = x
+            v += x
+            p = parents[b + j]
+            if p >= 0:
+                q = base + (yv[ro + p] * k + a) * de
+                e = b - i + edge_of[b + j]
+                for t in range(de):
+                    v += w[q + t] * E[e, t]
+        act[s] = v
+    for s in range(ns_i):
+        ro = (o + s) * nmax
+        for j in range(n):
+            SC[j, yv[ro + j]] = np.nan
 
 
 def _drop_slot(i, s, ns, so, go, cap, Y, alpha, lv, G):
@@ -396,7 +422,8 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
     (nothing of it was changed: grow the pools and call again from there)."""
     nmax = Y.shape[1]
     Yf = Y.reshape(-1)
-    edge = msg[msg.shape[0] - k:]            # max-sum's edge scores (k, k)
+    edge = np.empty((k, k))                  # max-sum's edge scores (child, parent)
+    best = np.empty(k)
     for pos in range(start, perm.shape[0]):
         i = perm[pos]
         if pos + 1 < perm.shape[0]:
@@ -407,7 +434,7 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
             for a in range(k):
                 S[j, a] += cn[b + j, a]
         amu = _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back, edge,
-                       ybuf)
+                       best, ybuf)
         ni = ns[i]
         o = so[i]
         mean = 0.0
@@ -467,53 +494,100 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
     return ell, -1
 
 
-def _tree_cache_pass(w, C, ell, k, dv, de, V, E, noff, parents, edge_of, ns, so, go, cap, Y,
-                     alpha, lv, G, act, before, coef):
-    """A pass without oracle: each block with two or more active outputs takes a pairwise
-    step between its best and worst at the current ``w`` (values ``psi_s . w + lv_s``)."""
-    nmax = Y.shape[1]
+def _cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, edge_of, ns, so,
+                go, cap, Y, alpha, lv, G, act, before, coef, SC):
+    """A pass without oracle: each block with two or more active outputs and ``hg[i] >=
+    thr`` takes up to ``steps`` pairwise steps between its best and worst at the current
+    ``w`` (values ``psi_s . w + lv_s`` (:func:`_block_values`), then moved by the Gram
+    matrix); ``hg[i]`` receives the gap left between its best and worst active outputs
+    (``C`` times their difference of values; 0 with fewer than two)."""
     Yf = Y.reshape(-1)
     for i in range(ns.shape[0]):
         ni = ns[i]
         if ni < 2:
+            hg[i] = 0.0
+            continue
+        if hg[i] < thr:
             continue
         b = noff[i]
         n = noff[i + 1] - b
         o = so[i]
         c = cap[i]
         g0 = go[i]
+        _block_values(i, b, n, k, dv, de, Yf, o, ni, w, V, E, parents, edge_of, lv, act, SC)
         for s in range(ni):
-            act[s] = _psi_dot(i, b, n, k, dv, de, Yf, (o + s) * nmax, w, V, E, parents,
-                              edge_of) + lv[o + s]
             before[s] = alpha[o + s]
-        dl, steps = _pairwise_steps(act, G[g0:g0 + c * c].reshape((c, c)), alpha[o:o + c],
-                                    lv[o:o + c], ni, -1, C, 1, 0.0)
-        if steps:
+        dl, taken = _pairwise_steps(act, G[g0:g0 + c * c].reshape((c, c)), alpha[o:o + c],
+                                    lv[o:o + c], ni, -1, C, steps, 0.0)
+        lo = -1
+        hi = -1
+        for s in range(ni):                  # the values after the steps (Gram-moved)
+            if alpha[o + s] > _DROP:
+                if lo < 0 or act[s] < act[lo]:
+                    lo = s
+                if hi < 0 or act[s] > act[hi]:
+                    hi = s
+        hg[i] = C * (act[hi] - act[lo]) if lo >= 0 else 0.0
+        if taken:
             _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, ns, so, go, cap, Y,
                     alpha, lv, G, before, coef)
             ell += C * dl
     return ell
 
 
+
+def _tree_cache_passes(w, C, ell, dual, gain, share, max_passes, steps, skip, thr, hg, k, dv,
+                       de, V, E, noff, parents, edge_of, ns, so, go, cap, Y, alpha, lv, G, act,
+                       before, coef, SC, out):
+    """Up to ``max_passes`` passes without oracle (:func:`_cache_pass`), the first visiting
+    the blocks with ``hg[i] >= thr``, a later one those with at least ``skip`` times the
+    mean of ``hg``, while a pass raises the dual ``ell - |w|^2 / 2`` (``dual`` before the
+    first) by at least ``share * gain``.  Returns ``ell``; ``out[0]`` receives the dual after
+    the passes, ``out[1]`` their number (one kernel call for all the passes after an epoch:
+    a call's checks in front of the compiled code cost more than a pass skipping most
+    blocks)."""
+    m = ns.shape[0]
+    done = 0
+    for _ in range(max_passes):
+        ell = _cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, edge_of,
+                          ns, so, go, cap, Y, alpha, lv, G, act, before, coef, SC)
+        done += 1
+        ww = 0.0
+        for t in range(w.shape[0]):
+            ww += w[t] * w[t]
+        now = ell - 0.5 * ww
+        passed = now - dual
+        dual = now
+        if passed < share * gain:
+            break
+        tot = 0.0
+        for i in range(m):
+            tot += hg[i]
+        thr = skip * tot / m
+    out[0] = dual
+    out[1] = done
+    return ell
+
 def _tree_check(w, C, dd, hinge, g_est, k, dv, de, V, E, noff, order, parents, edge_of, cn,
-                ytrue, ns, so, Y, alpha, msg, back, ybuf):
-    """The exact pass at ``w``: all unary scores as one matrix product, then per example the
-    loss-augmented max-sum, the hinge loss ``hinge[i]`` and the block gap ``g_est[i]``
-    (``C (a . mu* - a . m_i)``).  Without blocks (``ns`` empty): the oracle pass only."""
+                ytrue, ns, so, Y, alpha, S, msg, back, ybuf):
+    """The exact pass at ``w``: per example the unary scores (:func:`_word_scores`, into
+    ``S`` (nmax, k)), the loss-augmented max-sum, the hinge loss ``hinge[i]`` and the block
+    gap ``g_est[i]`` (``C (a . mu* - a . m_i)``).  Without blocks (``ns`` empty): the
+    oracle pass only.  (No BLAS call: a compiled matrix product would import SciPy's BLAS,
+    about 45 ms, in a fresh process.)"""
     m = noff.shape[0] - 1
     nmax = Y.shape[1]
     Yf = Y.reshape(-1)
-    SA = np.dot(V, w[:k * dv].reshape((k, dv)).T)              # (N, k)
+    edge = np.empty((k, k))
+    best = np.empty(k)
     for i in range(m):
-        b = noff[i]
-        n = noff[i + 1] - b
-        S = SA[b:b + n]
+        b, n = _word_scores(i, w, k, dv, V, noff, S)
         truth = _label_value(i, b, n, k, dv, de, S, w, E, parents, edge_of, ytrue, b)
         for j in range(n):
             for a in range(k):
                 S[j, a] += cn[b + j, a]
-        amu = _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back,
-                       msg[msg.shape[0] - k:], ybuf)
+        amu = _viterbi(i, b, n, k, dv, de, S, w, E, order, parents, edge_of, msg, back, edge,
+                       best, ybuf)
         hinge[i] = amu + dd[i] - truth
         if ns.shape[0]:
             mean = 0.0
@@ -577,8 +651,8 @@ def _tree_primal(C, dd, w, k, dv, de, V, E, noff, parents, edge_of, ytrue, ns, s
 
 
 _HELPERS = (_prefetch_block, _viterbi, _label_value, _label_value_table, _label_loss,
-            _label_gram, _add_psi, _drop_slot, _relocate, _finish, _pairwise_steps)
-_KERNELS = ("_tree_epoch", "_tree_cache_pass", "_tree_check", "_tree_primal")
+            _label_gram, _add_psi, _drop_slot, _relocate, _finish, _pairwise_steps, _cache_pass)
+_KERNELS = ("_tree_epoch", "_tree_cache_passes", "_tree_check", "_tree_primal")
 _CACHE: Dict[str, Any] = {}
 USE_NUMBA = True          # tests switch it off to run the same kernels as Python
 
@@ -598,7 +672,8 @@ def _jit_helpers() -> bool:
         fast: Any = {"fastmath": True}
         overload(_word_scores, jit_options=fast)(
             lambda i, w, k, dv, V, noff, S: _word_scores_loop)
-        register_jitable(**fast)(_psi_dot)
+        # (not nnan: the scores not yet computed are NaN)
+        register_jitable(fastmath={"reassoc", "contract"})(_block_values)
         _CACHE["jitable"] = True
     return True
 

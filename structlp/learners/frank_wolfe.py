@@ -102,7 +102,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
     are labellings, their Gram matrix comes from the example's node and edge Gram
     matrices, and a whole epoch (unary scores, loss-augmented max-sum, the pairwise
     and inner steps, the sparse update of ``w``), a pass without oracle and the exact
-    duality-gap pass (all unary scores as one matrix product) are each one compiled
+    duality-gap pass are each one compiled
     kernel call; the compiled kernels sum the unary scores in SIMD order, so their
     iterates may differ from the Python kernels' by rounding (the certificate holds
     for both).
@@ -153,8 +153,13 @@ class FrankWolfeLearner(_FirstOrderLearner):
         step between its best and worst active outputs at the current ``w``
         (multi-plane BCFW, Shah, Kolmogorov & Lampert 2015); the passes stop as
         soon as one raises the dual objective by less than a share of what the epoch
-        of oracle calls did (5%; 50% on tree labellings, where a pass costs about half
-        an epoch).  0 disables them.  They run only when the active outputs
+        of oracle calls did (5%; 10% on tree labellings).  On tree labellings a block
+        takes up to 3 such steps per visit (its labellings' values computed once, then
+        moved by their Gram matrix), and a pass after the first one following an epoch
+        visits only the blocks whose best and worst active outputs were left at least
+        the mean of those gaps apart: on OCR letters (fold 1, C = 0.1, tol = 1e-3) a pass
+        costs about 0.4 of a bare oracle pass, and the fit takes about 47 epochs instead
+        of 73 with one step per block, every block visited and 50%.  0 disables them.  They run only when the active outputs
         keep their joint features (up to 256 features or 4 times an output's
         nonzeros, or a costly oracle), where a whole pass is one compiled kernel call costing a small
         share of an epoch: on noisy bipartite data (m = 1000, 10 x 10, d = 20, C = 0.1;

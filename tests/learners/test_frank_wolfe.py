@@ -1023,3 +1023,137 @@ def test_tree_path_warm_start_resumes_from_its_blocks(rng):
     fw.fit(X2, Y)
     assert fw._warm[1] is blocks and fw.converged_
     check_certified(fw, MaxMarginLearner(model, C=1.0).fit(X2, Y).objective_, atol=1e-6)
+
+
+def explicit_values(model, data, blocks, i, w):
+    """``psi(y) . w + c_i . y`` of block ``i``'s active labellings, from the explicit part
+    features."""
+    x = data.X[i]
+    Phi = model.features(x)
+    idx, vals = data.c.nonzeros(i)
+    c = np.zeros(Phi.shape[0])
+    c[idx] = vals
+    return np.array([(Phi @ w + c) @ model.encode(x, y) for y in blocks.labellings(i)])
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+def test_tree_pass_without_oracle_leaves_the_enumerated_gaps(rng, monkeypatch, use_numba):
+    """A pass without oracle records in ``hg`` the gap ``C (max - min)`` between a block's
+    best and worst active labellings after its steps: for the last block visited, at the
+    final ``w``, against the explicit part features; the dual does not decrease, ``w`` stays
+    the one of the blocks, and the node-score scratch is NaN again."""
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
+    X, Y, model = tree_data(rng, m=4, n=4, k=3)
+    data, blocks = tree_store(model, X, Y)
+    C = 20.0
+    w, ell = blocks.primal(None, None, data.d, C, None)
+    g = np.zeros(4)
+    r = np.random.default_rng(3)
+    for _ in range(4):
+        ell = blocks.epoch(r.permutation(4).astype(np.int64), w, C, 0, ell, g)
+    assert np.isinf(blocks.hg).all()                 # an epoch: the next pass visits all
+    assert blocks.ns.max() >= 3
+    dual = ell - 0.5 * w @ w
+    ell = blocks.cache_pass(w, C, ell, steps=2)
+    assert ell - 0.5 * w @ w >= dual - 1e-10 * abs(dual)
+    assert np.isnan(blocks.SC).all()
+    last = int(np.flatnonzero(blocks.ns >= 2).max())
+    vals = explicit_values(model, data, blocks, last, w)
+    assert blocks.hg[last] == pytest.approx(C * (vals.max() - vals.min()), rel=1e-9, abs=1e-9)
+    assert (blocks.hg[blocks.ns < 2] == 0.0).all()
+    w_ref, ell_ref = blocks.primal(None, None, data.d, C, None)
+    np.testing.assert_allclose(w, w_ref, atol=1e-9)
+    assert ell == pytest.approx(ell_ref, abs=1e-9)
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+def test_tree_later_pass_skips_the_blocks_left_below_the_mean_gap(rng, monkeypatch, use_numba):
+    """With the gaps of a previous pass known, a pass visits only the blocks whose gap is at
+    least ``skip_share`` times their mean: the others keep their weights and gaps."""
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
+    X, Y, model = tree_data(rng, m=6, n=4, k=3)
+    data, blocks = tree_store(model, X, Y)
+    C = 20.0
+    w, ell = blocks.primal(None, None, data.d, C, None)
+    g = np.zeros(6)
+    r = np.random.default_rng(4)
+    for _ in range(4):
+        ell = blocks.epoch(r.permutation(6).astype(np.int64), w, C, 0, ell, g)
+    multi = np.flatnonzero(blocks.ns >= 2)
+    assert len(multi) >= 2
+    skipped, visited = multi[::2], multi[1::2]
+    blocks.hg[:] = 0.0
+    blocks.hg[visited] = 1.0                         # the mean is below 1, above 0
+    before = {int(i): blocks.weights(i).copy() for i in skipped}
+    monkeypatch.setattr(type(blocks), "skip_share", 1.0)
+    blocks.cache_pass(w, C, ell)
+    for i in skipped:
+        np.testing.assert_array_equal(blocks.weights(i), before[int(i)])
+        assert blocks.hg[i] == 0.0
+    assert (blocks.hg[visited] != 1.0).all()         # visited: their gaps measured afresh
+
+
+def test_tree_store_packs_the_examples_as_the_per_example_reference(rng):
+    """The block store's arrays (node losses, true labels, uniform-edge flags, starting
+    slots and losses), made over all the letters at once, against a loop over the
+    examples; words of one letter (no edge) included."""
+    from structlp.datasets import make_tree_labeling
+    X, Y, _, model = make_tree_labeling(n_samples=5, n_nodes=4, n_labels=3, tree="chain",
+                                        n_node_features=3, n_edge_features=2,
+                                        random_state=int(rng.integers(1 << 30)))
+    X = list(X) + [dict(node_features=rng.normal(size=(1, 3)),
+                        edge_features=np.zeros((0, 2)), parents=np.array([-1]))]
+    X[1] = dict(X[1], edge_features=np.tile([0.5, 2.0], (3, 1)))     # uniform edges
+    Y = list(Y) + [np.array([2])]
+    data, blocks = tree_store(model, X, Y)
+    k = 3
+    for i, x in enumerate(data.X):
+        b, e = int(blocks.noff[i]), int(blocks.noff[i + 1])
+        n = e - b
+        c = np.zeros(data.Phi[i].shape[0])
+        idx, vals = data.c.nonzeros(i)
+        c[idx] = vals
+        np.testing.assert_array_equal(blocks.cn[b:e].ravel(), c[:n * k])
+        np.testing.assert_array_equal(blocks.ytrue[b:e], Y[i])
+        ef = np.asarray(X[i]["edge_features"], float)
+        assert blocks.uniform[i] == int(n <= 1 or (ef == ef[0]).all())
+        np.testing.assert_array_equal(blocks.labellings(i), [Y[i]])
+        assert blocks.loss(i) == pytest.approx(c @ model.encode(x, Y[i]), abs=1e-12)
+    assert blocks.uniform[1] == 1 and blocks.uniform[5] == 1
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+def test_tree_passes_in_one_call_are_the_single_passes(rng, monkeypatch, use_numba):
+    """The passes after an epoch run in one kernel call: the same iterates as single passes
+    one after the other, and they stop at the first pass gaining less than the share."""
+    import copy
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
+    X, Y, model = tree_data(rng, m=6, n=4, k=3)
+    data, blocks = tree_store(model, X, Y)
+    C = 20.0
+    w, ell = blocks.primal(None, None, data.d, C, None)
+    g = np.zeros(6)
+    r = np.random.default_rng(5)
+    for _ in range(3):
+        ell = blocks.epoch(r.permutation(6).astype(np.int64), w, C, 0, ell, g)
+    other, w2 = copy.deepcopy(blocks), w.copy()
+    dual = ell - 0.5 * w @ w
+    ell1, dual1 = blocks.run_passes(w, C, ell, dual, 0.0, 3)   # gain 0: all three run
+    ell2 = ell
+    for _ in range(3):
+        ell2 = other.cache_pass(w2, C, ell2)
+    np.testing.assert_allclose(w, w2, rtol=1e-12, atol=1e-14)
+    assert ell1 == pytest.approx(ell2, rel=1e-12)
+    assert dual1 == pytest.approx(ell1 - 0.5 * w @ w, rel=1e-12)
+    np.testing.assert_array_equal(blocks.ns, other.ns)
+    # a gain no pass can reach: one pass only
+    third = copy.deepcopy(other)
+    w3 = w2.copy()
+    d3 = ell2 - 0.5 * w3 @ w3
+    e3, _ = third.run_passes(w3, C, ell2, d3, 1e300, 5)
+    e4 = other.cache_pass(w2, C, ell2)
+    np.testing.assert_allclose(w3, w2, rtol=1e-12, atol=1e-14)
+    assert e3 == pytest.approx(e4, rel=1e-12)
