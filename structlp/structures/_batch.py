@@ -1,0 +1,250 @@
+"""Vectorised preparation of a training set of chains and trees
+(:class:`~.tree_labeling.TreeLabeling`) and of bipartite matchings
+(:class:`~.bipartite_matching.BipartiteMatching`): what :func:`structlp.compiler.prepare`
+computes example by example through the models' hooks, made from one concatenated array
+per kind of data (node features, edge features, labels; edge features and assignments),
+the checks included as array operations.
+
+The vectorised code accepts a narrow format only (the examples and outputs as numpy arrays
+of real dtypes, in a dict of arrays for trees); it never words a refusal.  It finds the
+first example it cannot accept (``suspect``): a prefix of the set is scanned again until
+no earlier example is suspect, so that the suspect is the first example any of the checks
+refuses, and :func:`~structlp.compiler.prepare` then runs the per-example hooks on it, which
+raise their own error naming it (or, when they accept it, an input only the hooks handle,
+prepare every example through them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Union
+
+import numpy as np
+
+from ..compiler import PolytopeCache, SparseVectors, first_false
+from ..formulations import TrainingData
+from ..graphical.losses import check_loss
+from ..graphical.trees import TreeExample, tree_shape
+from ..utils.validation import check_scale, row_norm_sums
+
+#: What a vectorised preparation returns: the prepared data, the first suspect example,
+#: or None (the set or the model is outside what it handles: every example by the hooks).
+Prepared = Union[TrainingData, int, None]
+
+_REAL = "biuf"
+
+
+def _first_suspect(scan: Callable[[int], Any], m: int) -> Any:
+    """``scan(end)`` of the examples ``0..end-1`` returns their arrays or the first suspect
+    among them; scanned again on the prefix before a suspect until none is: returns the
+    arrays of all ``m`` examples, or the first suspect (an int)."""
+    end = m
+    while True:
+        got = scan(end)
+        if not isinstance(got, (int, np.integer)):
+            return got if end == m else end
+        if got == 0:
+            return 0
+        end = int(got)
+
+
+def _example_of(row: int, starts: np.ndarray) -> int:
+    """The example whose rows (from ``starts``, increasing) hold packed row ``row``."""
+    return int(np.searchsorted(starts, row, side="right") - 1)
+
+
+def _first_not_finite(A: np.ndarray, starts: np.ndarray, sq: Any = None) -> int:
+    """The first example with a non-finite entry in its rows of ``A`` (rows from
+    ``starts``), or ``len(starts)``; ``sq``: the rows' sums of squares if at hand (a row
+    whose sum is finite is finite)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = A.sum(axis=tuple(range(1, A.ndim))) if sq is None else sq
+    rows = np.flatnonzero(~np.isfinite(s))
+    if rows.size:
+        flat = A[rows].reshape(len(rows), -1)
+        rows = rows[~np.isfinite(flat).all(axis=1)]
+    return _example_of(int(rows[0]), starts) if rows.size else len(starts)
+
+
+# ------------------------------------------------------------------ trees and chains
+def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
+                  operators: bool) -> Prepared:
+    """:func:`~structlp.compiler.prepare` of tree examples (``operators=True``; node weights
+    None or "position"), from packed arrays: see the module docstring."""
+    nw = model.node_weights
+    if not operators or not (nw is None or (isinstance(nw, str) and nw == "position")):
+        return None
+    k = int(model._k())
+    L = check_loss(model.loss, k, owner="TreeLabeling")[1]
+    m = len(X)
+    x0 = X[0]
+    if type(x0) is not dict or type(x0.get("node_features")) is not np.ndarray \
+            or type(x0.get("edge_features")) is not np.ndarray:
+        return None
+    dv, de = x0["node_features"].shape[-1], x0["edge_features"].shape[-1]
+    got = _first_suspect(lambda end: _scan_trees(X, Y, end, k, dv, de), m)
+    if isinstance(got, (int, np.integer)):
+        return int(got)
+    n, noff, V, Ef, par, lab, sq, shapes = got
+    # node weights and loss coefficients: c[i k + a] = w_i L[a, y_i] on the node parts
+    N = int(noff[-1])
+    ex = np.repeat(np.arange(m), n)                       # the example of each node
+    local = np.arange(N) - noff[ex]
+    w = np.ones(N) if nw is None else (local + 1).astype(float)
+    if bool(model.normalize_weights):
+        s = n.astype(float) if nw is None else (n * (n + 1) / 2).astype(float)
+        w = w / s[ex]
+    Cn = w[:, None] * L[:, lab].T                          # (N, k)
+    nz = np.flatnonzero(Cn.ravel() != 0)
+    node_of = nz // k
+    sizes = n * k + (n - 1) * (k * k)
+    c = SparseVectors.packed(nz - noff[ex[node_of]] * k, Cn.ravel()[nz],
+                             np.bincount(ex[node_of], minlength=m), sizes)
+    lam = np.bincount(ex[node_of], weights=np.abs(Cn.ravel()[nz]), minlength=m)
+    # the true outputs: node indicators i k + y_i, then edge indicators n k + e k^2 + ab
+    child = np.flatnonzero(par >= 0)                       # each edge's child, packed
+    ee = ex[child]
+    e_local = np.arange(len(child)) - (noff[ee] - ee)
+    parent = par[child] + noff[ee]
+    counts = 2 * n - 1
+    mo = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(counts, out=mo[1:])
+    idx = np.empty(int(mo[-1]), dtype=np.int64)
+    idx[mo[ex] + local] = local * k + lab
+    idx[mo[ee] + n[ee] + e_local] = (n[ee] * k + e_local * (k * k) + lab[parent] * k
+                                     + lab[child])
+    mu = SparseVectors.packed(idx, np.ones(len(idx)), counts, sizes)
+    # the scale check (:func:`check_scale`, its errors) from the packed rows' norms
+    eoff = noff[:-1] - np.arange(m)
+    G = k * row_norm_sums(V, noff[:-1], sq) + (k * k) * row_norm_sums(Ef, eoff)
+    bounds = check_scale(None, None, None, bounds=(G, lam))   # type: ignore[arg-type]
+    from .tree_labeling import TreeFeatures
+    nl = noff.tolist()
+    Xs = [TreeExample(V[nl[i]:nl[i + 1]], Ef[nl[i] - i:nl[i + 1] - i - 1], *shapes[i])
+          for i in range(m)]
+    Phis = [TreeFeatures(x, k) for x in Xs]
+    polys: list = [None] * m
+    if need_polytopes:
+        cache = PolytopeCache(model)
+        sl = sizes.tolist()
+        polys = [cache.get(x, i, sl[i]) for i, x in enumerate(Xs)]
+    return TrainingData(Phis, polys, c, np.zeros(m), mu, Xs, Y,  # type: ignore[arg-type]
+                        k * dv + k * k * de, bounds)
+
+
+def _scan_trees(X, Y, end, k, dv, de):
+    """The packed arrays of the tree examples ``0..end-1``, or the first suspect."""
+    Xs, Ys = X[:end], Y[:end]
+    ok = np.fromiter((type(x) is dict for x in Xs), bool, end)
+    if not ok.all():
+        return first_false(ok)
+    Vs = [x.get("node_features") for x in Xs]
+    Es = [x.get("edge_features") for x in Xs]
+    Ps = [x.get("parents") for x in Xs]
+    nd = np.ndarray
+    ok = np.fromiter((type(v) is nd and type(e) is nd and type(p) is nd and type(y) is nd
+                      and v.ndim == 2 and e.ndim == 2 and p.ndim == 1 and y.ndim == 1
+                      and v.dtype.kind in _REAL and e.dtype.kind in _REAL
+                      and p.dtype.kind in "iu" and y.dtype.kind in "iuf"
+                      for v, e, p, y in zip(Vs, Es, Ps, Ys)), bool, end)
+    if not ok.all():
+        return first_false(ok)
+    n = np.fromiter(map(len, Ps), np.int64, end)
+    sv = np.array([v.shape for v in Vs], dtype=np.int64).reshape(end, 2)
+    se = np.array([e.shape for e in Es], dtype=np.int64).reshape(end, 2)
+    ny = np.fromiter(map(len, Ys), np.int64, end)
+    ok = ((n >= 1) & (sv[:, 0] == n) & (se[:, 0] == n - 1) & (sv[:, 1] == dv)
+          & (se[:, 1] == de) & (ny == n))
+    if not ok.all():
+        return first_false(ok)
+    noff = np.zeros(end + 1, dtype=np.int64)
+    np.cumsum(n, out=noff[1:])
+    # parent arrays: chains ([-1, 0, 1, ...]) at once, other trees by their shape (checked
+    # once per distinct array)
+    par = np.concatenate(Ps, dtype=np.int64, casting="unsafe")
+    local = np.arange(len(par)) - np.repeat(noff[:-1], n)
+    chain = np.logical_and.reduceat(par == local - 1, noff[:-1])
+    by_n = {int(v): tree_shape(np.arange(-1, v - 1)) for v in np.unique(n[chain])}
+    shapes = [by_n.get(v) for v in n.tolist()]
+    for i in np.flatnonzero(~chain).tolist():
+        try:
+            shapes[i] = tree_shape(Ps[i], "x['parents']")
+        except Exception:
+            return i
+    V = np.concatenate(Vs, axis=0, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.einsum("ij,ij->i", V, V)
+    bad = _first_not_finite(V, noff[:-1], sq)
+    if bad < end:
+        return bad
+    Ef = np.concatenate(Es, axis=0, dtype=float)
+    bad = _first_not_finite(Ef, noff[:-1] - np.arange(end))
+    if bad < end:
+        return bad
+    yf = np.concatenate(Ys, dtype=float)
+    ok = np.isfinite(yf) & (yf == np.round(yf)) & (yf >= 0) & (yf < k)
+    if not ok.all():
+        return _example_of(first_false(ok), noff[:-1])
+    return n, noff, V, Ef, par, yf.astype(np.int64), sq, shapes
+
+
+# ------------------------------------------------------------------ bipartite matchings
+def prepare_matchings(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
+                      operators: bool) -> Prepared:
+    """:func:`~structlp.compiler.prepare` of assignments (examples of one shape, no edge
+    weights), from the stacked edge features and outputs: see the module docstring."""
+    if model.edge_weights is not None or type(X[0]) is not np.ndarray or X[0].ndim != 3:
+        return None
+    R, P = model._params()
+    shape = X[0].shape
+    m = len(X)
+    got = _first_suspect(lambda end: _scan_matchings(X, Y, end, shape, R, P,
+                                                     need_polytopes), m)
+    if isinstance(got, (int, np.integer)):
+        return int(got)
+    F, Yf = got
+    nr, nc, d = shape
+    L = nr * nc
+    flat = Yf.reshape(m, L)
+    ex, pos = np.nonzero(flat)                  # row-major: by example, then part
+    counts = np.bincount(ex, minlength=m)
+    sizes = np.full(m, L, dtype=np.int64)
+    mu = SparseVectors.packed(pos, np.ones(len(pos)), counts, sizes)
+    c = SparseVectors.packed(pos, -np.ones(len(pos)), counts, sizes)
+    dd = counts.astype(float)                   # d_i = sum(mu_i): the true edges
+    rows = F.reshape(m * L, d)
+    G = row_norm_sums(rows, np.arange(m, dtype=np.int64) * L)
+    bounds = check_scale(None, None, None, bounds=(G, 2.0 * dd))  # type: ignore[arg-type]
+    Phis: list = [rows[i * L:(i + 1) * L] for i in range(m)]
+    if operators:
+        from ..part_features import MatrixFeatures
+        Phis = [MatrixFeatures(P_) for P_ in Phis]
+    polys: list = [None] * m
+    if need_polytopes:
+        poly = PolytopeCache(model).get(F[0], 0, L)
+        polys = [poly] * m
+    return TrainingData(Phis, polys, c, dd, mu, list(F), Y,  # type: ignore[arg-type]
+                        d, bounds)
+
+
+def _scan_matchings(X, Y, end, shape, R, P, need_polytopes):
+    """The stacked edge features (m, n_rows, n_cols, d) and outputs (m, n_rows, n_cols) of
+    the examples ``0..end-1``, or the first suspect."""
+    Xs, Ys = X[:end], Y[:end]
+    nd = np.ndarray
+    ok = np.fromiter((type(x) is nd and type(y) is nd and x.shape == shape
+                      and y.shape == shape[:2] and x.dtype.kind in _REAL
+                      and y.dtype.kind in _REAL for x, y in zip(Xs, Ys)), bool, end)
+    if not ok.all():
+        return first_false(ok)
+    starts = np.arange(end)
+    F = np.stack(Xs).astype(float, copy=False)
+    bad = _first_not_finite(F, starts)
+    if bad < end:
+        return bad
+    Yf = np.stack(Ys).astype(float, copy=False)
+    ok = ((Yf == 0) | (Yf == 1)).all(axis=(1, 2))      # NaN and infinities too
+    if need_polytopes:
+        ok &= (Yf.sum(axis=1) == R).all(axis=1) & (Yf.sum(axis=2) <= P).all(axis=1)
+    if not ok.all():
+        return first_false(ok)
+    return F, Yf
