@@ -330,3 +330,31 @@ def test_box_only_without_polytopes():
     Y[5] = Y[5] * 0.5
     assert_same_refusal(*both(BipartiteMatching(), X, Y, need_polytopes=False,
                               operators=True))
+
+
+def test_packed_examples_behave_as_lists():
+    """The prepared examples and features of the vectorised path: read by index (kept),
+    negative index, slice, iteration (made afresh), pickled, and the same as the hooks'."""
+    import pickle
+    X, Y = chains(trees=True)
+    ref, got = both(TreeLabeling(K), X, Y, operators=True)
+    assert len(got.X) == len(got.Phi) == len(X)
+    with pytest.raises(IndexError):
+        got.X[len(X)]
+    assert got.X[-1] is got.X[len(X) - 1]               # kept once read by index
+    assert [x.n_nodes for x in got.X[2:5]] == [x.n_nodes for x in ref.X[2:5]]
+    for a, b in zip(got.X, ref.X):
+        assert np.array_equal(a.node_features, b.node_features)
+        assert np.array_equal(a.edge_features, b.edge_features)
+        for f in ("parents", "order", "edge_child", "edge_of"):
+            assert np.array_equal(getattr(a, f), getattr(b, f))
+    assert np.array_equal(got.n_parts, ref.n_parts)
+    again = pickle.loads(pickle.dumps(got))
+    w = np.random.default_rng(1).normal(size=got.n_features)
+    for i in range(len(X)):
+        np.testing.assert_array_equal(again.Phi[i].scores(w), ref.Phi[i].scores(w))
+        np.testing.assert_array_equal(again.c[i], ref.c[i])
+    Xb, Yb = assignments()
+    ref, got = both(BipartiteMatching(), Xb, Yb, operators=False)
+    assert all(np.array_equal(a, b) for a, b in zip(got.X, ref.X))
+    assert all(np.array_equal(a, b) for a, b in zip(got.Phi, ref.Phi))

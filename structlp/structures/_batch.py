@@ -16,7 +16,8 @@ prepare every example through them).
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Union
+from collections.abc import Sequence
+from typing import Any, Callable, Iterator, List, Union
 
 import numpy as np
 
@@ -65,6 +66,85 @@ def _first_not_finite(A: np.ndarray, starts: np.ndarray, sq: Any = None) -> int:
     return _example_of(int(rows[0]), starts) if rows.size else len(starts)
 
 
+class _Packed(Sequence):
+    """The examples (or their part features) of a packed set, item ``i`` made when asked
+    from views of the packed arrays: an item read by index is kept (a learner's steps
+    read their examples again and again), one met while iterating is not (the compiled
+    passes read every example once, to pack it): no Python object per example is held
+    unless a learner reads it by index."""
+
+    def __init__(self, m: int) -> None:
+        self._m = m
+        self._kept: dict = {}
+
+    def _make(self, i: int) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return self._m
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._m))]
+        i = range(self._m)[i]                   # negative indices; IndexError past the end
+        item = self._kept.get(i)
+        if item is None:
+            item = self._kept[i] = self._make(i)
+        return item
+
+    def __iter__(self) -> Iterator[Any]:
+        kept = self._kept
+        for i in range(self._m):
+            item = kept.get(i)
+            yield item if item is not None else self._make(i)
+
+
+class _Trees(_Packed):
+    """Tree examples (:class:`~structlp.graphical.trees.TreeExample`) viewing the packed node
+    features ``V`` (rows ``noff[i]:noff[i + 1]``) and edge features ``Ef``; their checked
+    shapes by length (chains) or by example (other trees)."""
+
+    def __init__(self, V, Ef, noff, n, by_n, other):
+        super().__init__(len(n))
+        self.V, self.Ef, self.noff, self.n, self.by_n, self.other = V, Ef, noff, n, by_n, other
+
+    def _make(self, i):
+        b, e = int(self.noff[i]), int(self.noff[i + 1])
+        shape = self.other.get(i) or self.by_n[e - b]
+        return TreeExample(self.V[b:e], self.Ef[b - i:e - i - 1], *shape)
+
+
+class _TreeOps(_Packed):
+    """The factored part features (:class:`~.tree_labeling.TreeFeatures`) of ``_Trees``."""
+
+    def __init__(self, trees, k):
+        super().__init__(len(trees))
+        self.trees, self.k = trees, k
+
+    def _make(self, i):
+        from .tree_labeling import TreeFeatures
+        x = self.trees._kept.get(i)
+        return TreeFeatures(x if x is not None else self.trees._make(i), self.k)
+
+
+class _Rows(_Packed):
+    """Rows ``A[i]`` of a stacked array (``parts``: reshaped to (L, d), the explicit part
+    features; ``operator``: as :class:`~structlp.part_features.MatrixFeatures`)."""
+
+    def __init__(self, A, parts=False, operator=False):
+        super().__init__(len(A))
+        self.A, self.parts, self.operator = A, parts, operator
+
+    def _make(self, i):
+        a = self.A[i]
+        if self.parts:
+            a = a.reshape(-1, a.shape[-1])
+        if self.operator:
+            from ..part_features import MatrixFeatures
+            a = MatrixFeatures(a)
+        return a
+
+
 # ------------------------------------------------------------------ trees and chains
 def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
                   operators: bool) -> Prepared:
@@ -84,7 +164,7 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     got = _first_suspect(lambda end: _scan_trees(X, Y, end, k, dv, de), m)
     if isinstance(got, (int, np.integer)):
         return int(got)
-    n, noff, V, Ef, par, lab, sq, shapes = got
+    n, noff, V, Ef, par, lab, sq, chain, by_n, other = got
     # node weights and loss coefficients: c[i k + a] = w_i L[a, y_i] on the node parts
     N = int(noff[-1])
     ex = np.repeat(np.arange(m), n)                       # the example of each node
@@ -117,18 +197,19 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     eoff = noff[:-1] - np.arange(m)
     G = k * row_norm_sums(V, noff[:-1], sq) + (k * k) * row_norm_sums(Ef, eoff)
     bounds = check_scale(None, None, None, bounds=(G, lam))   # type: ignore[arg-type]
-    from .tree_labeling import TreeFeatures
-    nl = noff.tolist()
-    Xs = [TreeExample(V[nl[i]:nl[i + 1]], Ef[nl[i] - i:nl[i + 1] - i - 1], *shapes[i])
-          for i in range(m)]
-    Phis = [TreeFeatures(x, k) for x in Xs]
+    Xs = _Trees(V, Ef, noff, n, by_n, other)
     polys: list = [None] * m
-    if need_polytopes:
+    if need_polytopes:                  # one polytope per distinct tree
         cache = PolytopeCache(model)
-        sl = sizes.tolist()
-        polys = [cache.get(x, i, sl[i]) for i, x in enumerate(Xs)]
-    return TrainingData(Phis, polys, c, np.zeros(m), mu, Xs, Y,  # type: ignore[arg-type]
-                        k * dv + k * k * de, bounds)
+        ci = np.flatnonzero(chain)
+        lens, at = np.unique(n[ci], return_index=True)
+        of_n = {int(v): cache.get(Xs._make(int(ci[j])), int(ci[j]), int(sizes[ci[j]]))
+                for v, j in zip(lens, at)}
+        polys = [of_n.get(v) for v in n.tolist()]
+        for i in sorted(other):
+            polys[i] = cache.get(Xs._make(i), i, int(sizes[i]))
+    return TrainingData(_TreeOps(Xs, k), polys, c, np.zeros(m), mu, Xs,  # type: ignore
+                        Y, k * dv + k * k * de, bounds)
 
 
 def _scan_trees(X, Y, end, k, dv, de):
@@ -164,10 +245,10 @@ def _scan_trees(X, Y, end, k, dv, de):
     local = np.arange(len(par)) - np.repeat(noff[:-1], n)
     chain = np.logical_and.reduceat(par == local - 1, noff[:-1])
     by_n = {int(v): tree_shape(np.arange(-1, v - 1)) for v in np.unique(n[chain])}
-    shapes = [by_n.get(v) for v in n.tolist()]
+    other = {}
     for i in np.flatnonzero(~chain).tolist():
         try:
-            shapes[i] = tree_shape(Ps[i], "x['parents']")
+            other[i] = tree_shape(Ps[i], "x['parents']")
         except Exception:
             return i
     V = np.concatenate(Vs, axis=0, dtype=float)
@@ -184,7 +265,7 @@ def _scan_trees(X, Y, end, k, dv, de):
     ok = np.isfinite(yf) & (yf == np.round(yf)) & (yf >= 0) & (yf < k)
     if not ok.all():
         return _example_of(first_false(ok), noff[:-1])
-    return n, noff, V, Ef, par, yf.astype(np.int64), sq, shapes
+    return n, noff, V, Ef, par, yf.astype(np.int64), sq, chain, by_n, other
 
 
 # ------------------------------------------------------------------ bipartite matchings
@@ -214,16 +295,12 @@ def prepare_matchings(model: Any, X: List[Any], Y: List[Any], need_polytopes: bo
     rows = F.reshape(m * L, d)
     G = row_norm_sums(rows, np.arange(m, dtype=np.int64) * L)
     bounds = check_scale(None, None, None, bounds=(G, 2.0 * dd))  # type: ignore[arg-type]
-    Phis: list = [rows[i * L:(i + 1) * L] for i in range(m)]
-    if operators:
-        from ..part_features import MatrixFeatures
-        Phis = [MatrixFeatures(P_) for P_ in Phis]
     polys: list = [None] * m
     if need_polytopes:
         poly = PolytopeCache(model).get(F[0], 0, L)
         polys = [poly] * m
-    return TrainingData(Phis, polys, c, dd, mu, list(F), Y,  # type: ignore[arg-type]
-                        d, bounds)
+    return TrainingData(_Rows(F, parts=True, operator=operators), polys, c, dd, mu,
+                        _Rows(F), Y, d, bounds)  # type: ignore[arg-type]
 
 
 def _scan_matchings(X, Y, end, shape, R, P, need_polytopes):
