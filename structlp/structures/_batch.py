@@ -100,18 +100,17 @@ class _Packed(Sequence):
 
 
 class _Trees(_Packed):
-    """Tree examples (:class:`~structlp.graphical.trees.TreeExample`) viewing the packed node
-    features ``V`` (rows ``noff[i]:noff[i + 1]``) and edge features ``Ef``; their checked
-    shapes by length (chains) or by example (other trees)."""
+    """Tree examples (:class:`~structlp.graphical.trees.TreeExample`) of the checked node
+    and edge features ``Vs``, ``Es`` (the given arrays, as float) and their checked shapes,
+    by length (chains) or by example (other trees)."""
 
-    def __init__(self, V, Ef, noff, n, by_n, other):
-        super().__init__(len(n))
-        self.V, self.Ef, self.noff, self.n, self.by_n, self.other = V, Ef, noff, n, by_n, other
+    def __init__(self, Vs, Es, n, by_n, other):
+        super().__init__(len(Vs))
+        self.Vs, self.Es, self.n, self.by_n, self.other = Vs, Es, n, by_n, other
 
     def _make(self, i):
-        b, e = int(self.noff[i]), int(self.noff[i + 1])
-        shape = self.other.get(i) or self.by_n[e - b]
-        return TreeExample(self.V[b:e], self.Ef[b - i:e - i - 1], *shape)
+        shape = self.other.get(i) or self.by_n[int(self.n[i])]
+        return TreeExample(self.Vs[i], self.Es[i], *shape)
 
 
 class _TreeOps(_Packed):
@@ -128,7 +127,7 @@ class _TreeOps(_Packed):
 
 
 class _Rows(_Packed):
-    """Rows ``A[i]`` of a stacked array (``parts``: reshaped to (L, d), the explicit part
+    """The checked arrays ``A[i]`` (``parts``: reshaped to (L, d), the explicit part
     features; ``operator``: as :class:`~structlp.part_features.MatrixFeatures`)."""
 
     def __init__(self, A, parts=False, operator=False):
@@ -143,6 +142,31 @@ class _Rows(_Packed):
             from ..part_features import MatrixFeatures
             a = MatrixFeatures(a)
         return a
+
+
+#: Examples per chunk of the checks and norms (the arrays of one chunk are made at once).
+CHUNK = 1024
+
+
+def _as_float(arrays):
+    """The arrays as float64 (the same objects when they are: what the hooks keep)."""
+    return [a if a.dtype == np.float64 else a.astype(float) for a in arrays]
+
+
+def _checked_norms(arrays, a, starts=None):
+    """The first example of ``arrays[a:]`` (one chunk) with a non-finite entry (its index
+    in the whole set), or the sums of its rows' norms per example (``row_norm_sums``,
+    over the rows of each array, 2-D; ``starts``: its rows' starts in the chunk)."""
+    A = np.concatenate(arrays, axis=0) if arrays[0].ndim == 2 else np.stack(arrays)
+    A = A.reshape(-1, A.shape[-1])
+    if starts is None:
+        starts = np.arange(len(arrays), dtype=np.int64) * (len(A) // max(len(arrays), 1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.einsum("ij,ij->i", A, A)
+    bad = _first_not_finite(A, starts, sq)
+    if bad < len(arrays):
+        return a + bad
+    return row_norm_sums(A, starts, sq)
 
 
 # ------------------------------------------------------------------ trees and chains
@@ -164,23 +188,12 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     got = _first_suspect(lambda end: _scan_trees(X, Y, end, k, dv, de), m)
     if isinstance(got, (int, np.integer)):
         return int(got)
-    n, noff, V, Ef, par, lab, sq, chain, by_n, other = got
-    # node weights and loss coefficients: c[i k + a] = w_i L[a, y_i] on the node parts
-    N = int(noff[-1])
-    ex = np.repeat(np.arange(m), n)                       # the example of each node
-    local = np.arange(N) - noff[ex]
-    w = np.ones(N) if nw is None else (local + 1).astype(float)
-    if bool(model.normalize_weights):
-        s = n.astype(float) if nw is None else (n * (n + 1) / 2).astype(float)
-        w = w / s[ex]
-    Cn = w[:, None] * L[:, lab].T                          # (N, k)
-    nz = np.flatnonzero(Cn.ravel() != 0)
-    node_of = nz // k
+    n, noff, Vs, Es, par, lab, G, chain, by_n, other = got
     sizes = n * k + (n - 1) * (k * k)
-    c = SparseVectors.packed(nz - noff[ex[node_of]] * k, Cn.ravel()[nz],
-                             np.bincount(ex[node_of], minlength=m), sizes)
-    lam = np.bincount(ex[node_of], weights=np.abs(Cn.ravel()[nz]), minlength=m)
+    c, lam = _node_losses(model, L, k, n, noff, lab, sizes)
     # the true outputs: node indicators i k + y_i, then edge indicators n k + e k^2 + ab
+    ex = np.repeat(np.arange(m), n)                       # the example of each node
+    local = np.arange(len(ex)) - noff[ex]
     child = np.flatnonzero(par >= 0)                       # each edge's child, packed
     ee = ex[child]
     e_local = np.arange(len(child)) - (noff[ee] - ee)
@@ -192,12 +205,11 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     idx[mo[ex] + local] = local * k + lab
     idx[mo[ee] + n[ee] + e_local] = (n[ee] * k + e_local * (k * k) + lab[parent] * k
                                      + lab[child])
+    del ex, local, child, ee, e_local, parent
     mu = SparseVectors.packed(idx, np.ones(len(idx)), counts, sizes)
-    # the scale check (:func:`check_scale`, its errors) from the packed rows' norms
-    eoff = noff[:-1] - np.arange(m)
-    G = k * row_norm_sums(V, noff[:-1], sq) + (k * k) * row_norm_sums(Ef, eoff)
+    # the scale check (:func:`check_scale`, its errors) from the rows' norms
     bounds = check_scale(None, None, None, bounds=(G, lam))   # type: ignore[arg-type]
-    Xs = _Trees(V, Ef, noff, n, by_n, other)
+    Xs = _Trees(Vs, Es, n, by_n, other)
     polys: list = [None] * m
     if need_polytopes:                  # one polytope per distinct tree
         cache = PolytopeCache(model)
@@ -212,8 +224,54 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
                         Y, k * dv + k * k * de, bounds)
 
 
+def _node_losses(model, L, k, n, noff, lab, sizes):
+    """The loss coefficients ``c[i k + a] = w_i L[a, y_i]`` of the node parts (node weights
+    None or "position", normalized or not) by their nonzeros, and each example's
+    ``sum |c|``; made by chunks of examples (two passes: the nonzeros counted, then
+    written in place)."""
+    m = len(n)
+    position = model.node_weights is not None
+    normalize = bool(model.normalize_weights)
+
+    def chunk(a, b):
+        lo, hi = int(noff[a]), int(noff[b])
+        exl = np.repeat(np.arange(b - a), n[a:b])
+        w = np.ones(hi - lo)
+        if position or normalize:
+            loc = np.arange(hi - lo) - (noff[a:b] - lo)[exl]
+            if position:
+                w = (loc + 1).astype(float)
+            if normalize:
+                nn = n[a:b]
+                s = nn.astype(float) if not position else (nn * (nn + 1) / 2).astype(float)
+                w = w / s[exl]
+        return w[:, None] * L[:, lab[lo:hi]].T, exl        # (nodes, k)
+
+    cnt = np.zeros(m, dtype=np.int64)
+    for a in range(0, m, CHUNK):
+        b = min(m, a + CHUNK)
+        Cn, exl = chunk(a, b)
+        cnt[a:b] = np.bincount(exl, weights=np.count_nonzero(Cn, axis=1), minlength=b - a)
+    off = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(cnt, out=off[1:])
+    small = int(sizes.max()) < 2 ** 31
+    idx = np.empty(int(off[-1]), dtype=np.int32 if small else np.int64)
+    val = np.empty(int(off[-1]))
+    lam = np.zeros(m)
+    for a in range(0, m, CHUNK):
+        b = min(m, a + CHUNK)
+        Cn, exl = chunk(a, b)
+        r, col = np.nonzero(Cn)                            # by node, then label
+        v = Cn[r, col]
+        lo = int(noff[a])
+        idx[off[a]:off[b]] = (r - (noff[a:b] - lo)[exl[r]]) * k + col
+        val[off[a]:off[b]] = v
+        lam[a:b] = np.bincount(exl[r], weights=np.abs(v), minlength=b - a)
+    return SparseVectors.packed(idx, val, cnt, sizes), lam
+
+
 def _scan_trees(X, Y, end, k, dv, de):
-    """The packed arrays of the tree examples ``0..end-1``, or the first suspect."""
+    """The checked arrays of the tree examples ``0..end-1``, or the first suspect."""
     Xs, Ys = X[:end], Y[:end]
     ok = np.fromiter((type(x) is dict for x in Xs), bool, end)
     if not ok.all():
@@ -244,6 +302,7 @@ def _scan_trees(X, Y, end, k, dv, de):
     par = np.concatenate(Ps, dtype=np.int64, casting="unsafe")
     local = np.arange(len(par)) - np.repeat(noff[:-1], n)
     chain = np.logical_and.reduceat(par == local - 1, noff[:-1])
+    del local
     by_n = {int(v): tree_shape(np.arange(-1, v - 1)) for v in np.unique(n[chain])}
     other = {}
     for i in np.flatnonzero(~chain).tolist():
@@ -251,21 +310,24 @@ def _scan_trees(X, Y, end, k, dv, de):
             other[i] = tree_shape(Ps[i], "x['parents']")
         except Exception:
             return i
-    V = np.concatenate(Vs, axis=0, dtype=float)
-    with np.errstate(over="ignore", invalid="ignore"):
-        sq = np.einsum("ij,ij->i", V, V)
-    bad = _first_not_finite(V, noff[:-1], sq)
-    if bad < end:
-        return bad
-    Ef = np.concatenate(Es, axis=0, dtype=float)
-    bad = _first_not_finite(Ef, noff[:-1] - np.arange(end))
-    if bad < end:
-        return bad
+    # finite features, and the sums of the rows' norms (the scale check), by chunks
+    Vs, Es = _as_float(Vs), _as_float(Es)
+    G = np.empty(end)
+    for a in range(0, end, CHUNK):
+        b = min(end, a + CHUNK)
+        gv = _checked_norms(Vs[a:b], a, noff[a:b] - noff[a])
+        if isinstance(gv, int):
+            return gv
+        eo = noff[a:b] - np.arange(a, b)
+        ge = _checked_norms(Es[a:b], a, eo - eo[0])
+        if isinstance(ge, int):
+            return ge
+        G[a:b] = k * gv + (k * k) * ge
     yf = np.concatenate(Ys, dtype=float)
     ok = np.isfinite(yf) & (yf == np.round(yf)) & (yf >= 0) & (yf < k)
     if not ok.all():
         return _example_of(first_false(ok), noff[:-1])
-    return n, noff, V, Ef, par, yf.astype(np.int64), sq, chain, by_n, other
+    return n, noff, Vs, Es, par, yf.astype(np.int64), G, chain, by_n, other
 
 
 # ------------------------------------------------------------------ bipartite matchings
@@ -282,18 +344,13 @@ def prepare_matchings(model: Any, X: List[Any], Y: List[Any], need_polytopes: bo
                                                      need_polytopes), m)
     if isinstance(got, (int, np.integer)):
         return int(got)
-    F, Yf = got
+    F, G, pos, counts = got
     nr, nc, d = shape
     L = nr * nc
-    flat = Yf.reshape(m, L)
-    ex, pos = np.nonzero(flat)                  # row-major: by example, then part
-    counts = np.bincount(ex, minlength=m)
     sizes = np.full(m, L, dtype=np.int64)
     mu = SparseVectors.packed(pos, np.ones(len(pos)), counts, sizes)
     c = SparseVectors.packed(pos, -np.ones(len(pos)), counts, sizes)
     dd = counts.astype(float)                   # d_i = sum(mu_i): the true edges
-    rows = F.reshape(m * L, d)
-    G = row_norm_sums(rows, np.arange(m, dtype=np.int64) * L)
     bounds = check_scale(None, None, None, bounds=(G, 2.0 * dd))  # type: ignore[arg-type]
     polys: list = [None] * m
     if need_polytopes:
@@ -304,8 +361,9 @@ def prepare_matchings(model: Any, X: List[Any], Y: List[Any], need_polytopes: bo
 
 
 def _scan_matchings(X, Y, end, shape, R, P, need_polytopes):
-    """The stacked edge features (m, n_rows, n_cols, d) and outputs (m, n_rows, n_cols) of
-    the examples ``0..end-1``, or the first suspect."""
+    """The checked edge features of the examples ``0..end-1`` (the given arrays, as float),
+    their rows' norm sums, and their outputs' nonzeros (positions, counts), or the first
+    suspect."""
     Xs, Ys = X[:end], Y[:end]
     nd = np.ndarray
     ok = np.fromiter((type(x) is nd and type(y) is nd and x.shape == shape
@@ -313,15 +371,22 @@ def _scan_matchings(X, Y, end, shape, R, P, need_polytopes):
                       and y.dtype.kind in _REAL for x, y in zip(Xs, Ys)), bool, end)
     if not ok.all():
         return first_false(ok)
-    starts = np.arange(end)
-    F = np.stack(Xs).astype(float, copy=False)
-    bad = _first_not_finite(F, starts)
-    if bad < end:
-        return bad
-    Yf = np.stack(Ys).astype(float, copy=False)
-    ok = ((Yf == 0) | (Yf == 1)).all(axis=(1, 2))      # NaN and infinities too
-    if need_polytopes:
-        ok &= (Yf.sum(axis=1) == R).all(axis=1) & (Yf.sum(axis=2) <= P).all(axis=1)
-    if not ok.all():
-        return first_false(ok)
-    return F, Yf
+    F = _as_float(Xs)
+    G = np.empty(end)
+    pos, counts = [], np.zeros(end, dtype=np.int64)
+    for a in range(0, end, CHUNK):
+        b = min(end, a + CHUNK)
+        g = _checked_norms(F[a:b], a)
+        if isinstance(g, int):
+            return g
+        G[a:b] = g
+        Yf = np.stack(Ys[a:b]).astype(float, copy=False)
+        ok = ((Yf == 0) | (Yf == 1)).all(axis=(1, 2))      # NaN and infinities too
+        if need_polytopes:
+            ok &= (Yf.sum(axis=1) == R).all(axis=1) & (Yf.sum(axis=2) <= P).all(axis=1)
+        if not ok.all():
+            return a + first_false(ok)
+        ex, p = np.nonzero(Yf.reshape(b - a, -1))          # by example, then part
+        pos.append(p)
+        counts[a:b] = np.bincount(ex, minlength=b - a)
+    return F, G, np.concatenate(pos), counts
