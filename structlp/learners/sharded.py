@@ -78,9 +78,12 @@ class _Shard:
 
     def __init__(self, model, items, part, solver, opts, pairwise=True):
         xs, ys = _split_pairs(items, part)
+        from ..structures.tree_labeling import TreeLabeling
+        # chains and trees with pairwise steps: max-sum on the compiled path, no polytopes
+        # (as FrankWolfeLearner); the arrays made by TreeLabeling.prepare_batch
+        need = needs_polytopes(model) and not (pairwise and type(model) is TreeLabeling)
         try:
-            data = prepare(model, xs, ys, need_polytopes=needs_polytopes(model),
-                           operators=True)
+            data = prepare(model, xs, ys, need_polytopes=need, operators=True)
         except (InvalidInputError, DeclarationError) as exc:   # (OracleError included)
             raise type(exc)(f"Partition {part} of X: {exc}") from None
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None

@@ -101,16 +101,15 @@ class _Packed(Sequence):
 
 class _Trees(_Packed):
     """Tree examples (:class:`~structlp.graphical.trees.TreeExample`) of the checked node
-    and edge features ``Vs``, ``Es`` (the given arrays, as float) and their checked shapes,
-    by length (chains) or by example (other trees)."""
+    and edge features ``Vs``, ``Es`` (the given arrays, as float) and their checked shapes
+    (shared by the examples of one tree: one per length for chains)."""
 
-    def __init__(self, Vs, Es, n, by_n, other):
+    def __init__(self, Vs, Es, shapes):
         super().__init__(len(Vs))
-        self.Vs, self.Es, self.n, self.by_n, self.other = Vs, Es, n, by_n, other
+        self.Vs, self.Es, self.shapes = Vs, Es, shapes
 
     def _make(self, i):
-        shape = self.other.get(i) or self.by_n[int(self.n[i])]
-        return TreeExample(self.Vs[i], self.Es[i], *shape)
+        return TreeExample(self.Vs[i], self.Es[i], *self.shapes[i])
 
 
 class _TreeOps(_Packed):
@@ -209,7 +208,10 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     mu = SparseVectors.packed(idx, np.ones(len(idx)), counts, sizes)
     # the scale check (:func:`check_scale`, its errors) from the rows' norms
     bounds = check_scale(None, None, None, bounds=(G, lam))   # type: ignore[arg-type]
-    Xs = _Trees(Vs, Es, n, by_n, other)
+    shapes = [by_n.get(v) for v in n.tolist()]
+    for i, shape in other.items():
+        shapes[i] = shape
+    Xs = _Trees(Vs, Es, shapes)
     polys: list = [None] * m
     if need_polytopes:                  # one polytope per distinct tree
         cache = PolytopeCache(model)
