@@ -358,3 +358,28 @@ def test_packed_examples_behave_as_lists():
     ref, got = both(BipartiteMatching(), Xb, Yb, operators=False)
     assert all(np.array_equal(a, b) for a, b in zip(got.X, ref.X))
     assert all(np.array_equal(a, b) for a, b in zip(got.Phi, ref.Phi))
+
+
+@pytest.mark.parametrize("trees", [False, True])
+def test_compiled_tree_blocks_and_fit_identical(trees):
+    """The compiled tree blocks packed from either path hold the same arrays, and a
+    sharded partition (no cluster: its tasks called in process) reaches the same
+    contribution after a pass."""
+    from structlp.learners import sharded
+    from structlp.learners._fw_tree_store import _TreeBlocks
+    X, Y = chains(m=12, trees=trees, seed=3)
+    shards = []
+    for batch in (False, True):
+        compiler.BATCH = batch
+        try:
+            shards.append(sharded._make_shard(list(zip(X, Y)), TreeLabeling(K), 0, None, {}))
+        finally:
+            compiler.BATCH = True
+    a, b = shards
+    assert a.tree and b.tree and isinstance(b.blocks, _TreeBlocks)
+    for f in ("V", "E", "noff", "order", "parents", "edge_of", "cn", "ytrue", "uniform"):
+        assert np.array_equal(getattr(a.blocks, f), getattr(b.blocks, f)), f
+    outs = [sharded._local_pass(s, np.zeros(a.data.n_features), 1.0, 1, [0, 0, 1], 1, True,
+                                3, 2, 0) for s in shards]
+    np.testing.assert_array_equal(outs[0]["w"], outs[1]["w"])
+    assert outs[0]["ell"] == outs[1]["ell"]

@@ -160,7 +160,7 @@ def tree_shape(parents: ArrayLike, name: str = "parents") -> Tuple[np.ndarray, .
     edge_child = np.flatnonzero(par >= 0)
     edge_of = np.full(len(par), -1, dtype=np.int64)
     edge_of[edge_child] = np.arange(len(par) - 1)
-    shape = (par, order, edge_child, edge_of)
+    shape: Tuple[np.ndarray, ...] = (par, order, edge_child, edge_of)
     if key is not None:
         shape = tuple(frozen(a) for a in shape)     # immutable: the kernels check it once
         if len(_TREE_SHAPES) > 4096:
