@@ -383,3 +383,25 @@ def test_compiled_tree_blocks_and_fit_identical(trees):
                                 3, 2, 0) for s in shards]
     np.testing.assert_array_equal(outs[0]["w"], outs[1]["w"])
     assert outs[0]["ell"] == outs[1]["ell"]
+
+
+@pytest.mark.parametrize("hook", ["check_x", "encode", "loss", "loss_coefficients", "features",
+                                  "feature_operator", "inference", "inference_parts",
+                                  "polytope"])
+@pytest.mark.parametrize("base", [TreeLabeling, BipartiteMatching])
+def test_any_overridden_hook_means_the_per_example_path(base, hook):
+    """The lowest override wins: a subclass overriding any hook (here calling the base's
+    own) is prepared through its hooks, and gets the same data as the built-in."""
+    own = getattr(base, hook)
+    sub = type(f"Own{hook}", (base,), {hook: lambda self, *a, _f=own: _f(self, *a)})
+    model = sub(K) if base is TreeLabeling else sub()
+    X, Y = chains() if base is TreeLabeling else assignments()
+    assert model.prepare_batch(X, Y, operators=True) is None
+    if hook == "loss":            # below loss_coefficients: the default loss, another loss
+        return
+    got = prepare(model, X, Y, operators=True)
+    assert got.c._packed is None
+    ref = prepare(TreeLabeling(K) if base is TreeLabeling else BipartiteMatching(), X, Y,
+                  operators=True)
+    assert ref.c._packed is not None
+    assert_same_data(got, ref)
