@@ -10,7 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
-from ..utils.validation import check_bool, check_finite_array, check_scalar, row_norm_sums
+from ..utils.validation import (check_bool, check_finite_array, check_scalar,
+                                row_norm_sums)
 from ..graphical.losses import check_loss
 from ..graphical.trees import (check_labels, check_tree_example, encode, local_polytope,
                          node_weights_of, part_features, score)
