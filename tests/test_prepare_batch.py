@@ -405,3 +405,27 @@ def test_any_overridden_hook_means_the_per_example_path(base, hook):
                   operators=True)
     assert ref.c._packed is not None
     assert_same_data(got, ref)
+
+
+def test_tree_shapes_at_once_match_the_per_tree_check():
+    """The breadth-first orders and edge numbering of many trees at once (roots anywhere,
+    a deep one too) are those of graphical.trees.tree_shape, tree by tree; a parent array
+    that is not a tree is found."""
+    from structlp.graphical.trees import tree_shape
+    from structlp.structures._batch import _tree_shapes
+    rng = np.random.default_rng(0)
+    Ps = []
+    for n in list(rng.integers(2, 15, size=300)) + [200]:
+        perm = rng.permutation(n)
+        par = np.full(n, -1)
+        for j in range(1, n):
+            par[perm[j]] = perm[rng.integers(max(0, j - 2), j)]   # deep: near the last
+        Ps.append(par)
+    P, O, C, E, off, eoff = _tree_shapes(np.concatenate(Ps), np.array([len(p) for p in Ps]))
+    for i, p in enumerate(Ps):
+        got = (P[off[i]:off[i + 1]], O[off[i]:off[i + 1]], C[eoff[i]:eoff[i + 1]],
+               E[off[i]:off[i + 1]])
+        for a, b in zip(tree_shape(p.astype(np.int64)), got):
+            np.testing.assert_array_equal(a, b)
+    for bad in ([-1, 2, 1, 2], [-1, -1, 0], [0, 1, 2], [-1, 5, 0], [-1, 1, 0], [-1, 0, -3]):
+        assert _tree_shapes(np.array([-1, 0, 0] + bad), np.array([3, len(bad)])) == 1

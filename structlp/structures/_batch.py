@@ -101,15 +101,71 @@ class _Packed(Sequence):
 
 class _Trees(_Packed):
     """Tree examples (:class:`~structlp.graphical.trees.TreeExample`) of the checked node
-    and edge features ``Vs``, ``Es`` (the given arrays, as float) and their checked shapes
-    (shared by the examples of one tree: one per length for chains)."""
+    and edge features ``Vs``, ``Es`` (the given arrays, as float) and their checked shapes:
+    ``shapes[i]`` a shared tuple (chains: one per length), or an int ``j``, the ``j``-th
+    tree of ``packed`` (read-only parents, order, edge_child, edge_of of the other trees,
+    node offsets, edge offsets)."""
 
-    def __init__(self, Vs, Es, shapes):
+    def __init__(self, Vs, Es, shapes, packed=None):
         super().__init__(len(Vs))
-        self.Vs, self.Es, self.shapes = Vs, Es, shapes
+        self.Vs, self.Es, self.shapes, self.packed = Vs, Es, shapes, packed
 
     def _make(self, i):
-        return TreeExample(self.Vs[i], self.Es[i], *self.shapes[i])
+        shape = self.shapes[i]
+        if type(shape) is int:
+            par, order, child, edge_of, off, eoff = self.packed
+            b, e, f, g = off[shape], off[shape + 1], eoff[shape], eoff[shape + 1]
+            shape = (par[b:e], order[b:e], child[f:g], edge_of[b:e])
+        return TreeExample(self.Vs[i], self.Es[i], *shape)
+
+
+def _tree_shapes(P, n):
+    """:func:`~structlp.graphical.trees.tree_shape` of several parent arrays at once: ``P``
+    their entries packed (local node indices), ``n`` their lengths.  Returns the first
+    array that is not a tree (one root, parents in range, no node its own parent, every
+    node reaching the root), or the packed read-only ``(parents, order, edge_child,
+    edge_of, node offsets, edge offsets)``, ``order`` the breadth-first order of
+    :func:`~structlp.graphical.trees.check_parents` (children by index)."""
+    m, N = len(n), len(P)
+    off = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(n, out=off[1:])
+    ex = np.repeat(np.arange(m), n)
+    loc = np.arange(N) - off[ex]
+    bad = (P < -1) | (P >= n[ex]) | (P == loc)
+    ok = (np.bincount(ex, weights=P == -1, minlength=m) == 1)
+    ok &= np.bincount(ex, weights=bad, minlength=m) == 0
+    if not ok.all():
+        return first_false(ok)
+    up = np.where(P >= 0, P + off[ex], np.arange(N))      # each node's parent; roots: self
+    root = np.flatnonzero(P == -1)                         # one per example, in order
+    depth, jump = (P >= 0).astype(np.int64), up.copy()
+    for _ in range(int(np.ceil(np.log2(max(int(n.max()), 2)))) + 1):
+        depth = depth + depth[jump]
+        jump = jump[jump]
+    ok = jump == root[ex]                                  # reached the root: no cycle
+    if not ok.all():
+        return int(ex[first_false(ok)])
+    # breadth-first ranks, level by level: by the parent's rank, then by index
+    rank = np.zeros(N, dtype=np.int64)
+    taken = np.ones(m, dtype=np.int64)
+    by_depth = np.argsort(depth, kind="stable")
+    cuts = np.searchsorted(depth[by_depth], np.arange(1, int(depth.max()) + 2))
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        nodes = by_depth[a:b]
+        nodes = nodes[np.lexsort((nodes, rank[up[nodes]], ex[nodes]))]
+        exs = ex[nodes]
+        rank[nodes] = taken[exs] + np.arange(len(nodes)) - np.searchsorted(exs, exs)
+        taken += np.bincount(exs, minlength=m)
+    order = np.empty(N, dtype=np.int64)
+    order[off[ex] + rank] = loc
+    child = np.flatnonzero(P >= 0)
+    eoff = off - np.arange(m + 1)
+    edge_of = np.full(N, -1, dtype=np.int64)
+    edge_of[child] = np.arange(len(child)) - eoff[ex[child]]
+    out = (P.astype(np.int64), order, loc[child], edge_of)
+    for a in out:
+        a.flags.writeable = False
+    return out + (off, eoff)
 
 
 class _TreeOps(_Packed):
@@ -187,7 +243,7 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     got = _first_suspect(lambda end: _scan_trees(X, Y, end, k, dv, de), m)
     if isinstance(got, (int, np.integer)):
         return int(got)
-    n, noff, Vs, Es, par, lab, G, chain, by_n, other = got
+    n, noff, Vs, Es, par, lab, G, chain, by_n, other, packed = got
     sizes = n * k + (n - 1) * (k * k)
     c, lam = _node_losses(model, L, k, n, noff, lab, sizes)
     # the true outputs: node indicators i k + y_i, then edge indicators n k + e k^2 + ab
@@ -209,9 +265,9 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     # the scale check (:func:`check_scale`, its errors) from the rows' norms
     bounds = check_scale(None, None, None, bounds=(G, lam))   # type: ignore[arg-type]
     shapes = [by_n.get(v) for v in n.tolist()]
-    for i, shape in other.items():
-        shapes[i] = shape
-    Xs = _Trees(Vs, Es, shapes)
+    for j, i in enumerate(other.tolist()):
+        shapes[i] = j
+    Xs = _Trees(Vs, Es, shapes, packed)
     polys: list = [None] * m
     if need_polytopes:                  # one polytope per distinct tree
         cache = PolytopeCache(model)
@@ -220,7 +276,7 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
         of_n = {int(v): cache.get(Xs._make(int(ci[j])), int(ci[j]), int(sizes[ci[j]]))
                 for v, j in zip(lens, at)}
         polys = [of_n.get(v) for v in n.tolist()]
-        for i in sorted(other):
+        for i in other.tolist():
             polys[i] = cache.get(Xs._make(i), i, int(sizes[i]))
     return TrainingData(_TreeOps(Xs, k), polys, c, np.zeros(m), mu, Xs,  # type: ignore
                         Y, k * dv + k * k * de, bounds)
@@ -306,12 +362,13 @@ def _scan_trees(X, Y, end, k, dv, de):
     chain = np.logical_and.reduceat(par == local - 1, noff[:-1])
     del local
     by_n = {int(v): tree_shape(np.arange(-1, v - 1)) for v in np.unique(n[chain])}
-    other = {}
-    for i in np.flatnonzero(~chain).tolist():
-        try:
-            other[i] = tree_shape(Ps[i], "x['parents']")
-        except Exception:
-            return i
+    other = np.flatnonzero(~chain)
+    packed = None
+    if other.size:
+        sel = np.repeat(~chain, n)
+        packed = _tree_shapes(par[sel], n[other])
+        if isinstance(packed, int):
+            return int(other[packed])
     # finite features, and the sums of the rows' norms (the scale check), by chunks
     Vs, Es = _as_float(Vs), _as_float(Es)
     G = np.empty(end)
@@ -329,7 +386,7 @@ def _scan_trees(X, Y, end, k, dv, de):
     ok = np.isfinite(yf) & (yf == np.round(yf)) & (yf >= 0) & (yf < k)
     if not ok.all():
         return _example_of(first_false(ok), noff[:-1])
-    return n, noff, Vs, Es, par, yf.astype(np.int64), G, chain, by_n, other
+    return n, noff, Vs, Es, par, yf.astype(np.int64), G, chain, by_n, other, packed
 
 
 # ------------------------------------------------------------------ bipartite matchings
