@@ -110,9 +110,52 @@ def memory_kb(model, X, Y, batch):
     return (kept - base) / 1024 / len(X), (peak - base) / 1024 / len(X)
 
 
+def worker_round(m, parts=2):
+    """A sharded worker's first round on chains, in this process: ``parts`` partitions of
+    ``m`` chains of bench_sharded (6 letters, 4 labels, 5 features) generated, prepared
+    (ShardedFrankWolfeLearner's _make_shard), checked and passed once, one after the other
+    as on a worker; CPU per example of each step, RSS over the warm process, and what
+    the shards hold (bench_sharded.held_mb)."""
+    from bench_sharded import current_rss_mb, held_mb, make_chain_partition
+    from structlp.learners import sharded
+    from structlp.structures import TreeLabeling
+    theta = np.random.default_rng(0).normal(size=4 * 5 + 4 * 4)
+    model, C = TreeLabeling(4), 1e-5
+    warm = sharded._make_shard(make_chain_partition(1, 500, theta), model, 0, None, {})
+    info = sharded._shard_info(warm, C)
+    sharded._local_pass(warm, info["w"], C, parts, [0, 0, 1], 1, True, 3, 10, 0)
+    del warm
+    gc.collect()
+    base, peak = current_rss_mb(), 0.0
+    cpu = dict(generate=0.0, prepare=0.0, first_pass=0.0)
+    shards = []
+    for k in range(parts):
+        t = time.process_time()
+        items = make_chain_partition(1000 + k, m, theta)
+        t1 = time.process_time()
+        shards.append(sharded._make_shard(items, model, k, None, {}))
+        del items
+        t2 = time.process_time()
+        info = sharded._shard_info(shards[-1], C)
+        sharded._local_pass(shards[-1], info["w"], C, parts, [0, k, 1], 1, True, 3, 10, 0)
+        t3 = time.process_time()
+        cpu["generate"] += t1 - t
+        cpu["prepare"] += t2 - t1
+        cpu["first_pass"] += t3 - t2
+        peak = max(peak, current_rss_mb())
+    held = held_mb(*[(sh.data, sh.blocks) for sh in shards])
+    n = parts * m
+    return dict(case=f"{parts} partitions of {m} chains", m=n,
+                **{k: 1e6 * v / n for k, v in cpu.items()},
+                held=held, grown=peak - base, ratio=(peak - base) / held,
+                load=os.getloadavg()[0])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=10000)
+    ap.add_argument("--worker-examples", type=int, default=100000,
+                    help="chains per partition of the in-process worker round (0: none)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
@@ -130,6 +173,8 @@ def main(argv=None):
                    peak_vec=pv, peak_ratio=pv / kv, load=os.getloadavg()[0])
         print(row, flush=True)
         rows.append(row)
+    worker = [worker_round(args.worker_examples)] if args.worker_examples else []
+    print(worker, flush=True)
     end = [round(x, 2) for x in os.getloadavg()]
     columns = [{"key": "case", "label": "examples of"},
                {"key": "m", "label": "examples"},
@@ -147,6 +192,19 @@ def main(argv=None):
                 "unit": "kB / example", "format": ".2f"},
                {"key": "peak_ratio", "label": "peak / kept, vectorised", "ratio": True},
                {"key": "load", "label": "load average after the case", "format": ".1f"}]
+    wcolumns = [{"key": "case", "label": "worker's share"},
+                {"key": "m", "label": "examples"},
+                {"key": "generate", "label": "generation", "unit": "CPU µs / example",
+                 "format": ".1f"},
+                {"key": "prepare", "label": "preparation (shard)", "unit": "CPU µs / example",
+                 "format": ".1f"},
+                {"key": "first_pass", "label": "scale check and first pass",
+                 "unit": "CPU µs / example", "format": ".1f"},
+                {"key": "held", "label": "prepared data held", "unit": "MB", "format": ".0f"},
+                {"key": "grown", "label": "RSS over the warm process, at most", "unit": "MB",
+                 "format": ".0f"},
+                {"key": "ratio", "label": "peak growth / prepared data", "ratio": True},
+                {"key": "load", "label": "load average", "format": ".1f"}]
     notes = [f"CPU time (time.process_time), median of {args.repeats} runs per path; the "
              "machine is shared, so the ratios (same run) mean more than the microseconds. "
              f"Load average at the start {started.get('load')}, at the end {end}.",
@@ -166,7 +224,11 @@ def main(argv=None):
                      floor=("per-example hooks", "the same prepare through the model's "
                             "hooks one example at a time (compiler.BATCH = False): the "
                             "previous release's path"),
-                     tables=[{"columns": columns, "rows": rows}], notes=notes,
+                     tables=[{"columns": columns, "rows": rows}]
+                     + ([{"caption": "A sharded worker's first round on chains, in one "
+                                     "process (the partitions one after the other)",
+                          "columns": wcolumns, "rows": worker}] if worker else []),
+                     notes=notes,
                      started=started)
 
 

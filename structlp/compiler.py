@@ -58,6 +58,16 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
     Returns
     -------
     TrainingData
+
+    Notes
+    -----
+    A model with a vectorised ``prepare_batch(X, Y, need_polytopes=, operators=)`` (the
+    built-in :class:`~structlp.structures.TreeLabeling` and
+    :class:`~structlp.structures.BipartiteMatching`) prepares the whole set from packed
+    arrays; it returns the data, or the index of the first example its checks cannot
+    accept, whose refusal the per-example hooks then word (or which they accept: then every
+    example goes through them), or None (not applicable).  Example ``X[0]`` always goes
+    through the hooks first.
     """
     X = check_sequence_of_examples(X, "X")
     Y = check_sequence_of_examples(Y, "Y")
@@ -72,7 +82,8 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
         got = batch(X, Y, need_polytopes=need_polytopes, operators=operators)
         if isinstance(got, TrainingData):
             return got
-        if got is not None:
+        if isinstance(got, (int, np.integer)) and not isinstance(got, bool) \
+                and 0 <= got < len(X):
             # the first example the vectorised checks suspect: its error (naming it) comes
             # from the per-example hooks; a suspicion they do not share (an input the
             # vectorised code does not handle) falls back to them for every example

@@ -429,3 +429,14 @@ def test_tree_shapes_at_once_match_the_per_tree_check():
             np.testing.assert_array_equal(a, b)
     for bad in ([-1, 2, 1, 2], [-1, -1, 0], [0, 1, 2], [-1, 5, 0], [-1, 1, 0], [-1, 0, -3]):
         assert _tree_shapes(np.array([-1, 0, 0] + bad), np.array([3, len(bad)])) == 1
+
+
+@pytest.mark.parametrize("junk", ["junk", True, -1, 99, 2.5])
+def test_a_prepare_batch_returning_something_else_is_ignored(junk):
+    class Odd(BipartiteMatching):
+        def prepare_batch(self, X, Y, need_polytopes=True, operators=False):
+            return junk
+
+    X, Y = assignments()
+    assert_same_data(prepare(Odd(), X, Y, operators=True),
+                     prepare(BipartiteMatching(), X, Y, operators=True))
