@@ -121,8 +121,10 @@ def worker_prepared_mb(dask_worker):
     """On a worker: MB held by the prepared partitions it keeps (their TrainingData and
     block stores), and their number."""
     shards = [v for v in dask_worker.data.values() if type(v).__name__ == "_Shard"]
+    others = [v for v in dask_worker.data.values() if type(v).__name__ != "_Shard"]
     return dict(mb=held_mb(*[(sh.data, sh.blocks) for sh in shards]), shards=len(shards),
-                rss_mb=current_rss_mb())
+                rss_mb=current_rss_mb(), other_results=len(others),
+                other_mb=held_mb(*others) if others else 0.0)
 
 
 def started(run):
