@@ -123,6 +123,7 @@ def worker_prepared_mb(dask_worker):
     shards = [v for v in dask_worker.data.values() if type(v).__name__ == "_Shard"]
     others = [v for v in dask_worker.data.values() if type(v).__name__ != "_Shard"]
     return dict(mb=held_mb(*[(sh.data, sh.blocks) for sh in shards]), shards=len(shards),
+                parts=sorted(sh.part for sh in shards),
                 rss_mb=current_rss_mb(), other_results=len(others),
                 other_mb=held_mb(*others) if others else 0.0)
 
