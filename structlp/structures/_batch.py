@@ -1,9 +1,12 @@
 """Vectorised preparation of a training set of chains and trees
 (:class:`~.tree_labeling.TreeLabeling`) and of bipartite matchings
 (:class:`~.bipartite_matching.BipartiteMatching`): what :func:`structlp.compiler.prepare`
-computes example by example through the models' hooks, made from one concatenated array
-per kind of data (node features, edge features, labels; edge features and assignments),
-the checks included as array operations.
+computes example by example through the models' hooks, for all examples at once: the
+features checked (and their rows' norms summed, for the scale check) by chunks of
+concatenated rows, the parents and labels packed, the loss coefficients and the true
+outputs by their nonzeros in one array each (:meth:`~structlp.compiler.SparseVectors.packed`),
+the checks as array operations.  The examples and their feature operators are made on
+access (:class:`_Packed`), so that no Python object per example is kept.
 
 The vectorised code accepts a narrow format only (the examples and outputs as numpy arrays
 of real dtypes, in a dict of arrays for trees); it never words a refusal.  It finds the
@@ -67,8 +70,8 @@ def _first_not_finite(A: np.ndarray, starts: np.ndarray, sq: Any = None) -> int:
 
 
 class _Packed(Sequence):
-    """The examples (or their part features) of a packed set, item ``i`` made when asked
-    from views of the packed arrays: an item read by index is kept (a learner's steps
+    """The examples (or their part features) of a prepared set, item ``i`` made when asked
+    from the checked arrays: an item read by index is kept (a learner's steps
     read their examples again and again), one met while iterating is not (the compiled
     passes read every example once, to pack it): no Python object per example is held
     unless a learner reads it by index."""
