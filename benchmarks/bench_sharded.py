@@ -81,6 +81,53 @@ def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def current_rss_mb():
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def held_mb(*roots):
+    """MB held by ``roots``: numpy buffers (each base array once, however many views share
+    it) and the Python objects that reach them (containers, instances' attributes), each
+    counted once by ``sys.getsizeof``; classes, modules and functions are not followed."""
+    import types
+    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+            types.MethodType)
+    seen, total, stack = set(), 0, list(roots)
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, skip):
+            continue
+        seen.add(id(o))
+        total += sys.getsizeof(o)
+        if isinstance(o, np.ndarray):
+            if o.base is not None:
+                stack.append(o.base)
+        elif isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            stack.extend(o)
+        else:
+            stack.extend(getattr(o, "__dict__", {}).values())
+            for k in type(o).__mro__:
+                for slot in getattr(k, "__slots__", ()):
+                    if hasattr(o, slot):
+                        stack.append(getattr(o, slot))
+    return total / 2 ** 20
+
+
+def worker_prepared_mb(dask_worker):
+    """On a worker: MB held by the prepared partitions it keeps (their TrainingData and
+    block stores), and their number."""
+    shards = [v for v in dask_worker.data.values() if type(v).__name__ == "_Shard"]
+    others = [v for v in dask_worker.data.values() if type(v).__name__ != "_Shard"]
+    return dict(mb=held_mb(*[(sh.data, sh.blocks) for sh in shards]), shards=len(shards),
+                parts=sorted(sh.part for sh in shards),
+                rss_mb=current_rss_mb(), other_results=len(others),
+                other_mb=held_mb(*others) if others else 0.0)
+
+
 def started(run):
     """The schema's machine dict from a raw run (older runs lack the CPU model: they were
     converted on the machine that ran them; their load was read at the end, so the table
@@ -110,6 +157,11 @@ def row_of(run):
            "before": run["driver_rss_before_cluster_mb"], "dpeak": run["driver_peak_rss_mb"],
            "ratio": run["driver_peak_rss_mb"] / run["driver_rss_before_cluster_mb"],
            "wpeak": ", ".join(f"{x:.0f}" for x in peak),
+           "wprep": (", ".join(f"{w['mb']:.0f}" for w in run["worker_prepared"])
+                     if run.get("worker_prepared") else None),
+           "wratio": (", ".join(f"{(w['peak_rss_mb'] - w['idle_rss_mb']) / w['mb']:.2f}"
+                                for w in run["worker_prepared"] if w["mb"] > 0)
+                      if run.get("worker_prepared") else None),
            "grow": 1024.0 * (sum(peak) - sum(idle)) / m,
            "sent": run["bytes_per_round"]["sent"],
            "received": run["bytes_per_round"]["received"],
@@ -141,6 +193,9 @@ def write_schema(path, doc):
                {"key": "dpeak", "label": "driver peak RSS", "unit": "MB", "format": ".0f"},
                {"key": "ratio", "label": "driver peak / floor", "ratio": True},
                {"key": "wpeak", "label": "workers' peak RSS", "unit": "MB"},
+               {"key": "wprep", "label": "workers' prepared data (at round 1)",
+                "unit": "MB"},
+               {"key": "wratio", "label": "workers' (peak - idle RSS) / prepared data"},
                {"key": "grow", "label": "workers' growth per example", "unit": "kB",
                 "format": ".1f"},
                {"key": "sent", "label": "sent per round", "unit": "bytes"},
@@ -155,6 +210,13 @@ def write_schema(path, doc):
              "compiled kernel call.  The driver process also runs the local scheduler.",
              "Workers' growth per example: the workers' peak RSS summed, less their RSS "
              "when idle, over the number of examples.",
+             "Workers' prepared data (later runs): what the prepared partitions a worker "
+             "holds after the first round reach (their TrainingData and block stores: numpy "
+             "buffers, each once, and the Python objects holding them, by sys.getsizeof; "
+             "preallocated but untouched pool pages count, so it can exceed the resident "
+             "memory); the ratio divides each worker's peak RSS less its idle RSS (with "
+             "--warmup: its RSS after a fit of 500 examples per partition, which loads the "
+             "imports and compiles the kernels) by it.",
              "Relative gap: the certified duality gap over the objective at the end of "
              "the fit; with a worker killed, its partitions are recomputed from their "
              "lineage and that round runs an exact gap check.",
@@ -212,6 +274,9 @@ def main(argv=None):
     ap.add_argument("--model", choices=("assignment", "chain"), default="assignment",
                     help="3 x 3 assignments (per-example oracles in Python) or chains of 6 "
                          "letters, 4 labels, 5 features (whole passes compiled)")
+    ap.add_argument("--warmup", action="store_true",
+                    help="fit 500 examples per partition first (imports, compiled kernels): "
+                         "the workers' RSS after it is the floor of the prepared-data ratio")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
 
@@ -236,12 +301,22 @@ def main(argv=None):
             distributed.Client(cluster, set_as_default=False) as client:
         client.run(lambda: None)
         rss_idle = client.run(peak_rss_mb)
+        rss_warm = None
+        if args.warmup:
+            ShardedFrankWolfeLearner(model, C=args.C, max_iter=2, random_state=0,
+                                     client=client, scheduler_timeout=120).fit(
+                [dask.delayed(make)(7 + k, 500, w0) for k in range(K)])
+            rss_warm = client.run(current_rss_mb)
         pids = list(client.run(os.getpid).values())
         parts = [dask.delayed(make)(1000 + k, sizes[k], w0) for k in range(K)]
         rounds = []
 
+        prepared = {}
+
         def on_round(info):
             rounds.append(dict(info))
+            if info["iteration"] == 1:        # the partitions are prepared and held
+                prepared.update(client.run(worker_prepared_mb))
             print(f"round {info['iteration']}: {info['time']:.1f} s, "
                   f"gap estimate {info['gap_estimate']:.4g}"
                   + (f", objective {info['objective']:.6g}, gap {info['duality_gap']:.3g}"
@@ -276,6 +351,10 @@ def main(argv=None):
         wall_s=wall, driver_cpu_s=driver_cpu, round_end_times_s=times,
         driver_peak_rss_mb=peak_rss_mb(), driver_rss_before_cluster_mb=rss_start,
         worker_peak_rss_mb=sorted(rss_workers.values()),
+        worker_prepared=[dict(prepared[k], peak_rss_mb=rss_workers[k],
+                              idle_rss_mb=(rss_warm or rss_idle).get(k))
+                         for k in sorted(prepared)],
+        warmup=bool(args.warmup),
         worker_rss_idle_mb=sorted(rss_idle.values()),
         bytes_per_round=est.bytes_per_round_,
         ratios=dict(driver_peak_over_floor=peak_rss_mb() / rss_start),

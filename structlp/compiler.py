@@ -58,12 +58,53 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
     Returns
     -------
     TrainingData
+
+    Notes
+    -----
+    A model with a vectorised ``prepare_batch(X, Y, need_polytopes=, operators=)`` (the
+    built-in :class:`~structlp.structures.TreeLabeling` and
+    :class:`~structlp.structures.BipartiteMatching`) prepares the whole set from packed
+    arrays; it returns the data, or the index of the first example its checks cannot
+    accept, whose refusal the per-example hooks then word (or which they accept: then every
+    example goes through them), or None (not applicable).  Example ``X[0]`` always goes
+    through the hooks first.
     """
     X = check_sequence_of_examples(X, "X")
     Y = check_sequence_of_examples(Y, "Y")
     if len(X) != len(Y):
         raise InvalidInputError(
             f"X and Y must have the same number of examples; got {len(X)} and {len(Y)}.")
+    batch = getattr(model, "prepare_batch", None)
+    if BATCH and batch is not None:
+        # the first example through the per-example hooks: the model's parameters and X[0]
+        # refused with their own messages before any array is made
+        prepare_examples(model, X, Y, [0], need_polytopes, operators, scale=False)
+        got = batch(X, Y, need_polytopes=need_polytopes, operators=operators)
+        if isinstance(got, TrainingData):
+            return got
+        if isinstance(got, (int, np.integer)) and not isinstance(got, bool) \
+                and 0 <= got < len(X):
+            # the first example the vectorised checks suspect: its error (naming it) comes
+            # from the per-example hooks; a suspicion they do not share (an input the
+            # vectorised code does not handle) falls back to them for every example
+            prepare_examples(model, X, Y, sorted({0, int(got)}), need_polytopes, operators,
+                             scale=False)
+    return prepare_examples(model, X, Y, range(len(X)), need_polytopes, operators)
+
+
+#: Whether :func:`prepare` uses a model's vectorised ``prepare_batch`` (tests switch it off
+#: to compare both paths).
+BATCH = True
+
+
+def prepare_examples(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
+                     indices: Any, need_polytopes: bool = True, operators: bool = False,
+                     scale: bool = True) -> TrainingData:
+    """:func:`prepare` of the examples ``X[i], Y[i]`` for ``i`` in ``indices`` (increasing),
+    one at a time through the model's hooks, each named by its index in ``X``: the
+    reference for a model's ``prepare_batch``, whose refusals it words.  ``scale``: the
+    scale check of the whole set (:func:`~structlp.utils.validation.check_scale`; its
+    errors name positions, so only with every example)."""
     from .model import FIRST_CHECKS
     Phis, polys, ds, Xs = [], [], [], []
     # with operators, the loss coefficients and true outputs are kept by their nonzeros
@@ -73,7 +114,8 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
     cs, mus = (SparseVectors(), SparseVectors()) if operators else ([], [])
     cache = PolytopeCache(model)
     n_features: Any = None
-    for i, (x, y) in enumerate(zip(X, Y)):
+    for i in indices:
+        x, y = X[i], Y[i]
         step = "check_x"             # the hook running, named if it raises
         try:
             x = model.check_x(x)
@@ -107,9 +149,26 @@ def prepare(model: StructuredModel, X: Sequence[Any], Y: Sequence[Any],
         ds.append(float(d))
         mus.append(mu)
         Xs.append(x)
-    bounds = check_scale(Phis, cs, ds)      # features whose squares would overflow float64
+    # features whose squares would overflow float64
+    bounds = check_scale(Phis, cs, ds) if scale else None
     return TrainingData(Phis, polys, cs, np.array(ds), mus, Xs,
                         Y, int(n_features), bounds)  # type: ignore[arg-type]  # Y: any sequence
+
+
+def own_hooks(model: StructuredModel, cls: type, names: Sequence[str]) -> bool:
+    """Whether every hook in ``names`` of ``model`` is ``cls``'s own definition: a subclass
+    (or an instance) that overrides one is prepared example by example, through its hooks
+    (the lowest override wins), never by ``cls``'s vectorised ``prepare_batch``."""
+    kind = type(model)
+    mine = getattr(model, "__dict__", {})
+    return isinstance(model, cls) and all(
+        getattr(kind, h, None) is getattr(cls, h, None) and not callable(mine.get(h))
+        for h in names)
+
+
+def first_false(ok: np.ndarray) -> int:
+    """The index of the first False of a boolean array, or its length when all are True."""
+    return int(np.argmin(ok)) if ok.size and not ok.all() else len(ok)
 
 
 #: The fit-time probe of a user decoder (:func:`probe_decoder`) skips polytopes of more
@@ -239,16 +298,45 @@ def needs_polytopes(model: StructuredModel) -> bool:
 class SparseVectors(Sequence):
     """A list of 1-D float vectors kept by their nonzeros; item ``i`` is the dense
     vector, made afresh (so that m dense part vectors are never held at once:
-    ``prepare(..., operators=True)`` stores ``c`` and ``mu_true`` so)."""
+    ``prepare(..., operators=True)`` stores ``c`` and ``mu_true`` so).
+
+    Made empty and grown by :meth:`append`, or all at once from packed arrays
+    (:meth:`packed`: one index and one value array for all vectors, no array per vector)."""
 
     def __init__(self, vectors: Any = ()) -> None:
         self._idx: List[np.ndarray] = []
         self._val: List[np.ndarray] = []
         self._len: List[int] = []
+        self._packed: Any = None          # (idx, val, offsets (m + 1,), sizes (m,))
         for v in vectors:
             self.append(v)
 
+    @classmethod
+    def packed(cls, idx: np.ndarray, val: np.ndarray, counts: np.ndarray,
+               sizes: np.ndarray) -> "SparseVectors":
+        """The vectors whose nonzeros are ``idx[o_i:o_i + counts[i]]`` (positions, increasing)
+        and ``val[...]`` (their values), of lengths ``sizes``, with ``o = cumsum(counts)``."""
+        out = cls()
+        off = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=off[1:])
+        sizes = np.asarray(sizes, dtype=np.int64)
+        small = sizes.size == 0 or int(sizes.max()) < 2 ** 31
+        out._packed = (np.asarray(idx, dtype=np.int32 if small else np.int64),
+                       np.asarray(val, dtype=float), off, sizes)
+        return out
+
+    def _unpack(self) -> None:
+        """Packed storage to per-vector arrays (before an :meth:`append`)."""
+        if self._packed is not None:
+            n = len(self)
+            pairs = [self.nonzeros(i) for i in range(n)]
+            self._idx = [p[0] for p in pairs]
+            self._val = [p[1] for p in pairs]
+            self._len = [int(v) for v in self._packed[3]]
+            self._packed = None
+
     def append(self, v: Any) -> None:
+        self._unpack()
         v = np.asarray(v, dtype=float)
         idx = np.flatnonzero(v != 0)
         self._idx.append(idx.astype(np.int32) if v.size < 2 ** 31 else idx)
@@ -256,26 +344,32 @@ class SparseVectors(Sequence):
         self._len.append(v.size)
 
     def __len__(self):
-        return len(self._len)
+        return len(self._packed[3]) if self._packed is not None else len(self._len)
 
     def supports(self) -> List[np.ndarray]:
         """Each vector's nonzero positions (int64), without making the dense vectors."""
-        return [np.asarray(i, dtype=np.int64) for i in self._idx]
+        return [np.asarray(self.nonzeros(i)[0], dtype=np.int64) for i in range(len(self))]
 
     def sizes(self) -> List[int]:
         """Each vector's length."""
-        return list(self._len)
+        return self._packed[3].tolist() if self._packed is not None else list(self._len)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        v = np.zeros(self._len[i])
-        v[self._idx[i]] = self._val[i]
+        idx, val = self.nonzeros(i)
+        v = np.zeros(self._packed[3][i] if self._packed is not None else self._len[i])
+        v[idx] = val
         return v
 
     def nonzeros(self, i: int) -> Tuple[np.ndarray, np.ndarray]:
         """``(idx, vals)`` of vector ``i``."""
-        return self._idx[i], self._val[i]
+        if self._packed is None:
+            return self._idx[i], self._val[i]
+        idx, val, off, _ = self._packed
+        i = range(len(off) - 1)[i]            # negative indices, and out of range refused
+        b, e = off[i], off[i + 1]
+        return idx[b:e], val[b:e]
 
 
 @functools.lru_cache(maxsize=64)

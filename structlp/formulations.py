@@ -50,20 +50,24 @@ class TrainingData:
 
     Attributes
     ----------
-    Phi : list of (L_i, d) arrays or sparse matrices
+    Phi : sequence of (L_i, d) arrays or sparse matrices (or feature operators)
     polytopes : list of Polytope (None for certificate formulations)
-    c : list of (L_i,) arrays; d : (m,) array — the loss ``d_i + c_i . mu``
-    mu_true : list of (L_i,) 0/1 arrays
-    X, Y : the examples as given
+    c : sequence of (L_i,) arrays; d : (m,) array — the loss ``d_i + c_i . mu``
+    mu_true : sequence of (L_i,) 0/1 arrays
+    X, Y : the checked examples, the outputs as given
+
+    The sequences are lists, or (from a model's vectorised ``prepare_batch``) sequences
+    whose items are made on access from packed arrays
+    (:class:`~structlp.compiler.SparseVectors` for ``c`` and ``mu_true``).
     """
 
-    Phi: list
+    Phi: Sequence[Any]
     polytopes: list
-    c: list
+    c: Sequence[Any]
     d: np.ndarray
-    mu_true: list
-    X: list
-    Y: list
+    mu_true: Sequence[Any]
+    X: Sequence[Any]
+    Y: Sequence[Any]
     n_features: int
     #: ``(G, Lambda)`` of :func:`~structlp.utils.validation.check_scale` (each example's
     #: joint-feature and loss bounds), computed once by ``prepare`` for the learners' check

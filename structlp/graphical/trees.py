@@ -127,7 +127,7 @@ def check_tree_example(x: Any, name: str = "x") -> TreeExample:
     missing = [k for k in ("node_features", "edge_features", "parents") if k not in x]
     if missing:
         raise InvalidInputError(f"{name} is missing the key(s) {missing}.")
-    par, order, edge_child, edge_of = _tree_shape(x["parents"], f"{name}['parents']")
+    par, order, edge_child, edge_of = tree_shape(x["parents"], f"{name}['parents']")
     n = len(par)
     V = check_finite_array(x["node_features"], f"{name}['node_features']", ndim=2)
     if V.shape[0] != n:
@@ -146,9 +146,10 @@ def check_tree_example(x: Any, name: str = "x") -> TreeExample:
 _TREE_SHAPES: dict = {}     # parent array's bytes -> its checked shape arrays (read-only)
 
 
-def _tree_shape(parents, name):
-    """``(parents, order, edge_child, edge_of)`` of a parent array, checked once per
-    distinct integer array (a data set of chains has one per length) and shared."""
+def tree_shape(parents: ArrayLike, name: str = "parents") -> Tuple[np.ndarray, ...]:
+    """``(parents, order, edge_child, edge_of)`` of a parent array (:func:`check_parents`,
+    the same errors), checked once per distinct integer array (a data set of chains has
+    one per length) and shared (read-only)."""
     key = None
     if isinstance(parents, np.ndarray) and parents.ndim == 1 and parents.dtype.kind in "iu":
         key = (parents.dtype.str, parents.tobytes())
@@ -159,7 +160,7 @@ def _tree_shape(parents, name):
     edge_child = np.flatnonzero(par >= 0)
     edge_of = np.full(len(par), -1, dtype=np.int64)
     edge_of[edge_child] = np.arange(len(par) - 1)
-    shape = (par, order, edge_child, edge_of)
+    shape: Tuple[np.ndarray, ...] = (par, order, edge_child, edge_of)
     if key is not None:
         shape = tuple(frozen(a) for a in shape)     # immutable: the kernels check it once
         if len(_TREE_SHAPES) > 4096:

@@ -78,9 +78,12 @@ class _Shard:
 
     def __init__(self, model, items, part, solver, opts, pairwise=True):
         xs, ys = _split_pairs(items, part)
+        from ..structures.tree_labeling import TreeLabeling
+        # chains and trees with pairwise steps: max-sum on the compiled path, no polytopes
+        # (as FrankWolfeLearner); the arrays made by TreeLabeling.prepare_batch
+        need = needs_polytopes(model) and not (pairwise and type(model) is TreeLabeling)
         try:
-            data = prepare(model, xs, ys, need_polytopes=needs_polytopes(model),
-                           operators=True)
+            data = prepare(model, xs, ys, need_polytopes=need, operators=True)
         except (InvalidInputError, DeclarationError) as exc:   # (OracleError included)
             raise type(exc)(f"Partition {part} of X: {exc}") from None
         polys = data.polytopes if all(p is not None for p in data.polytopes) else None
@@ -455,9 +458,21 @@ class ShardedFrankWolfeLearner(StructuredPredictorMixin, BaseEstimator):
         K = len(parts)
         import dask
 
+        # partition k made and prepared on worker k mod W (its generation and its shard on
+        # one worker, the partitions spread evenly; another worker if that one is lost):
+        # no partition's examples or shard cross the network, which doubles their memory
+        try:
+            workers = sorted(call_supervised(client, timeout, client.scheduler_info)
+                             .get("workers", {}))
+        except Exception:
+            workers = []
+
         def build(k):
+            where = (dict(workers=[workers[k % len(workers)]], allow_other_workers=True)
+                     if workers else {})
             return client.compute(dask.delayed(_make_shard)(
-                parts[k], self.model, k, p["solver"], p["opts"], bool(self.pairwise)))
+                parts[k], self.model, k, p["solver"], p["opts"], bool(self.pairwise)),
+                **where)
 
         shards = [build(k) for k in range(K)]
         infos = self._gather_each(client, timeout, [client.submit(_shard_info, s, C)

@@ -104,6 +104,28 @@ class BipartiteMatching(StructuredModel):
     def n_parts(self, x: Any) -> int:
         return x.shape[0] * x.shape[1]
 
+    #: The hooks :meth:`prepare_batch` computes at once: a subclass (or instance) that
+    #: overrides any of them is prepared example by example (the lowest override wins).
+    BATCH_HOOKS = ("check_x", "n_parts", "features", "feature_operator", "polytope",
+                   "polytope_key", "encode", "loss", "loss_coefficients", "inference",
+                   "inference_parts", "checked_output", "checked_loss", "checked_features",
+                   "checked_feature_operator", "checked_polytope", "loss_hook",
+                   "decoder_hook", "_params", "_weights", "prepare_batch")
+
+    def prepare_batch(self, X: Any, Y: Any, need_polytopes: bool = True,
+                      operators: bool = False) -> Any:
+        """What :func:`structlp.compiler.prepare` computes through the hooks, for all
+        examples at once from their stacked edge features and assignments (the checks as
+        array operations): the :class:`~structlp.formulations.TrainingData`; or the index
+        of the first example the vectorised checks cannot accept (``prepare`` words its
+        refusal through the hooks); or None where it does not apply (edge weights,
+        examples of several shapes, a subclass overriding one of :attr:`BATCH_HOOKS`)."""
+        from ..compiler import own_hooks
+        from ._batch import prepare_matchings
+        if not own_hooks(self, BipartiteMatching, self.BATCH_HOOKS):
+            return None
+        return prepare_matchings(self, list(X), list(Y), need_polytopes, operators)
+
     def features(self, x: Any) -> Any:
         return x.reshape(-1, x.shape[2])
 

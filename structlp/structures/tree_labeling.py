@@ -10,7 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
-from ..utils.validation import check_bool, check_finite_array, check_scalar
+from ..utils.validation import (check_bool, check_finite_array, check_scalar,
+                                row_norm_sums)
 from ..graphical.losses import check_loss
 from ..graphical.trees import (check_labels, check_tree_example, encode, local_polytope,
                          node_weights_of, part_features, score, tree_marginals,
@@ -108,6 +109,29 @@ class TreeLabeling(StructuredModel):
     def n_parts(self, x: Any) -> int:
         k = self._k()
         return x.n_nodes * k + (x.n_nodes - 1) * k * k
+
+    #: The hooks :meth:`prepare_batch` computes at once: a subclass (or instance) that
+    #: overrides any of them is prepared example by example (the lowest override wins).
+    BATCH_HOOKS = ("check_x", "n_parts", "features", "feature_operator", "polytope",
+                   "polytope_key", "encode", "loss", "loss_coefficients", "inference",
+                   "inference_parts", "checked_output", "checked_loss", "checked_features",
+                   "checked_feature_operator", "checked_polytope", "loss_hook",
+                   "decoder_hook", "_k", "prepare_batch")
+
+    def prepare_batch(self, X: Any, Y: Any, need_polytopes: bool = True,
+                      operators: bool = False) -> Any:
+        """What :func:`structlp.compiler.prepare` computes through the hooks, for all
+        examples at once from their packed node features, edge features and labels (the
+        checks as array operations): the :class:`~structlp.formulations.TrainingData`;
+        or the index of the first example the vectorised checks cannot accept (``prepare``
+        words its refusal through the hooks); or None where it does not apply (the
+        explicit features, ``operators=False``; callable node weights; a subclass
+        overriding one of :attr:`BATCH_HOOKS`)."""
+        from ..compiler import own_hooks
+        from ._batch import prepare_trees
+        if not own_hooks(self, TreeLabeling, self.BATCH_HOOKS):
+            return None
+        return prepare_trees(self, list(X), list(Y), need_polytopes, operators)
 
     def features(self, x: Any) -> Any:
         if sp.issparse(x.node_features):    # one example's node features, densified here
@@ -212,6 +236,12 @@ class TreeFeatures(PartFeatures):
         edge = self.Ef.dot(w[kdv:].reshape(k * k, -1).T)                  # (m, k^2)
         return np.concatenate((np.asarray(node).ravel(), edge.ravel()))
 
+    def norm_bound(self) -> float:
+        """The sum of the rows' norms of the part features, ``k sum_i |V_i| + k^2 sum_e
+        |E_e|`` (each node's features are in ``k`` rows, each edge's in ``k^2``): the
+        bound of :func:`~structlp.utils.validation.check_scale`."""
+        return float(feature_norm_sums(self.V, self.Ef, [0], [0], self.k)[0])
+
     def joint(self, mu: np.ndarray) -> np.ndarray:
         k, nk = self.k, self.nk
         mu = np.asarray(mu, dtype=float)
@@ -233,6 +263,15 @@ class TreeFeatures(PartFeatures):
                                                           first.Ef.shape[1]) for op in ops):
             return None
         return _StackedTreeFeatures(ops)
+
+
+def feature_norm_sums(V: Any, Ef: Any, node_starts: Any, edge_starts: Any,
+                      k: int) -> np.ndarray:
+    """:meth:`TreeFeatures.norm_bound` of several examples whose node features (N, d_v) and
+    edge features (M, d_e) are packed, example ``i``'s starting at rows ``node_starts[i]``
+    and ``edge_starts[i]``: shape (m,)."""
+    return (k * row_norm_sums(V, node_starts)
+            + (k * k) * row_norm_sums(Ef, edge_starts))
 
 
 def _vstack(blocks):

@@ -226,24 +226,43 @@ def _safe_norm(v: np.ndarray) -> float:
     return top * float(np.linalg.norm(v / top)) if top > 0 else 0.0
 
 
+def row_norm_sums(M: Any, starts: Any, sq: Optional[np.ndarray] = None) -> np.ndarray:
+    """The sum of the rows' 2-norms of each segment of rows of ``M`` (dense (R, d) or
+    scipy.sparse): segment ``s`` is rows ``starts[s]`` to ``starts[s + 1] - 1`` (the last
+    to the end), ``starts`` non-decreasing; shape (len(starts),).  The squares are summed
+    in one pass; rows whose squares overflow are normed again by scaling (inf for a row
+    that is not finite).  Summed in row order, so a segment's sum does not depend on the
+    rows around it.  ``sq``: the rows' sums of squares of a dense ``M``, when at hand."""
+    starts = np.asarray(starts, dtype=np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if sq is not None:
+            A: Any = M
+        elif sp.issparse(M):
+            A = sp.csr_array(M, dtype=float)
+            sq = np.asarray(A.multiply(A).sum(axis=1), dtype=float).ravel()
+        else:
+            A = np.asarray(M, dtype=float)
+            sq = np.einsum("ij,ij->i", A, A)
+        rn = np.sqrt(sq)
+    for r in np.flatnonzero(~(rn < 1e150)):       # overflowed (or not finite)
+        row = A[[r]].toarray() if sp.issparse(A) else A[r]
+        rn[r] = _safe_norm(row)
+    seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(rn))))
+    return np.bincount(seg, weights=rn, minlength=len(starts))
+
+
 def _joint_bound(P: Any) -> float:
     """``G >= |Phi^T delta|_2`` for every ``delta`` in ``[-1, 1]^L``: the sum of the row
-    norms of an explicit matrix; for a factored operator (no entries to read) the larger
-    of ``|Phi^T 1|`` and ``sqrt(L) |Phi^T r|`` for fixed random signs ``r`` (an estimate
-    of the same sum, within a small factor)."""
+    norms of an explicit matrix (:func:`row_norm_sums`), or of a factored operator that
+    computes it (its ``norm_bound()``); for other factored operators (no entries to read)
+    the larger of ``|Phi^T 1|`` and ``sqrt(L) |Phi^T r|`` for fixed random signs ``r`` (an
+    estimate of the same sum, within a small factor)."""
     M = getattr(P, "matrix", P)
     if sp.issparse(M) or isinstance(M, np.ndarray):
-        A: Any = sp.csr_array(M, dtype=float) if sp.issparse(M) else np.asarray(M, dtype=float)
-        vals = np.asarray(A.data if sp.issparse(A) else A)
-        top = float(np.max(np.abs(vals))) if vals.size else 0.0
-        if not math.isfinite(top):
-            return math.inf
-        if top == 0:
-            return 0.0
-        B: Any = A / top
-        sq = np.asarray(B.multiply(B).sum(axis=1)).ravel() if sp.issparse(B) \
-            else (B * B).sum(axis=1)
-        return top * float(np.sqrt(sq).sum())
+        return float(row_norm_sums(M, [0])[0])
+    bound = getattr(P, "norm_bound", None)
+    if bound is not None:
+        return float(bound())
     L = int(P.shape[0])
     ones, r = _probes(L)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -1,0 +1,454 @@
+"""Vectorised preparation of a training set of chains and trees
+(:class:`~.tree_labeling.TreeLabeling`) and of bipartite matchings
+(:class:`~.bipartite_matching.BipartiteMatching`): what :func:`structlp.compiler.prepare`
+computes example by example through the models' hooks, for all examples at once: the
+features checked (and their rows' norms summed, for the scale check) by chunks of
+concatenated rows, the parents and labels packed, the loss coefficients and the true
+outputs by their nonzeros in one array each (:meth:`~structlp.compiler.SparseVectors.packed`),
+the checks as array operations.  The examples and their feature operators are made on
+access (:class:`_Packed`), so that no Python object per example is kept.
+
+The vectorised code accepts a narrow format only (the examples and outputs as numpy arrays
+of real dtypes, in a dict of arrays for trees); it never words a refusal.  It finds the
+first example it cannot accept (``suspect``): a prefix of the set is scanned again until
+no earlier example is suspect, so that the suspect is the first example any of the checks
+refuses, and :func:`~structlp.compiler.prepare` then runs the per-example hooks on it, which
+raise their own error naming it (or, when they accept it, an input only the hooks handle,
+prepare every example through them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Callable, Iterator, List, Union
+
+import numpy as np
+
+from ..compiler import PolytopeCache, SparseVectors, first_false
+from ..formulations import TrainingData
+from ..graphical.losses import check_loss
+from ..graphical.trees import TreeExample, tree_shape
+from ..utils.validation import check_scale, row_norm_sums
+
+#: What a vectorised preparation returns: the prepared data, the first suspect example,
+#: or None (the set or the model is outside what it handles: every example by the hooks).
+Prepared = Union[TrainingData, int, None]
+
+_REAL = "biuf"
+
+
+def _first_suspect(scan: Callable[[int], Any], m: int) -> Any:
+    """``scan(end)`` of the examples ``0..end-1`` returns their arrays or the first suspect
+    among them; scanned again on the prefix before a suspect until none is: returns the
+    arrays of all ``m`` examples, or the first suspect (an int)."""
+    end = m
+    while True:
+        got = scan(end)
+        if not isinstance(got, (int, np.integer)):
+            return got if end == m else end
+        if got == 0:
+            return 0
+        end = int(got)
+
+
+def _example_of(row: int, starts: np.ndarray) -> int:
+    """The example whose rows (from ``starts``, increasing) hold packed row ``row``."""
+    return int(np.searchsorted(starts, row, side="right") - 1)
+
+
+def _first_not_finite(A: np.ndarray, starts: np.ndarray, sq: Any = None) -> int:
+    """The first example with a non-finite entry in its rows of ``A`` (rows from
+    ``starts``), or ``len(starts)``; ``sq``: the rows' sums of squares if at hand (a row
+    whose sum is finite is finite)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = A.sum(axis=tuple(range(1, A.ndim))) if sq is None else sq
+    rows = np.flatnonzero(~np.isfinite(s))
+    if rows.size:
+        flat = A[rows].reshape(len(rows), -1)
+        rows = rows[~np.isfinite(flat).all(axis=1)]
+    return _example_of(int(rows[0]), starts) if rows.size else len(starts)
+
+
+class _Packed(Sequence):
+    """The examples (or their part features) of a prepared set, item ``i`` made when asked
+    from the checked arrays: an item read by index is kept (a learner's steps
+    read their examples again and again), one met while iterating is not (the compiled
+    passes read every example once, to pack it): no Python object per example is held
+    unless a learner reads it by index."""
+
+    def __init__(self, m: int) -> None:
+        self._m = m
+        self._kept: dict = {}
+
+    def _make(self, i: int) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return self._m
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._m))]
+        i = range(self._m)[i]                   # negative indices; IndexError past the end
+        item = self._kept.get(i)
+        if item is None:
+            item = self._kept[i] = self._make(i)
+        return item
+
+    def __iter__(self) -> Iterator[Any]:
+        kept = self._kept
+        for i in range(self._m):
+            item = kept.get(i)
+            yield item if item is not None else self._make(i)
+
+
+class _Trees(_Packed):
+    """Tree examples (:class:`~structlp.graphical.trees.TreeExample`) of the checked node
+    and edge features ``Vs``, ``Es`` (the given arrays, as float) and their checked shapes:
+    ``shapes[i]`` a shared tuple (chains: one per length), or an int ``j``, the ``j``-th
+    tree of ``packed`` (read-only parents, order, edge_child, edge_of of the other trees,
+    node offsets, edge offsets)."""
+
+    def __init__(self, Vs, Es, shapes, packed=None):
+        super().__init__(len(Vs))
+        self.Vs, self.Es, self.shapes, self.packed = Vs, Es, shapes, packed
+
+    def _make(self, i):
+        shape = self.shapes[i]
+        if type(shape) is int:
+            par, order, child, edge_of, off, eoff = self.packed
+            b, e, f, g = off[shape], off[shape + 1], eoff[shape], eoff[shape + 1]
+            shape = (par[b:e], order[b:e], child[f:g], edge_of[b:e])
+        return TreeExample(self.Vs[i], self.Es[i], *shape)
+
+
+def _tree_shapes(P, n):
+    """:func:`~structlp.graphical.trees.tree_shape` of several parent arrays at once: ``P``
+    their entries packed (local node indices), ``n`` their lengths.  Returns the first
+    array that is not a tree (one root, parents in range, no node its own parent, every
+    node reaching the root), or the packed read-only ``(parents, order, edge_child,
+    edge_of, node offsets, edge offsets)``, ``order`` the breadth-first order of
+    :func:`~structlp.graphical.trees.check_parents` (children by index)."""
+    m, N = len(n), len(P)
+    off = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(n, out=off[1:])
+    ex = np.repeat(np.arange(m), n)
+    loc = np.arange(N) - off[ex]
+    bad = (P < -1) | (P >= n[ex]) | (P == loc)
+    ok = (np.bincount(ex, weights=P == -1, minlength=m) == 1)
+    ok &= np.bincount(ex, weights=bad, minlength=m) == 0
+    if not ok.all():
+        return first_false(ok)
+    up = np.where(P >= 0, P + off[ex], np.arange(N))      # each node's parent; roots: self
+    root = np.flatnonzero(P == -1)                         # one per example, in order
+    depth, jump = (P >= 0).astype(np.int64), up.copy()
+    for _ in range(int(np.ceil(np.log2(max(int(n.max()), 2)))) + 1):
+        depth = depth + depth[jump]
+        jump = jump[jump]
+    ok = jump == root[ex]                                  # reached the root: no cycle
+    if not ok.all():
+        return int(ex[first_false(ok)])
+    # breadth-first ranks, level by level: by the parent's rank, then by index
+    rank = np.zeros(N, dtype=np.int64)
+    taken = np.ones(m, dtype=np.int64)
+    by_depth = np.argsort(depth, kind="stable")
+    cuts = np.searchsorted(depth[by_depth], np.arange(1, int(depth.max()) + 2))
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        nodes = by_depth[a:b]
+        nodes = nodes[np.lexsort((nodes, rank[up[nodes]], ex[nodes]))]
+        exs = ex[nodes]
+        rank[nodes] = taken[exs] + np.arange(len(nodes)) - np.searchsorted(exs, exs)
+        taken += np.bincount(exs, minlength=m)
+    order = np.empty(N, dtype=np.int64)
+    order[off[ex] + rank] = loc
+    child = np.flatnonzero(P >= 0)
+    eoff = off - np.arange(m + 1)
+    edge_of = np.full(N, -1, dtype=np.int64)
+    edge_of[child] = np.arange(len(child)) - eoff[ex[child]]
+    out = (P.astype(np.int64), order, loc[child], edge_of)
+    for a in out:
+        a.flags.writeable = False
+    return out + (off, eoff)
+
+
+class _TreeOps(_Packed):
+    """The factored part features (:class:`~.tree_labeling.TreeFeatures`) of ``_Trees``."""
+
+    def __init__(self, trees, k):
+        super().__init__(len(trees))
+        self.trees, self.k = trees, k
+
+    def _make(self, i):
+        from .tree_labeling import TreeFeatures
+        x = self.trees._kept.get(i)
+        return TreeFeatures(x if x is not None else self.trees._make(i), self.k)
+
+
+class _Rows(_Packed):
+    """The checked arrays ``A[i]`` (``parts``: reshaped to (L, d), the explicit part
+    features; ``operator``: as :class:`~structlp.part_features.MatrixFeatures`)."""
+
+    def __init__(self, A, parts=False, operator=False):
+        super().__init__(len(A))
+        self.A, self.parts, self.operator = A, parts, operator
+
+    def _make(self, i):
+        a = self.A[i]
+        if self.parts:
+            a = a.reshape(-1, a.shape[-1])
+        if self.operator:
+            from ..part_features import MatrixFeatures
+            a = MatrixFeatures(a)
+        return a
+
+
+#: Examples per chunk of the checks and norms (the arrays of one chunk are made at once).
+CHUNK = 1024
+
+
+def _as_float(arrays):
+    """The arrays as float64 (the same objects when they are: what the hooks keep)."""
+    return [a if a.dtype == np.float64 else a.astype(float) for a in arrays]
+
+
+def _checked_norms(arrays, a, starts=None):
+    """The first example of ``arrays[a:]`` (one chunk) with a non-finite entry (its index
+    in the whole set), or the sums of its rows' norms per example (``row_norm_sums``,
+    over the rows of each array, 2-D; ``starts``: its rows' starts in the chunk)."""
+    A = np.concatenate(arrays, axis=0) if arrays[0].ndim == 2 else np.stack(arrays)
+    A = A.reshape(-1, A.shape[-1])
+    if starts is None:
+        starts = np.arange(len(arrays), dtype=np.int64) * (len(A) // max(len(arrays), 1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.einsum("ij,ij->i", A, A)
+    bad = _first_not_finite(A, starts, sq)
+    if bad < len(arrays):
+        return a + bad
+    return row_norm_sums(A, starts, sq)
+
+
+# ------------------------------------------------------------------ trees and chains
+def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
+                  operators: bool) -> Prepared:
+    """:func:`~structlp.compiler.prepare` of tree examples (``operators=True``; node weights
+    None or "position"), from packed arrays: see the module docstring."""
+    nw = model.node_weights
+    if not operators or not (nw is None or (isinstance(nw, str) and nw == "position")):
+        return None
+    k = int(model._k())
+    L = check_loss(model.loss, k, owner="TreeLabeling")[1]
+    m = len(X)
+    x0 = X[0]
+    if type(x0) is not dict or type(x0.get("node_features")) is not np.ndarray \
+            or type(x0.get("edge_features")) is not np.ndarray:
+        return None
+    dv, de = x0["node_features"].shape[-1], x0["edge_features"].shape[-1]
+    got = _first_suspect(lambda end: _scan_trees(X, Y, end, k, dv, de), m)
+    if isinstance(got, (int, np.integer)):
+        return int(got)
+    n, noff, Vs, Es, par, lab, G, chain, by_n, other, packed = got
+    sizes = n * k + (n - 1) * (k * k)
+    c, lam = _node_losses(model, L, k, n, noff, lab, sizes)
+    # the true outputs: node indicators i k + y_i, then edge indicators n k + e k^2 + ab
+    ex = np.repeat(np.arange(m), n)                       # the example of each node
+    local = np.arange(len(ex)) - noff[ex]
+    child = np.flatnonzero(par >= 0)                       # each edge's child, packed
+    ee = ex[child]
+    e_local = np.arange(len(child)) - (noff[ee] - ee)
+    parent = par[child] + noff[ee]
+    counts = 2 * n - 1
+    mo = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(counts, out=mo[1:])
+    idx = np.empty(int(mo[-1]), dtype=np.int64)
+    idx[mo[ex] + local] = local * k + lab
+    idx[mo[ee] + n[ee] + e_local] = (n[ee] * k + e_local * (k * k) + lab[parent] * k
+                                     + lab[child])
+    del ex, local, child, ee, e_local, parent
+    mu = SparseVectors.packed(idx, np.ones(len(idx)), counts, sizes)
+    # the scale check (:func:`check_scale`, its errors) from the rows' norms
+    bounds = check_scale(None, None, None, bounds=(G, lam))   # type: ignore[arg-type]
+    shapes = [by_n.get(v) for v in n.tolist()]
+    for j, i in enumerate(other.tolist()):
+        shapes[i] = j
+    Xs = _Trees(Vs, Es, shapes, packed)
+    polys: list = [None] * m
+    if need_polytopes:                  # one polytope per distinct tree
+        cache = PolytopeCache(model)
+        ci = np.flatnonzero(chain)
+        lens, at = np.unique(n[ci], return_index=True)
+        of_n = {int(v): cache.get(Xs._make(int(ci[j])), int(ci[j]), int(sizes[ci[j]]))
+                for v, j in zip(lens, at)}
+        polys = [of_n.get(v) for v in n.tolist()]
+        for i in other.tolist():
+            polys[i] = cache.get(Xs._make(i), i, int(sizes[i]))
+    return TrainingData(_TreeOps(Xs, k), polys, c, np.zeros(m), mu, Xs,  # type: ignore
+                        Y, k * dv + k * k * de, bounds)
+
+
+def _node_losses(model, L, k, n, noff, lab, sizes):
+    """The loss coefficients ``c[i k + a] = w_i L[a, y_i]`` of the node parts (node weights
+    None or "position", normalized or not) by their nonzeros, and each example's
+    ``sum |c|``; made by chunks of examples (two passes: the nonzeros counted, then
+    written in place)."""
+    m = len(n)
+    position = model.node_weights is not None
+    normalize = bool(model.normalize_weights)
+
+    def chunk(a, b):
+        lo, hi = int(noff[a]), int(noff[b])
+        exl = np.repeat(np.arange(b - a), n[a:b])
+        w = np.ones(hi - lo)
+        if position or normalize:
+            loc = np.arange(hi - lo) - (noff[a:b] - lo)[exl]
+            if position:
+                w = (loc + 1).astype(float)
+            if normalize:
+                nn = n[a:b]
+                s = nn.astype(float) if not position else (nn * (nn + 1) / 2).astype(float)
+                w = w / s[exl]
+        return w[:, None] * L[:, lab[lo:hi]].T, exl        # (nodes, k)
+
+    cnt = np.zeros(m, dtype=np.int64)
+    for a in range(0, m, CHUNK):
+        b = min(m, a + CHUNK)
+        Cn, exl = chunk(a, b)
+        cnt[a:b] = np.bincount(exl, weights=np.count_nonzero(Cn, axis=1), minlength=b - a)
+    off = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(cnt, out=off[1:])
+    small = int(sizes.max()) < 2 ** 31
+    idx = np.empty(int(off[-1]), dtype=np.int32 if small else np.int64)
+    val = np.empty(int(off[-1]))
+    lam = np.zeros(m)
+    for a in range(0, m, CHUNK):
+        b = min(m, a + CHUNK)
+        Cn, exl = chunk(a, b)
+        r, col = np.nonzero(Cn)                            # by node, then label
+        v = Cn[r, col]
+        lo = int(noff[a])
+        idx[off[a]:off[b]] = (r - (noff[a:b] - lo)[exl[r]]) * k + col
+        val[off[a]:off[b]] = v
+        lam[a:b] = np.bincount(exl[r], weights=np.abs(v), minlength=b - a)
+    return SparseVectors.packed(idx, val, cnt, sizes), lam
+
+
+def _scan_trees(X, Y, end, k, dv, de):
+    """The checked arrays of the tree examples ``0..end-1``, or the first suspect."""
+    Xs, Ys = X[:end], Y[:end]
+    ok = np.fromiter((type(x) is dict for x in Xs), bool, end)
+    if not ok.all():
+        return first_false(ok)
+    Vs = [x.get("node_features") for x in Xs]
+    Es = [x.get("edge_features") for x in Xs]
+    Ps = [x.get("parents") for x in Xs]
+    nd = np.ndarray
+    ok = np.fromiter((type(v) is nd and type(e) is nd and type(p) is nd and type(y) is nd
+                      and v.ndim == 2 and e.ndim == 2 and p.ndim == 1 and y.ndim == 1
+                      and v.dtype.kind in _REAL and e.dtype.kind in _REAL
+                      and p.dtype.kind in "iu" and y.dtype.kind in "iuf"
+                      for v, e, p, y in zip(Vs, Es, Ps, Ys)), bool, end)
+    if not ok.all():
+        return first_false(ok)
+    n = np.fromiter(map(len, Ps), np.int64, end)
+    sv = np.array([v.shape for v in Vs], dtype=np.int64).reshape(end, 2)
+    se = np.array([e.shape for e in Es], dtype=np.int64).reshape(end, 2)
+    ny = np.fromiter(map(len, Ys), np.int64, end)
+    ok = ((n >= 1) & (sv[:, 0] == n) & (se[:, 0] == n - 1) & (sv[:, 1] == dv)
+          & (se[:, 1] == de) & (ny == n))
+    if not ok.all():
+        return first_false(ok)
+    noff = np.zeros(end + 1, dtype=np.int64)
+    np.cumsum(n, out=noff[1:])
+    # parent arrays: chains ([-1, 0, 1, ...]) at once, other trees by their shape (checked
+    # once per distinct array)
+    par = np.concatenate(Ps, dtype=np.int64, casting="unsafe")
+    local = np.arange(len(par)) - np.repeat(noff[:-1], n)
+    chain = np.logical_and.reduceat(par == local - 1, noff[:-1])
+    del local
+    by_n = {int(v): tree_shape(np.arange(-1, v - 1)) for v in np.unique(n[chain])}
+    other = np.flatnonzero(~chain)
+    packed = None
+    if other.size:
+        sel = np.repeat(~chain, n)
+        packed = _tree_shapes(par[sel], n[other])
+        if isinstance(packed, int):
+            return int(other[packed])
+    # finite features, and the sums of the rows' norms (the scale check), by chunks
+    Vs, Es = _as_float(Vs), _as_float(Es)
+    G = np.empty(end)
+    for a in range(0, end, CHUNK):
+        b = min(end, a + CHUNK)
+        gv = _checked_norms(Vs[a:b], a, noff[a:b] - noff[a])
+        if isinstance(gv, int):
+            return gv
+        eo = noff[a:b] - np.arange(a, b)
+        ge = _checked_norms(Es[a:b], a, eo - eo[0])
+        if isinstance(ge, int):
+            return ge
+        G[a:b] = k * gv + (k * k) * ge
+    yf = np.concatenate(Ys, dtype=float)
+    ok = np.isfinite(yf) & (yf == np.round(yf)) & (yf >= 0) & (yf < k)
+    if not ok.all():
+        return _example_of(first_false(ok), noff[:-1])
+    return n, noff, Vs, Es, par, yf.astype(np.int64), G, chain, by_n, other, packed
+
+
+# ------------------------------------------------------------------ bipartite matchings
+def prepare_matchings(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
+                      operators: bool) -> Prepared:
+    """:func:`~structlp.compiler.prepare` of assignments (examples of one shape, no edge
+    weights), from the stacked edge features and outputs: see the module docstring."""
+    if model.edge_weights is not None or type(X[0]) is not np.ndarray or X[0].ndim != 3:
+        return None
+    R, P = model._params()
+    shape = X[0].shape
+    m = len(X)
+    got = _first_suspect(lambda end: _scan_matchings(X, Y, end, shape, R, P,
+                                                     need_polytopes), m)
+    if isinstance(got, (int, np.integer)):
+        return int(got)
+    F, G, pos, counts = got
+    nr, nc, d = shape
+    L = nr * nc
+    sizes = np.full(m, L, dtype=np.int64)
+    mu = SparseVectors.packed(pos, np.ones(len(pos)), counts, sizes)
+    c = SparseVectors.packed(pos, -np.ones(len(pos)), counts, sizes)
+    dd = counts.astype(float)                   # d_i = sum(mu_i): the true edges
+    bounds = check_scale(None, None, None, bounds=(G, 2.0 * dd))  # type: ignore[arg-type]
+    polys: list = [None] * m
+    if need_polytopes:
+        poly = PolytopeCache(model).get(F[0], 0, L)
+        polys = [poly] * m
+    return TrainingData(_Rows(F, parts=True, operator=operators), polys, c, dd, mu,
+                        _Rows(F), Y, d, bounds)  # type: ignore[arg-type]
+
+
+def _scan_matchings(X, Y, end, shape, R, P, need_polytopes):
+    """The checked edge features of the examples ``0..end-1`` (the given arrays, as float),
+    their rows' norm sums, and their outputs' nonzeros (positions, counts), or the first
+    suspect."""
+    Xs, Ys = X[:end], Y[:end]
+    nd = np.ndarray
+    ok = np.fromiter((type(x) is nd and type(y) is nd and x.shape == shape
+                      and y.shape == shape[:2] and x.dtype.kind in _REAL
+                      and y.dtype.kind in _REAL for x, y in zip(Xs, Ys)), bool, end)
+    if not ok.all():
+        return first_false(ok)
+    F = _as_float(Xs)
+    G = np.empty(end)
+    pos, counts = [], np.zeros(end, dtype=np.int64)
+    for a in range(0, end, CHUNK):
+        b = min(end, a + CHUNK)
+        g = _checked_norms(F[a:b], a)
+        if isinstance(g, int):
+            return g
+        G[a:b] = g
+        Yf = np.stack(Ys[a:b]).astype(float, copy=False)
+        ok = ((Yf == 0) | (Yf == 1)).all(axis=(1, 2))      # NaN and infinities too
+        if need_polytopes:
+            ok &= (Yf.sum(axis=1) == R).all(axis=1) & (Yf.sum(axis=2) <= P).all(axis=1)
+        if not ok.all():
+            return a + first_false(ok)
+        ex, p = np.nonzero(Yf.reshape(b - a, -1))          # by example, then part
+        pos.append(p)
+        counts[a:b] = np.bincount(ex, minlength=b - a)
+    return F, G, np.concatenate(pos), counts
