@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: What to use where a structure has no exact log-partition or sampler.
 ALTERNATIVES = ("the SparseMAP layer (structlp.layers.sparsemap: sparse marginals over a few "
                 "outputs) or perturb-and-MAP (structlp.layers.fy_loss(kind='perturbed'): "
-                "samples of the argmax under Gumbel noise, through the model's MAP oracle)")
+                "argmaxes of Gaussian-perturbed scores, through the model's MAP oracle)")
 
 
 def check_example_scores(model: "StructuredModel", x: Any, scores: Any,
@@ -85,7 +85,8 @@ def log_partition(model: "StructuredModel", x: Any, scores: Any) -> Tuple[float,
     ``log_partition(x, scores)`` hook: sum-product on chains and trees
     (:class:`~structlp.structures.TreeLabeling`) and junction trees
     (:class:`~structlp.structures.JunctionTreeLabeling`), the matrix-tree theorem on
-    arborescences (:class:`~structlp.structures.Arborescence`).
+    arborescences (:class:`~structlp.structures.Arborescence`), forward-backward over
+    segments (:class:`~structlp.structures.SemiMarkov`).
 
     Parameters
     ----------
@@ -168,8 +169,8 @@ def sample(model: "StructuredModel", x: Any, scores: Any, n: int = 1,
     """``n`` independent exact samples of the Gibbs distribution ``p(y) ∝ exp(s . mu(y))``.
 
     By the model's ``sample(x, scores, n, rng)`` hook: forward filtering-backward
-    sampling on chains, trees and junction trees, sequential conditioning with the
-    matrix-tree theorem on arborescences.
+    sampling on chains, trees, junction trees and semi-Markov segmentations, sequential
+    conditioning with the matrix-tree theorem on arborescences.
 
     Parameters
     ----------

@@ -185,7 +185,8 @@ def k_best(model: "StructuredModel", x: Any, scores: Any, k: int) -> Tuple[List[
         \\{y^{(1)}, \\dots, y^{(k)}\\},
 
     by the model's ``k_best(x, scores, k)`` hook where it has one (chains and trees,
-    junction trees, assignments, arborescences: see :mod:`structlp.inference.kbest`),
+    junction trees, assignments, arborescences, semi-Markov segmentations: see
+    :mod:`structlp.inference.kbest`),
     else by Lawler-Murty partitioning over its inference LP (:func:`lawler_murty_lp`;
     exact when the output polytope is integral, which is checked on every LP answer).
 
