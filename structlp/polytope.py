@@ -494,7 +494,7 @@ class Polytope:
     def is_empty(self, solver: Optional[str] = None) -> bool:
         """Whether no point satisfies the constraints (a feasibility LP)."""
         import cvxpy as cp
-        from .solvers import check_solver
+        from .solvers import check_solver, silence_highs_banner
         mu = cp.Variable(self.n_columns)
         cons = []
         if self.n_ineq:
@@ -507,7 +507,9 @@ class Polytope:
         if fu.any():
             cons.append(mu[fu] <= self.ub[fu])
         prob = cp.Problem(cp.Minimize(0), cons)
-        prob.solve(solver=check_solver(solver, kind="LP"))
+        solver = check_solver(solver, kind="LP")
+        silence_highs_banner(solver)
+        prob.solve(solver=solver)
         return prob.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE)
 
     def violation(self, mu: ArrayLike) -> float:

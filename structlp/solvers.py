@@ -163,7 +163,7 @@ _REDIRECT: Dict[str, int] = {"depth": 0, "saved": -1}
 _HIGHS_BANNER = {"shown": False}
 
 
-def silence_highs_banner() -> None:
+def silence_highs_banner(solver: Optional[str] = None) -> None:
     """Keep HiGHS's banner ("Running HiGHS ...") out of every output of this process.
 
     HiGHS prints it on standard output, from C++ and whatever its options
@@ -171,7 +171,11 @@ def silence_highs_banner() -> None:
     made. That first one is made here, once, with file descriptor 1 pointed at the null
     device; every later one (structlp's inference LPs, cvxpy's HiGHS interface) prints
     nothing. Called before each of structlp's HiGHS solves; without highspy it does nothing.
+    With ``solver`` (a cvxpy solver name) it does something only for a solver that prints
+    such a banner (HiGHS).
     """
+    if solver is not None and solver not in _BANNER_SOLVERS:
+        return
     with _REDIRECT_LOCK:
         if _HIGHS_BANNER["shown"]:
             return
@@ -426,8 +430,7 @@ def solve(problem: Any, solver: str, solver_opts: Optional[Dict[str, Any]] = Non
         Wall-clock time of ``problem.solve``.
     """
     import cvxpy as cp      # a cvxpy problem was built, so cvxpy is already imported
-    if solver in _BANNER_SOLVERS:
-        silence_highs_banner()
+    silence_highs_banner(solver)
     opts = dict(solver_opts or {})
     shown = ", ".join(f"{k}={v!r}" for k, v in opts.items())
     limit = _TIME_LIMIT.get()

@@ -108,22 +108,6 @@ def check_n_parts(model: StructuredModel, x: Any, name: str = "x") -> int:
     return L
 
 
-_QUIET: list = []
-
-
-def quiet_highs() -> None:
-    """Construct HiGHS once through :func:`structlp.inference.new_highs`, which silences the
-    banner HiGHS prints on its first construction in a process (cvxpy's HiGHS interface,
-    used by the polytope checks, would print it on standard output)."""
-    if not _QUIET:
-        _QUIET.append(True)
-        try:
-            from ..inference import new_highs
-            new_highs()
-        except ImportError:          # pragma: no cover - highspy is a dependency
-            pass
-
-
 class ExampleOracle:
     """``argmax_{mu in Y(x)} s . mu`` for one checked example ``x``, as a 0/1 float vector.
 
@@ -153,7 +137,6 @@ class ExampleOracle:
     def polytope(self) -> Any:
         """The example's declared polytope (checked, bounded; cached per polytope_key)."""
         if self._poly is None:
-            quiet_highs()
             cache = polytope_cache(self.model)
             if cache is None:
                 cache = PolytopeCache(self.model)

@@ -32,6 +32,15 @@ PATHS = {
         solve(cp.Problem(cp.Maximize(np.arange(3.0) @ v), [v >= 0, cp.sum(v) <= 1]), "HIGHS")
         print("solved", round(float(v.value[2]), 6))
     """,
+    # a declared polytope's feasibility LP (Polytope.is_empty, run by the checks of a
+    # declared model's polytope and of its outputs)
+    "polytope": """
+        import cvxpy as cp
+        from structlp import Polytope
+        mu = cp.Variable(3)
+        P = Polytope.from_cvxpy(mu, [cp.sum(mu) == 1, mu >= 0, mu <= 1])
+        print("solved", P.is_empty())
+    """,
 }
 
 
