@@ -68,8 +68,9 @@ def _missing(model, what, owner):
     name = type(model).__name__
     return InvalidParameterError(
         f"{owner}: {name} has no exact {what} (it defines no {owner}(x, scores...) hook; "
-        "exact ones exist for TreeLabeling (chains, trees), JunctionTreeLabeling and "
-        "Arborescence, and for loopy graphs or general matchings the problem is #P-hard). "
+        "exact ones exist for TreeLabeling (chains, trees), JunctionTreeLabeling, "
+        "GraphLabeling with a junction tree, SemiMarkov and Arborescence, and for loopy "
+        "graphs or general matchings the problem is #P-hard). "
         f"Use {ALTERNATIVES}.")
 
 
