@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, List, Tuple
 import numpy as np
 
 from ..exceptions import InvalidParameterError, OracleError
-from ..utils.validation import check_finite_array, check_random_state, check_scalar
+from ..utils.validation import check_part_scores, check_random_state, check_scalar
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import StructuredModel
@@ -56,12 +56,8 @@ def check_example_scores(model: "StructuredModel", x: Any, scores: Any,
             f"model of {owner} must be a structlp StructuredModel; got {type(model).__name__}.")
     xc = model.check_x(x)
     L = int(model.n_parts(xc))
-    s = check_finite_array(scores, "scores", ndim=1)
-    if s.shape != (L,):
-        raise InvalidParameterError(
-            f"scores of {owner} must be the example's part scores, shape ({L},) "
-            f"(model.n_parts(x) = {L} for {type(model).__name__}); got shape {s.shape}.")
-    return xc, np.ascontiguousarray(s, dtype=float)
+    return xc, check_part_scores(scores, L, "scores", allow_int=True,
+                                 context=f"(model.n_parts(x) = {L} for {type(model).__name__})")
 
 
 def _missing(model, what, owner):
@@ -104,9 +100,11 @@ def log_partition(model: "StructuredModel", x: Any, scores: Any) -> Tuple[float,
 
     Raises
     ------
+    InvalidInputError
+        ``scores`` of the wrong shape or not finite.
     InvalidParameterError
-        ``scores`` of the wrong shape or not finite; a model without the hook (the
-        message names the alternatives: SparseMAP, perturb-and-MAP).
+        A model without the hook (the message names the alternatives: SparseMAP,
+        perturb-and-MAP).
 
     Examples
     --------
@@ -187,9 +185,11 @@ def sample(model: "StructuredModel", x: Any, scores: Any, n: int = 1,
 
     Raises
     ------
+    InvalidInputError
+        ``scores`` of the wrong shape or not finite.
     InvalidParameterError
-        Bad ``scores`` or ``n``; a model without an exact sampler (the message names
-        the alternatives: SparseMAP, perturb-and-MAP).
+        Bad ``n``; a model without an exact sampler (the message names the
+        alternatives: SparseMAP, perturb-and-MAP).
 
     Examples
     --------

@@ -206,7 +206,9 @@ def k_best(model: "StructuredModel", x: Any, scores: Any, k: int) -> Tuple[List[
     Raises
     ------
     InvalidParameterError
-        ``k`` not an int >= 1; ``scores`` of the wrong shape or not finite.
+        ``k`` not an int >= 1.
+    InvalidInputError
+        ``scores`` of the wrong shape or not finite.
     FractionalSolutionError
         The LP fallback met a fractional vertex (a polytope that is not integral).
 

@@ -17,9 +17,10 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..exceptions import InvalidInputError, StructlpError, naming
-from ..utils.validation import check_bool, check_scalar, check_sequence_of_examples
+from ..utils.validation import (check_bool, check_part_scores, check_scalar,
+                                check_sequence_of_examples)
 from .losses import LossResult, check_kind_options, example_loss, example_spo
-from .oracle import ExampleOracle, check_model, check_n_parts, check_scores, encode_solution
+from .oracle import ExampleOracle, check_model, check_n_parts, encode_solution
 from .projection import DEFAULT_MAX_ITER, DEFAULT_TOL, check_options, project
 
 
@@ -97,7 +98,7 @@ def check_batch(model: Any, X: Any, thetas: Any, owner: str, name: str = "thetas
                 f"{L} parts (model.n_parts): a 2-D batch needs examples of equal part counts; "
                 "pass a list of score vectors for examples of different sizes.")
         Xc.append(x)
-        out.append(check_scores(th, L, f"{name}[{i}]"))
+        out.append(check_part_scores(th, L, f"{name}[{i}]"))
     return Xc, out, stacked
 
 
@@ -107,7 +108,7 @@ def score_rows(thetas: Any, sizes: List[int], name: str) -> List[np.ndarray]:
     if len(rows) != len(sizes):
         raise InvalidInputError(
             f"{name} must have one row per example: {len(sizes)} examples, {len(rows)} rows.")
-    return [check_scores(t, L, f"{name}[{i}]") for i, (t, L) in enumerate(zip(rows, sizes))]
+    return [check_part_scores(t, L, f"{name}[{i}]") for i, (t, L) in enumerate(zip(rows, sizes))]
 
 
 def run(fn: Callable[[int], Any], m: int, n_jobs: Optional[int]) -> List[Any]:

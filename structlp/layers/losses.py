@@ -31,8 +31,8 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from ..exceptions import InvalidParameterError
-from ..utils.validation import check_random_state, check_scalar
-from .oracle import (ExampleOracle, check_model, check_scores, dot, encode_solution,
+from ..utils.validation import check_part_scores, check_random_state, check_scalar
+from .oracle import (ExampleOracle, check_model, dot, encode_solution,
                      prepare_example)
 from .projection import DEFAULT_MAX_ITER, DEFAULT_TOL, check_options, project
 
@@ -303,7 +303,7 @@ def spo_plus(model: Any, x: Any, c_hat: Any, c: Any, w: Any = None) -> LossResul
     owner = "spo_plus"
     check_model(model, owner)
     x, c_hat, oracle = prepare_example(model, x, c_hat, "c_hat")
-    c = check_scores(c, oracle.L, "c")
+    c = check_part_scores(c, oracle.L, "c")
     w_true = None if w is None else encode_solution(oracle, w, "w")
     return example_spo(oracle, c_hat, c, w_true)
 

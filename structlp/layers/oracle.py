@@ -24,7 +24,7 @@ from ..compiler import PolytopeCache, needs_polytopes
 from ..exceptions import InvalidInputError, InvalidOutputError, InvalidParameterError
 from ..inference import maximize_checked
 from ..model import StructuredModel
-from ..utils.validation import check_finite_array, check_real
+from ..utils.validation import check_part_scores
 
 #: model -> (its parameters' signature, PolytopeCache): each declared polytope built once
 #: per ``polytope_key`` while the model's parameters stay the same
@@ -65,37 +65,6 @@ def check_model(model: Any, owner: str) -> StructuredModel:
             f"The 'model' argument of {owner} must be a structlp.StructuredModel (a built-in "
             f"structure or a declared model); got {type(model).__name__}.")
     return model
-
-
-def check_scores(theta: Any, n_parts: int, name: str = "theta") -> np.ndarray:
-    """``theta`` as a float64 vector of ``n_parts`` finite entries.
-
-    Raises
-    ------
-    InvalidInputError
-        Naming ``name``: complex, non-numeric, integer or boolean entries (part scores are
-        real numbers: an integer array is most often a part vector passed by mistake, and
-        the gradient of an integer tensor does not exist), the wrong shape, NaN or inf.
-    """
-    if type(theta) is np.ndarray and theta.dtype == np.float64 and theta.shape == (n_parts,):
-        if not np.isfinite(theta).all():
-            raise InvalidInputError(f"{name} contains NaN or infinite values.")
-        return theta
-    check_real(theta, name)
-    kind = getattr(theta, "dtype", None)
-    kind = kind.kind if isinstance(kind, np.dtype) else np.asarray(theta).dtype.kind
-    if kind in "iub":
-        raise InvalidInputError(
-            f"{name} must hold floating-point part scores; got "
-            f"{'boolean' if kind == 'b' else 'integer'} values "
-            f"(dtype {np.asarray(theta).dtype}). Convert them (np.asarray({name}, "
-            "dtype=float)) if they are scores.")
-    theta = check_finite_array(theta, name)
-    if theta.shape != (n_parts,):
-        raise InvalidInputError(
-            f"{name} must have shape ({n_parts},), one score per part of the example "
-            f"(model.n_parts(x) = {n_parts}); got shape {theta.shape}.")
-    return theta
 
 
 def check_n_parts(model: StructuredModel, x: Any, name: str = "x") -> int:
@@ -194,6 +163,6 @@ def prepare_example(model: StructuredModel, x: Any, theta: Any, name: str = "the
     """Check ``x`` (``model.check_x``) and ``theta``; return them and the example's oracle."""
     x = model.check_x(x)
     L = check_n_parts(model, x, x_name)
-    theta = check_scores(theta, L, name)
+    theta = check_part_scores(theta, L, name)
     return x, theta, ExampleOracle(model, x, L)
 

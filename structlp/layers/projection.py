@@ -35,9 +35,9 @@ from typing import Any, Callable, List, Optional, Tuple, Union
 import numpy as np
 
 from ..exceptions import ConvergenceWarning
-from ..utils.validation import check_bool, check_scalar
+from ..utils.validation import check_bool, check_part_scores, check_scalar
 from ..exceptions import InvalidInputError
-from .oracle import ExampleOracle, check_model, check_scores, dot, prepare_example
+from .oracle import ExampleOracle, check_model, dot, prepare_example
 from .qp import CERTIFIED, DUPLICATE, FULL, STALLED, step_function
 
 #: Default relative tolerance of the certificate: stop when the Frank-Wolfe gap is at most
@@ -193,7 +193,7 @@ def make_vjp(support_parts: List[np.ndarray], n_parts: int,
                 if not np.isfinite(g).all():
                     raise InvalidInputError("cotangent contains NaN or infinite values.")
                 return np.vstack([one(gi) for gi in g]) if len(g) else np.zeros((0, L))
-        return one(check_scores(g, L, "cotangent"))
+        return one(check_part_scores(g, L, "cotangent"))
     return vjp
 
 

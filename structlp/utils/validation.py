@@ -156,6 +156,45 @@ def check_finite_array(a: Any, name: str, *, ndim: Optional[int] = None,
     return arr
 
 
+def check_part_scores(scores: Any, n_parts: int, name: str = "scores", *,
+                      allow_int: bool = False, context: str = "") -> np.ndarray:
+    """``scores`` as a contiguous float64 vector of ``n_parts`` finite part scores.
+
+    The one check of an example's part scores (``model.n_parts(x)`` of them) for every
+    public function that takes them: the structured layers (which refuse integer and
+    boolean arrays: the gradient of an integer tensor does not exist, and such an array
+    is most often a part vector passed by mistake) and the inference functions (which
+    take integer scores as numbers, ``allow_int=True``).  ``context`` ends the shape
+    error (``"(model.n_parts(x) = 8 for TreeLabeling)"`` by default).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``name``: complex or non-numeric entries, integer or boolean ones unless
+        ``allow_int``, the wrong shape, NaN or inf.
+    """
+    if type(scores) is np.ndarray and scores.dtype == np.float64 and scores.shape == (n_parts,):
+        if not np.isfinite(scores).all():
+            raise InvalidInputError(f"{name} contains NaN or infinite values.")
+        return np.ascontiguousarray(scores)
+    check_real(scores, name)
+    if not allow_int:
+        kind = getattr(scores, "dtype", None)
+        kind = kind.kind if isinstance(kind, np.dtype) else np.asarray(scores).dtype.kind
+        if kind in "iub":
+            raise InvalidInputError(
+                f"{name} must hold floating-point part scores; got "
+                f"{'boolean' if kind == 'b' else 'integer'} values "
+                f"(dtype {np.asarray(scores).dtype}). Convert them (np.asarray({name}, "
+                "dtype=float)) if they are scores.")
+    s = check_finite_array(scores, name)
+    if s.shape != (n_parts,):
+        raise InvalidInputError(
+            f"{name} must have shape ({n_parts},), one score per part of the example "
+            f"{context or f'(model.n_parts(x) = {n_parts})'}; got shape {s.shape}.")
+    return np.ascontiguousarray(s, dtype=float)
+
+
 def check_binary(a: Any, name: str, tol: float = 1e-8) -> np.ndarray:
     """Check that every entry of ``a`` is 0 or 1 (within ``tol``); return it as floats."""
     arr = check_finite_array(a, name)

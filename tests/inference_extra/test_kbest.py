@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from structlp import StructuredModel
-from structlp.exceptions import FractionalSolutionError, InvalidParameterError
+from structlp.exceptions import FractionalSolutionError, InvalidInputError, InvalidParameterError
 from structlp.graphical.trees import chain
 from structlp.inference import k_best
 from structlp.structures import (Arborescence, BipartiteMatching, GraphLabeling,
@@ -132,8 +132,10 @@ def test_bad_k_is_refused(bad):
 
 def test_bad_scores_are_refused():
     model, x = TreeLabeling(2), chain(np.zeros((2, 1)), np.zeros((1, 1)))
-    with pytest.raises(InvalidParameterError, match=r"shape \(8,\)"):
+    with pytest.raises(InvalidInputError, match=r"shape \(8,\).*TreeLabeling"):
         k_best(model, x, np.zeros(9), 2)
+    # integer scores are numbers here (the layers refuse them: no gradient of an int tensor)
+    assert len(k_best(model, x, np.arange(8), 2)) == 2
     with pytest.raises(ValueError, match="scores"):
         k_best(model, x, np.full(8, np.nan), 2)
 

@@ -4,7 +4,7 @@ arborescences; stability for large scores; refusals."""
 import numpy as np
 import pytest
 
-from structlp.exceptions import InvalidParameterError
+from structlp.exceptions import InvalidInputError, InvalidParameterError
 from structlp.graphical.trees import chain
 from structlp.inference import log_partition, marginals
 from structlp.structures import JunctionTreeLabeling, TreeLabeling
@@ -64,7 +64,7 @@ def test_large_scores_stay_finite_and_exact(name, make, n, k):
 def test_scores_of_the_wrong_length_or_not_finite_are_refused():
     model = TreeLabeling(2)
     x = chain(np.zeros((3, 1)), np.zeros((2, 1)))
-    with pytest.raises(InvalidParameterError, match=r"shape \(14,\).*got shape \(13,\)"):
+    with pytest.raises(InvalidInputError, match=r"shape \(14,\).*got shape \(13,\)"):
         log_partition(model, x, np.zeros(13))
     s = np.zeros(14)
     s[3] = np.nan
