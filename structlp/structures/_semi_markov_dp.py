@@ -203,11 +203,8 @@ def _sm_forward(scores, T, L, K, first):
     return aE, aS
 
 
-def _sm_marginals(scores, T, L, K):  # compiled by numba when available
-    """The marginal of every part under ``p(y) ~ exp(score(y))``, and ``log Z``."""
-    first = _first_slots(T, L)
-    n_seg = first[T + 1] * K
-    aE, aS = _sm_forward(scores, T, L, K, first)
+def _sm_log_z(aE, T, K):
+    """``log Z = logsumexp_y aE[T, y]``: the forward table's end column summed."""
     m = -np.inf
     for y in range(K):
         if aE[T, y] > m:
@@ -215,7 +212,15 @@ def _sm_marginals(scores, T, L, K):  # compiled by numba when available
     t = 0.0
     for y in range(K):
         t += np.exp(aE[T, y] - m)
-    logZ = m + np.log(t)
+    return m + np.log(t)
+
+
+def _sm_marginals(scores, T, L, K):  # compiled by numba when available
+    """The marginal of every part under ``p(y) ~ exp(score(y))``, and ``log Z``."""
+    first = _first_slots(T, L)
+    n_seg = first[T + 1] * K
+    aE, aS = _sm_forward(scores, T, L, K, first)
+    logZ = _sm_log_z(aE, T, K)
     bE = np.zeros((T + 1, K))                    # bE[T] = 0: the path ends there
     bS = np.empty((T, K))
     mu = np.empty(len(scores))
@@ -258,14 +263,7 @@ def _sm_sample(scores, T, L, K, U):  # compiled by numba when available
     aE, aS = _sm_forward(scores, T, L, K, first)
     n = U.shape[0]
     out = np.full((n, 2 * T), -1, dtype=np.int64)
-    m = -np.inf
-    for y in range(K):
-        if aE[T, y] > m:
-            m = aE[T, y]
-    tot = 0.0
-    for y in range(K):
-        tot += np.exp(aE[T, y] - m)
-    logZ = m + np.log(tot)
+    logZ = _sm_log_z(aE, T, K)
     for i in range(n):
         u = U[i, 0]
         c = 0.0
@@ -311,13 +309,13 @@ def _sm_sample(scores, T, L, K, U):  # compiled by numba when available
 
 
 def _jit_helpers() -> bool:
-    """Make :func:`_sm_forward` callable from the compiled kernels (once); False when
+    """Make :func:`_sm_forward` and :func:`_sm_log_z` callable from the compiled kernels (once); False when
     numba does not import."""
     if "helpers" not in _COMPILED:
         if numba_module() is None:
             return False
         from numba.extending import register_jitable
-        for helper in (_first_slots, _sm_forward):
+        for helper in (_first_slots, _sm_forward, _sm_log_z):
             register_jitable(helper)
         _COMPILED["helpers"] = True
     return True
