@@ -200,7 +200,8 @@ def main(argv=None):
                    "partitioning (one max-sum pass, then O(N C) per output) are O(N C^2): "
                    "most of the speed-up on a CPU is that difference.",
                    "Timings on a shared 2-core machine: see the load average."],
-            modules=("torch", "torch_struct"), started=started)
+            modules=("torch", "torch_struct"), started=started, runs=args.repeats,
+            runs_note="median")
     return rows
 
 

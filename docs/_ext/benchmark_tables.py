@@ -227,12 +227,17 @@ class BenchmarkTables(Directive):
             for table in data["tables"]:
                 if table.get("caption"):
                     section += _para(table["caption"], classes=["sl-caption"])
+                if table.get("runs") or table.get("runs_note"):
+                    section += _para(nodes.strong(text="Runs per figure: "),
+                                     report.runs(data, table) + ".", classes=["sl-caption"])
                 plot = _plot(table, table.get("caption") or data["title"])
                 if plot is not None:
                     section += plot
                 container = nodes.container(classes=["sl-bench-scroll"])
                 container += _table(report, table)
                 section += container
+                for note in report.speedup_notes(data, table):
+                    section += _para(note, classes=["sl-speedup-note"])
             for note in data.get("notes", []):
                 section += _para(note)
             if data.get("command"):
@@ -285,8 +290,10 @@ class BenchmarkSummary(Directive):
             ref = nodes.reference("", data["title"], internal=True,
                                   refid=nodes.make_id("bench-" + data["name"]))
             para += ref
-            para += nodes.Text(f"; runs: {report.runs(data).split(' (')[0].replace('not stated in the results file', 'not stated')}"
-                               + (f"; load {load:g}" if load is not None else "") + ").")
+            n = report.runs_count(data, data["tables"][spec.get("table", 0)])
+            para += nodes.Text(("; a single run" if n == 1 else f"; {n} runs" if n
+                                else "; runs not stated")
+                               + (f"; load {load:.3g}" if load is not None else "") + ").")
             items += nodes.list_item("", para)
         return [items]
 
