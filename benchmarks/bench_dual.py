@@ -129,6 +129,8 @@ def write_json(path, rows, started, repeats=1):
             col["ratio"] = True
         if key == "obj_diff":
             col["format"] = ".1e"
+        if key in ("primal", "dual_linear", "rbf100", "rbf300"):
+            col["plot"] = True
         columns.append(col)
     report.write(
         path, name="dual", title="Primal against kernelized dual",

@@ -160,7 +160,8 @@ def write_json(path, rows, repeat, started):
             ("rel_obj_diff", "relative objective difference", None)]
     table = {"columns": [dict(key=k, label=lab, **({"unit": u} if u else {}),
                               **({"ratio": True} if k == "ratio" else {}),
-                              **({"format": ".1e"} if k == "rel_obj_diff" else {}))
+                              **({"format": ".1e"} if k == "rel_obj_diff" else {}),
+                              **({"plot": True} if k in ("fit", "raw_total") else {}))
                          for k, lab, u in cols],
              "rows": [{"m": m, "prepare": s["prepare"], "build": s["build"], "solve": s["solve"],
                        "fit": s["total"], "raw_total": r["total"], "ratio": ratio,

