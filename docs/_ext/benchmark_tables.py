@@ -160,11 +160,6 @@ def plot_svg(table):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    with matplotlib.rc_context({"svg.fonttype": "none"}):   # text as text: selectable
-        return _plot_svg(plt, cols, rows, table)
-
-
-def _plot_svg(plt, cols, rows, table):
     first = cols[0]
     xs = [r.get(first["key"]) for r in rows]
     fig = None
