@@ -74,6 +74,11 @@ def torch_potentials(unary, Wt):
     return torch.tensor(phi, dtype=torch.float64), torch.tensor([len(u) for u in unary])
 
 
+def _runs(seconds):
+    """Seconds of the runs as text, 3 significant digits each."""
+    return ", ".join(f"{t:.3g}" for t in seconds)
+
+
 def timed(f, repeats):
     times, out = [], None
     for _ in range(repeats):
@@ -192,15 +197,17 @@ def main(argv=None):
                 {"key": "speedup", "label": "speed-up", "ratio": True},
                 {"key": "max_abs_diff", "label": "largest difference", "format": ".1e"}],
                 "rows": rows}],
-            notes=[f"Every run (s): structlp marginals {all_ours}, torch-struct "
-                   f"{all_theirs}; k-best {allk_ours} against {allk_theirs}.",
+            notes=[f"Every run (s): structlp marginals {_runs(all_ours)}, torch-struct "
+                   f"{_runs(all_theirs)}; k-best {_runs(allk_ours)} against "
+                   f"{_runs(allk_theirs)}.",
                    "torch-struct's linear chain is a parallel scan of log-semiring matrix "
                    "products (O(N C^3) work per word, built for GPUs; k-best multiplies it by "
                    "k log k), structlp's forward-backward (a compiled loop) and k-best "
                    "partitioning (one max-sum pass, then O(N C) per output) are O(N C^2): "
                    "most of the speed-up on a CPU is that difference.",
                    "Timings on a shared 2-core machine: see the load average."],
-            modules=("torch", "torch_struct"), started=started)
+            modules=("torch", "torch_struct"), started=started, runs=args.repeats,
+            runs_note="median")
     return rows
 
 

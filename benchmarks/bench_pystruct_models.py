@@ -85,6 +85,18 @@ def rows_of(results):
     return rows
 
 
+def median_run(run, repeats):
+    """The run of ``run()`` (repeated ``repeats`` times) with the median fit CPU seconds
+    (summed over the graphs of a problem that holds several)."""
+    def cpu(r):
+        if "fit_cpu_seconds" in r:
+            return r["fit_cpu_seconds"]
+        return sum(v["fit_cpu_seconds"] for v in r.values()
+                   if isinstance(v, dict) and "fit_cpu_seconds" in v)
+    runs = sorted((run() for _ in range(repeats)), key=cpu)
+    return runs[(len(runs) - 1) // 2]
+
+
 def write_schema(path, doc):
     """The benchmarks page's file (``benchmarks/report.py``'s schema) from the raw results."""
     columns = [{"key": "problem", "label": "problem"},
@@ -123,7 +135,12 @@ def write_schema(path, doc):
                                "the seconds of pystruct's whole example script as its "
                                "gallery prints them, and its published accuracy"),
                         tables=[{"columns": columns, "rows": rows_of(doc["results"])}],
-                        command=doc.get("command"), notes=notes, started=started(doc))
+                        command=doc.get("command"), notes=notes, started=started(doc),
+                        runs=doc.get("repeats", 1),
+                        runs_note=(f"per problem the run with the median fit CPU of "
+                                   f"{doc['repeats']}; 'blocks' is the first fit of a fresh "
+                                   "process, once" if doc.get("repeats", 1) > 1
+                                   else "a single run"))
     data["date"] = iso_date(doc["date"])      # the run's date, not the conversion's
     report.validate(data, Path(path).name)
     Path(path).write_text(json.dumps(data, indent=1) + "\n")
@@ -135,6 +152,8 @@ def main():
     ap.add_argument("--json", help="write the measurements to this file")
     ap.add_argument("--quick", action="store_true", help="fewer epochs and smaller grids")
     ap.add_argument("--only", nargs="*", default=["blocks", "scene", "snakes", "grid64"])
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="fits per problem (the one with the median fit CPU is reported)")
     args = ap.parse_args()
     import grid_denoising
     import scene_multilabel
@@ -142,27 +161,29 @@ def main():
     out = {"name": "bench_pystruct_models", "machine": report.machine(),
            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
            "command": " ".join(["python", "benchmarks/bench_pystruct_models.py"] + sys.argv[1:]),
-           "results": {}}
+           "repeats": args.repeats, "results": {}}
     res = out["results"]
     if "blocks" in args.only:
         # first the fresh process's first fit (numba's start-up and kernel loading in it),
         # then the same fit again in this process
-        for name in ("blocks", "blocks, refit in the same process"):
-            r = grid_denoising.run(size=8, n_train=1, n_test=1, chain=False,
-                                   max_iter=300)["blocks"]
+        for name, repeats in (("blocks", 1), ("blocks, refit in the same process",
+                                               args.repeats)):
+            r = median_run(lambda: grid_denoising.run(size=8, n_train=1, n_test=1, chain=False,
+                                                      max_iter=300)["blocks"], repeats)
             floor = grid_denoising.PYSTRUCT_BLOCKS
             r.update(floor=floor, accuracy_ratio=r["train_accuracy"] / floor["train_accuracy"],
                      time_ratio=floor["script_seconds"] / r["fit_cpu_seconds"])
             res[name] = r
             print(name, r, flush=True)
     if "scene" in args.only:
-        r = scene_multilabel.run(max_iter=50 if args.quick else 500)
+        r = median_run(lambda: scene_multilabel.run(max_iter=50 if args.quick else 500),
+                       args.repeats)
         r.pop("report")
         r["floor"] = None
         res["scene"] = r
         print("scene", r, flush=True)
     if "snakes" in args.only:
-        r = snakes.run(max_iter=5 if args.quick else 15)
+        r = median_run(lambda: snakes.run(max_iter=5 if args.quick else 15), args.repeats)
         r.pop("report")
         r.update(floor={"test_accuracy": snakes.PYSTRUCT["input"],
                         "script_seconds": snakes.PYSTRUCT["script_seconds"]},
@@ -172,8 +193,10 @@ def main():
         print("snakes", r, flush=True)
     if "grid64" in args.only:
         size = 32 if args.quick else 64
-        r = grid_denoising.run(size=size, n_train=10, n_test=3, blocks=False,
-                               max_iter=30 if args.quick else 100)
+        r = median_run(lambda: grid_denoising.run(size=size, n_train=10, n_test=3,
+                                                  blocks=False,
+                                                  max_iter=30 if args.quick else 100),
+                       args.repeats)
         r.pop("report")
         r["floor"] = {"goal_cpu_seconds": 60.0}
         res[f"grid{size}"] = r

@@ -242,7 +242,8 @@ def main(argv=None):
                  "rows": rows2}],
             notes=[f"Load average at the start: {started.get('load')}; the machine was "
                    "shared, so absolute times are indicative, the ratios less so."],
-            modules=("numba", "torch", "torch_struct"), started=started)
+            modules=("numba", "torch", "torch_struct"), started=started,
+            runs=args.repeats, runs_note="median of the timed loops")
         print("wrote", args.json)
 
 

@@ -48,13 +48,14 @@ LOSSES = {
 NAIVE_FOR = ("edit", "smith-waterman", "bigram (n-gram n=2)")
 
 
-def time_call(fn, trials):
-    best = []
-    for _ in range(trials):
+def time_call(fn, repeats):
+    """The median seconds of ``repeats`` calls of ``fn`` and its last result."""
+    ts = []
+    for _ in range(repeats):
         t0 = time.perf_counter()
         out = fn()
-        best.append(time.perf_counter() - t0)
-    return float(np.mean(best)), out
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts)), out
 
 
 def fit_growth(ls, ts, lmin=8):
@@ -67,7 +68,7 @@ def fit_growth(ls, ts, lmin=8):
     return float(p), float(factor)
 
 
-def run(max_l=30, naive_max=7, trials=5, budget=4.0, seed=0, losses=None):
+def run(max_l=30, naive_max=7, trials=5, budget=4.0, seed=0, losses=None, repeats=1):
     k = 10
     feats = BigramFeatures(k)
     rng = np.random.default_rng(seed)
@@ -89,9 +90,10 @@ def run(max_l=30, naive_max=7, trials=5, budget=4.0, seed=0, losses=None):
                     t_auto, t_cached, infos = [], [], []
                     for yt, wt in data[l]:
                         t, (_, _, info) = time_call(
-                            lambda: softmax_margin(wt, None, yt, loss, feats, return_info=True), 1)
+                            lambda: softmax_margin(wt, None, yt, loss, feats, return_info=True),
+                            repeats)
                         ex = compile_example(None, yt, loss, feats)
-                        tc, _ = time_call(lambda: ex.value_and_grad(wt), 1)
+                        tc, _ = time_call(lambda: ex.value_and_grad(wt), repeats)
                         t_auto.append(t)
                         t_cached.append(tc)
                         infos.append(info)
@@ -107,7 +109,7 @@ def run(max_l=30, naive_max=7, trials=5, budget=4.0, seed=0, losses=None):
                         stopped = f"stopped after l={l} (> {budget:.0f} s per gradient)"
             if name in NAIVE_FOR and l <= naive_max:
                 t_naive, (vn, gn) = time_call(
-                    lambda: softmax_margin(w, None, y, loss, feats, method="naive"), 1)
+                    lambda: softmax_margin(w, None, y, loss, feats, method="naive"), repeats)
                 row["naive"] = t_naive
                 if "automata" in row:
                     va, ga = softmax_margin(w, None, y, loss, feats)
@@ -170,6 +172,8 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=4.0,
                     help="stop a loss once one gradient takes longer than this (seconds)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="timings of each call (the median is kept)")
     ap.add_argument("--quick", action="store_true", help="l <= 12, naive <= 5, 2 trials")
     ap.add_argument("--losses", nargs="*", choices=list(LOSSES), metavar="NAME",
                     help=f"only these losses (default all): {', '.join(LOSSES)}")
@@ -178,7 +182,8 @@ def main(argv=None):
     if args.quick:
         args.max_l, args.naive_max, args.trials = 12, 5, 2
     started = bench_report.machine()
-    results = run(args.max_l, args.naive_max, args.trials, args.budget, args.seed, args.losses)
+    results = run(args.max_l, args.naive_max, args.trials, args.budget, args.seed, args.losses,
+                  args.repeats)
     print(report(results))
     if args.json:
         write_json(args.json, results, args, started)
@@ -235,7 +240,10 @@ def write_json(path, results, args, started):
                      f"{args.trials} random instances per length (naive: one)."),
         floor=("naive enumeration", "softmax_margin(..., method='naive'), every output of "
                "length l enumerated; the ratios divide its time by the automata's"),
-        tables=tables, started=started, notes=notes)
+        tables=tables, started=started, notes=notes, runs=args.repeats,
+        runs_note=(f"median of {args.repeats} timings of each call" if args.repeats > 1
+                   else "one timing of each call") + f"; automata and cached: mean over "
+                  f"{args.trials} instances per length, naive: one instance")
 
 
 if __name__ == "__main__":

@@ -242,7 +242,10 @@ def write_schema(path, doc):
                         tables=[{"columns": columns, "rows": [row_of(r) for r in runs]}],
                         command="; ".join(r["command"] for r in runs if r.get("command"))
                         or None,
-                        notes=notes, modules=("dask", "distributed"), started=started(last))
+                        notes=notes, modules=("dask", "distributed"), started=started(last),
+                        runs=1, runs_note=("one run per row: the peak RSS is per process, so "
+                                           "runs cannot share one; run a command again to "
+                                           "add a row"))
     data["date"] = last["date"]            # the last run's date, not the conversion's
     report.validate(data, Path(path).name)
     Path(path).write_text(json.dumps(data, indent=1) + "\n")

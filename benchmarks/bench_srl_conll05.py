@@ -78,7 +78,7 @@ def write_schema(path, doc):
         notes.insert(1, "The load average at the start of this run was not recorded.")
     data = report.write(path, name="srl_conll05",
                         title="Semantic role labelling (CoNLL-2005): fit cost per model",
-                        description="One fit of each SRL model (problems/srl_conll05.py) on "
+                        description="Each SRL model (problems/srl_conll05.py) fitted on "
                                     "the same pruned-tree propositions of test.wsj: CPU and "
                                     "wall seconds, rounds, and the ratios to the CRF's fit.",
                         floor=("TreeCRF fit", "one fit of the tree-structured CRF (L-BFGS) "
@@ -86,7 +86,9 @@ def write_schema(path, doc):
                                "(wall) seconds by the CRF's"),
                         tables=[{"columns": columns, "rows": [
                             {k: v for k, v in r.items() if v is not None} for r in rows]}],
-                        command=doc.get("command"), notes=notes, started=started(doc))
+                        command=doc.get("command"), notes=notes, started=started(doc),
+                        runs=doc.get("repeats", 1),
+                        runs_note="median" if doc.get("repeats", 1) > 1 else "a single fit")
     data["date"] = datetime.datetime.fromisoformat(doc["date"]).astimezone(
         datetime.timezone.utc).replace(microsecond=0).isoformat()   # the run's date
     report.validate(data, Path(path).name)

@@ -152,11 +152,12 @@ EXAMPLES = {"node": node, "crosses": crosses, "digits": digits}
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", required=True)
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--repeats", "--repeat", dest="repeat", type=int, default=1,
+                    help="fits per example (the median CPU is kept)")
     ap.add_argument("--only", nargs="*", default=list(EXAMPLES))
     args = ap.parse_args()
     out = {"load": list(os.getloadavg()), "python": sys.version.split()[0],
-           "numpy": np.__version__, "examples": {}}
+           "numpy": np.__version__, "repeat": args.repeat, "examples": {}}
     for name in args.only:
         runs = [EXAMPLES[name]() for _ in range(args.repeat)]
         res = dict(runs[-1])

@@ -25,14 +25,25 @@ Schema (version 1), one JSON object per file::
                      {"key": "ratio", "label": "fit / floor", "ratio": true}],
          "rows": [{"m": 10, "fit": 0.12, "ratio": 1.7}, ...]}
       ],
-      "notes": ["optional sentences printed under the tables"]
+      "notes": ["optional sentences printed under the tables"],
+      "runs": 5,                               # optional: runs behind each figure
+      "runs_note": "median of 5 runs"          # optional: how they are combined
     }
 
 Required: ``schema``, ``name``, ``title``, ``description``, ``date``, ``machine`` (with
 ``cpu`` and ``cores``), ``floor`` (with ``name`` and ``description``) and ``tables`` (each
 with ``columns``, every column with ``key`` and ``label``, and ``rows``). A column may say
 ``"unit"`` (shown in its header), ``"ratio": true`` (shown as ``1.23×``) and ``"format"`` (a
-Python format spec such as ``".2e"``). A cell missing from a row is shown as ``–``.
+Python format spec such as ``".2e"``) and ``"plot": true`` (plotted in preference to the
+other columns on the page). A cell missing from a row is shown as ``–``.
+A table comparing worker counts gives each row ``n_jobs`` (1 for the reference run),
+``seconds`` (the fit), optionally ``parallel_part`` (the seconds of the part that ``n_jobs``
+spreads over the workers, in that run), ``what`` (what ``n_jobs`` does on that route) and
+``same`` (whether the result equals the serial run's); :func:`speedup_notes` explains each
+parallel row from these (printed under the table).
+``runs`` (an integer >= 1) says how many runs each figure comes from (the fewest, where
+figures differ) and ``runs_note`` how they are combined (median, fastest); a table may carry its own ``runs`` and ``runs_note``
+where they differ from the file's (a table from one fit in a file of repeated timings).
 
 Run ``python benchmarks/report.py [FOLDER]`` to print the tables as Markdown.
 """
@@ -98,12 +109,14 @@ def versions(*modules: str) -> dict:
 
 
 def write(path, *, name, title, description, floor, tables, command=None, notes=(),
-          modules=(), started=None):
+          modules=(), started=None, runs=None, runs_note=None):
     """Write one benchmark's results in the schema (validated first) and return the dict.
 
     ``floor`` is ``(name, description)`` or a dict with those keys; ``tables`` a list of
-    ``{"caption"?, "columns", "rows"}``; ``started`` the :func:`machine` dict taken when the
-    run began (its load average describes the run; default: now).
+    ``{"caption"?, "columns", "rows", "runs"?, "runs_note"?}``; ``started`` the
+    :func:`machine` dict taken when the run began (its load average describes the run;
+    default: now); ``runs`` the number of runs behind each figure and ``runs_note`` how they
+    are combined (e.g. ``"median"``).
     """
     if isinstance(floor, (tuple, list)):
         floor = {"name": floor[0], "description": floor[1]}
@@ -114,6 +127,10 @@ def write(path, *, name, title, description, floor, tables, command=None, notes=
         "machine": started or machine(), "versions": versions(*modules),
         "floor": floor, "tables": tables, "notes": list(notes),
     }
+    if runs is not None:
+        data["runs"] = runs
+    if runs_note:
+        data["runs_note"] = runs_note
     data = json.loads(json.dumps(data, default=_plain))
     validate(data, path)
     with open(path, "w") as fh:
@@ -173,6 +190,14 @@ def validate(data, source="<data>") -> dict:
         for r, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise SchemaError(f"{source}: tables[{t}].rows[{r}] must be an object")
+    for where, obj in [("the file", data)] + [(f"tables[{t}]", tb) for t, tb in enumerate(tables)]:
+        if "runs" in obj and (not isinstance(obj["runs"], int) or isinstance(obj["runs"], bool)
+                              or obj["runs"] < 1):
+            raise SchemaError(f"{source}: {where}['runs'] must be an integer >= 1, "
+                              f"got {obj['runs']!r}")
+        if "runs_note" in obj and not isinstance(obj["runs_note"], str):
+            raise SchemaError(f"{source}: {where}['runs_note'] must be str, "
+                              f"got {type(obj['runs_note']).__name__}")
     notes = data.get("notes", [])
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise SchemaError(f"{source}: 'notes' must be a list of strings")
@@ -218,16 +243,93 @@ def fmt(value, col) -> str:
     return str(value)
 
 
-def runs(data) -> str:
-    """How many runs each figure is from, as the file says: its ``runs`` key, else the
-    ``--repeats N`` of its command, else that the file does not say."""
-    if data.get("runs"):
-        return str(data["runs"])
+def runs(data, table=None) -> str:
+    """How many runs each figure (of ``table``, else of the file) is from: the table's
+    ``runs``, else the file's, else the ``--repeats N`` of its command, else that the file
+    does not say."""
+    for obj in (table or {}, data):
+        if obj.get("runs"):
+            n = obj["runs"]
+            how = obj.get("runs_note") or ("a single run" if n == 1 else "")
+            return f"{n} ({how})" if how else str(n)
+        if obj.get("runs_note"):
+            return obj["runs_note"]
     import re
-    found = sorted({int(n) for n in re.findall(r"--repeats[ =](\d+)", data.get("command") or "")})
+    found = sorted({int(n) for n in re.findall(r"--repeats?[ =](\d+)", data.get("command") or "")})
     if found:
         return " or ".join(map(str, found)) + " (median; --repeats of the command)"
     return "not stated in the results file (single runs unless a caption says otherwise)"
+
+
+def runs_count(data, table=None):
+    """The number of runs behind the figures of ``table`` (else the file), or None when the
+    file does not say."""
+    for obj in (table or {}, data):
+        if obj.get("runs"):
+            return obj["runs"]
+    return None
+
+
+LOADED = 2.0   # a load average above this at the start marks a run as made on a loaded machine
+
+
+def loaded(data) -> bool:
+    """Whether the run started at a load average above :data:`LOADED`."""
+    load = data["machine"].get("load")
+    return bool(load) and load[0] > LOADED
+
+
+def speedup_notes(data, table) -> list[str]:
+    """One paragraph per parallel row of ``table`` (a row with ``n_jobs`` > 1, measured
+    against the row with ``n_jobs`` 1): what ``n_jobs`` does there, the best speed-up the
+    serial run's share of parallel work allows (Amdahl's law), the measured one, and where
+    the difference went; all from the row's numbers."""
+    rows = [r for r in table["rows"] if isinstance(r.get("n_jobs"), int)]
+    serial = next((r for r in rows if r["n_jobs"] == 1), None)
+    if serial is None or not _finite(serial.get("seconds")):
+        return []
+    out = []
+    load = (data["machine"].get("load") or [None])[0]
+    cores = data["machine"].get("cores")
+    for row in rows:
+        k = row["n_jobs"]
+        if k <= 1 or not _finite(row.get("seconds")):
+            continue
+        T, Tk = serial["seconds"], row["seconds"]
+        text = f"n_jobs={k}: " + (row["what"].rstrip(".") + ". " if row.get("what") else "")
+        speedup = T / Tk
+        p, pk = serial.get("parallel_part"), row.get("parallel_part")
+        if _finite(p) and 0 < p <= T:
+            best = T / (T - p + p / k)
+            text += (f"In the serial fit that part took {p:.3g} of its {T:.3g} s "
+                     f"({100 * p / T:.0f}%), so {k} workers could make the fit at most "
+                     f"{best:.2f}× faster (the rest runs in one process whatever n_jobs); ")
+            text += f"it was {speedup:.2f}× " + ("faster" if speedup >= 1 else "as fast")
+            if _finite(pk):
+                extra = pk - p / k
+                text += (f", the parallel part taking {pk:.3g} s against the {p / k:.3g} s of a "
+                         f"perfect split over {k} workers")
+                if extra > 0:
+                    text += (f": {extra:.3g} s went to handing the work to the workers and "
+                             "collecting their answers")
+                    if load is not None and cores:
+                        text += (f", and to waiting for a core (the run started at load "
+                                 f"{load:.3g} on {cores} cores)")
+            text += ". "
+        else:
+            text += f"Measured: {speedup:.2f}× the serial fit's speed. "
+        same = str(row.get("same", "")).strip().lower()
+        if same == "true":
+            text += "The result equals the serial fit's bit for bit."
+        elif same == "false":
+            text += ("The result differs from the serial fit's, which the parallel guide "
+                     "says must not happen: a defect to report.")
+        out.append(text.strip())
+    return out
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def header(col) -> str:
@@ -245,7 +347,9 @@ def machine_line(data) -> str:
     m = data["machine"]
     text = f"{m['cpu']}, {m['cores']} logical cores"
     if m.get("load"):
-        text += f", load average {m['load'][0]:g} at the start"
+        text += f", load average {m['load'][0]:.3g} at the start"
+        if m["load"][0] > LOADED:
+            text += " (a loaded machine: the seconds are noisy, the ratios less so)"
     return f"{text}; {data['date'].replace('T', ' ')}"
 
 
@@ -253,15 +357,19 @@ def markdown(data) -> str:
     """One benchmark as Markdown (what ``python benchmarks/report.py`` prints)."""
     lines = [f"## {data['title']}", "", data["description"], "",
              f"Floor: {data['floor']['name']} ({data['floor']['description']}).", "",
-             f"Machine: {machine_line(data)}.", ""]
+             f"Machine: {machine_line(data)}.", "",
+             f"Runs per figure: {runs(data)}.", ""]
     for table in data["tables"]:
         if table.get("caption"):
             lines += [table["caption"], ""]
+        if table.get("runs") or table.get("runs_note"):
+            lines += [f"Runs per figure: {runs(data, table)}.", ""]
         head, rows = cells(table)
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         lines.append("")
+        lines += [n + "\n" for n in speedup_notes(data, table)]
     lines += [n + "\n" for n in data.get("notes", [])]
     if data.get("command"):
         lines.append(f"Command: `{data['command']}`")

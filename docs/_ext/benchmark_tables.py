@@ -15,6 +15,9 @@ stay in view on a narrow screen; text is left-aligned, numbers right-aligned; a 
 * otherwise, when the table has a ratio column and at least two rows: a bar per row of its
   first ratio column, with the floor (1×) marked.
 
+A column with ``"plot": true`` is plotted in preference (timing columns against the size,
+or the ratio of the bars).
+
 ``benchmark-summary`` renders the headline numbers of the page from a YAML list (see
 ``docs/_data/benchmark_summary.yaml``): each item names a file, a table, a row (by the values
 of some of its cells) and a column, optionally divided by another cell, and a sentence.
@@ -23,6 +26,7 @@ Every file is a dependency of the page, so a new or changed result rebuilds it.
 
 import io
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -41,10 +45,26 @@ def _report(srcdir):
     return report
 
 
+_OPTION = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*)")
+
+
+def _text(text):
+    """Text nodes, a command-line option (``--pystruct``) as a literal: docutils' smart
+    quotes would print its two hyphens as an en dash."""
+    out = []
+    for i, piece in enumerate(_OPTION.split(text)):
+        if piece:
+            out.append(nodes.literal(text=piece) if i % 2 else nodes.Text(piece))
+    return out
+
+
 def _para(*children, classes=()):
     p = nodes.paragraph(classes=list(classes))
     for c in children:
-        p += nodes.Text(c) if isinstance(c, str) else c
+        if isinstance(c, str):
+            p.extend(_text(c))
+        else:
+            p += c
     return p
 
 
@@ -69,10 +89,14 @@ def ordered_columns(table):
     if not lead and cols and not cols[0].get("ratio"):
         lead = [cols[0]]                      # a numeric first column (m, l) is the label
     ratios = []
+    labels = [c["label"] for c in cols if c.get("ratio")]
     for i, col in enumerate(cols):
         if col.get("ratio") and col not in lead:
             if col["label"].startswith("/") and i > 0:   # "/ primal" says of what, once moved
                 col = dict(col, label=f"{cols[i - 1]['label']} {col['label']}")
+            elif labels.count(col["label"]) > 1 and i > 0:   # "this / previous" three times
+                of = re.sub(r"^\w+: ", "", cols[i - 1]["label"])
+                col = dict(col, label=f"{col['label']} ({of})")
             ratios.append(col)
     keys = {c["key"] for c in lead + ratios}
     rest = [c for c in cols if c["key"] not in keys]
@@ -121,7 +145,10 @@ def _table(report, table):
 def _label(table, row):
     texts = [str(row.get(c["key"])) for c in label_columns(table)
              if row.get(c["key"]) is not None]
-    return ", ".join(texts) or "?"
+    if not texts and table["columns"]:           # a numeric first column: "samples 10"
+        first = table["columns"][0]
+        texts = [f"{first['label']} {row.get(first['key'])}"]
+    return ", ".join(texts)
 
 
 def plot_svg(table):
@@ -136,9 +163,11 @@ def plot_svg(table):
     first = cols[0]
     xs = [r.get(first["key"]) for r in rows]
     fig = None
+    chosen = [c for c in cols if c.get("plot")]
     if len(rows) >= 3 and all(_is_number(x) for x in xs):
-        unit = next((c.get("unit") for c in cols[1:] if c.get("unit")), None)
-        ys = [c for c in cols[1:] if unit and c.get("unit") == unit and not c.get("ratio")]
+        unit = next((c.get("unit") for c in (chosen or cols[1:]) if c.get("unit")), None)
+        ys = [c for c in (chosen or cols[1:])
+              if unit and c.get("unit") == unit and not c.get("ratio")]
         ys = [c for c in ys if sum(_is_number(r.get(c["key"])) for r in rows) >= 2][:4]
         if ys:
             fig, ax = plt.subplots(figsize=(5.2, 2.8))
@@ -156,7 +185,8 @@ def plot_svg(table):
             ax.set_ylabel(unit)
             ax.legend(fontsize=7, frameon=False)
     if fig is None:
-        ratio = next((c for c in cols if c.get("ratio")), None)
+        ratio = next((c for c in chosen if c.get("ratio")),
+                     next((c for c in cols if c.get("ratio")), None))
         if ratio is None:
             return None
         pts = [(_label(table, r), r.get(ratio["key"])) for r in rows]
@@ -227,12 +257,17 @@ class BenchmarkTables(Directive):
             for table in data["tables"]:
                 if table.get("caption"):
                     section += _para(table["caption"], classes=["sl-caption"])
+                if table.get("runs") or table.get("runs_note"):
+                    section += _para(nodes.strong(text="Runs per figure: "),
+                                     report.runs(data, table) + ".", classes=["sl-caption"])
                 plot = _plot(table, table.get("caption") or data["title"])
                 if plot is not None:
                     section += plot
                 container = nodes.container(classes=["sl-bench-scroll"])
                 container += _table(report, table)
                 section += container
+                for note in report.speedup_notes(data, table):
+                    section += _para(note, classes=["sl-speedup-note"])
             for note in data.get("notes", []):
                 section += _para(note)
             if data.get("command"):
@@ -285,8 +320,10 @@ class BenchmarkSummary(Directive):
             ref = nodes.reference("", data["title"], internal=True,
                                   refid=nodes.make_id("bench-" + data["name"]))
             para += ref
-            para += nodes.Text(f"; runs: {report.runs(data).split(' (')[0].replace('not stated in the results file', 'not stated')}"
-                               + (f"; load {load:g}" if load is not None else "") + ").")
+            n = report.runs_count(data, data["tables"][spec.get("table", 0)])
+            para += nodes.Text(("; a single run" if n == 1 else f"; {n} runs" if n
+                                else "; runs not stated")
+                               + (f"; load {load:.3g}" if load is not None else "") + ").")
             items += nodes.list_item("", para)
         return [items]
 

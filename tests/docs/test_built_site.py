@@ -95,3 +95,15 @@ def test_user_pages_show_no_machine_paths_or_issue_numbers(site):
         page = text(p)
         assert "../shared" not in page and "/work/" not in page, p.name
         assert not re.search(r"issue #\d", page, re.I), p.name
+
+
+def test_benchmarks_page_states_runs_and_explains_the_parallel_row(site):
+    page = text(site / "benchmarks.html")
+    sections = re.split(r'<section id="bench-', page)[1:]
+    for section in sections:
+        assert "Runs per figure:" in section, section[:60]
+    assert re.search(r'class="sl-speedup-note">n_jobs=\d+: .*could make the fit at most', page)
+    words = html.unescape(re.sub(r"<[^>]+>", " ", page))
+    # a command-line option whose hyphens smart quotes made an en dash ("–pystruct")
+    assert not re.search(r"(^|[\s(])–[a-z]{3,}", words, re.M)
+    assert "<!-- ? -->" not in page          # every plotted bar labelled (SVG keeps its text)

