@@ -18,6 +18,7 @@ from ..utils.fingerprint import output_fingerprint
 from ._first_order import _FirstOrderLearner, _augment
 from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss, run_cache_passes
 from ._fw_tree_store import _TreeBlocks
+from ._fw_threads import _ThreadedTreeBlocks, n_threads
 
 
 _UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling
@@ -27,6 +28,14 @@ _PSI_MAX_D = 256       # up to this many features, active outputs also keep thei
 def compact_losses(data):
     """Each example's loss vector by its nonzeros (no dense (L_i,) c)."""
     return [_compact_loss(*data.c.nonzeros(i)) for i in range(data.n_examples)]
+
+
+def store_kind(blocks):
+    """``(tree, threads)`` of a block store: whether it is the compiled tree store, and on
+    how many threads its epochs run."""
+    if isinstance(blocks, _ThreadedTreeBlocks):
+        return True, blocks.K
+    return isinstance(blocks, _TreeBlocks), 1
 
 
 def costly_oracle(model, data):
@@ -313,10 +322,14 @@ class FrankWolfeLearner(_FirstOrderLearner):
         # (the oracles run in this process whatever n_jobs and backend: the iterates never
         # depend on them, and one compiled epoch is faster than dispatching its oracles)
         tree = pairwise and batch_size == 1 and _TreeBlocks.applicable(self.model, data)
+        # with n_jobs > 1 there, the epochs run on n_jobs threads (CoCoA+, _fw_threads)
+        threads = n_threads(self.n_jobs) if tree else 1
         blocks = self._warm_blocks(data)
-        if blocks is not None and isinstance(blocks, _TreeBlocks) != tree:
-            blocks = None          # the other kind of store: start afresh
-        if blocks is None:         # m_i = the truth
+        if blocks is not None and (store_kind(blocks) != (tree, threads)):
+            blocks = None          # another kind of store: start afresh
+        if blocks is None and threads > 1:
+            blocks, c = _ThreadedTreeBlocks(self.model, data, threads, rng), None
+        elif blocks is None:       # m_i = the truth
             blocks, c = new_blocks(self.model, data, tree)
         elif tree:                 # the features may differ: what depends on them made afresh
             c = None
@@ -432,6 +445,16 @@ class FrankWolfeLearner(_FirstOrderLearner):
         self.history_ = history
         self.fit_time_ = {"inference": t_inf, "check": t_check}
 
+    def _pool(self, data, polys, solver, opts, timeout):
+        if (self.backend is None and self._tree_path()
+                and _TreeBlocks.applicable(self.model, data)):
+            # the compiled tree route calls no oracle of the pool (n_jobs are its threads):
+            # no worker processes started
+            from ..parallel import OraclePool
+            return OraclePool(self.model, data.X, polys, solver, opts, timeout=timeout,
+                              owner=type(self).__name__, truths=data.mu_true)
+        return super()._pool(data, polys, solver, opts, timeout)
+
     def _tree_path(self):
         """Whether a fit may take the compiled tree-labelling path (:mod:`._fw_trees`; the
         data decide at fit time): then no output polytopes are built and the oracle is not
@@ -449,7 +472,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
         tc = time.perf_counter()
         w, ell = blocks.primal(data.Phi, data.mu_true, data.d, C, data.n_features)
         ti = time.perf_counter()
-        if isinstance(blocks, _TreeBlocks):       # one compiled pass
+        if store_kind(blocks)[0]:                 # one compiled pass (per thread)
             hinge, g_est = blocks.check(w, C, np.asarray(data.d, dtype=float))
             t_inf = time.perf_counter() - ti
             obj = 0.5 * float(w @ w) + C * float(hinge.sum())
