@@ -78,6 +78,12 @@ def tree_local_round(blocks, w, C, K, perms, inner_steps, cache_passes, g_est, g
     return w_loc, ell
 
 
+def _change(w, w_loc, ell):
+    """``(d, |d|^2, ell)`` of a local iterate, ``d = w_loc - w`` (in ``w_loc``'s memory)."""
+    w_loc -= w
+    return w_loc, float(w_loc.dot(w_loc)), ell
+
+
 class _Rows:
     """The nonzeros of a partition's rows of a stacked vector (``c``, ``mu_true``)."""
 
@@ -148,25 +154,24 @@ class _ThreadedTreeBlocks:
             s.restart(_Part(data, idx))
 
     def _combine(self, w, ell, outs, sigma):
-        """CoCoA+ adding of the partitions' local iterates ``w_p'`` made with ``sigma``:
-        ``w += sum_p (w_p' - w) / sigma`` in place; returns ``ell + sum_p ell_p' / sigma``.
+        """CoCoA+ adding of the partitions' changes ``d_p = w_p' - w`` of their local
+        iterates made with ``sigma`` (``outs``: ``(d_p, |d_p|^2, ell_p')`` in partition
+        order): ``w += sum_p d_p / sigma`` in place; returns ``ell + sum_p ell_p' / sigma``.
 
         Then the next round's ``sigma' = min(K, max(1, a))`` with ``a = |sum_p d_p|^2 /
-        sum_p |d_p|^2`` (``d_p = w_p' - w``): CoCoA+'s data-dependent bound (``sigma' >=
-        a`` makes the local gains add up to at most the global one), measured on this
-        round's changes instead of bounded by ``K``.  Any ``sigma'`` keeps the dual point
-        feasible (each block takes its partition's new value); the certificate holds
-        whatever it is."""
-        step = np.zeros_like(w)
-        sq = 0.0
-        for w_loc, _ in outs:                 # in partition order: deterministic
-            d = w_loc - w
-            sq += float(d.dot(d))
+        sum_p |d_p|^2``: CoCoA+'s data-dependent bound (``sigma' >= a`` makes the local
+        gains add up to at most the global one), measured on this round's changes instead
+        of bounded by ``K``.  Any ``sigma'`` keeps the dual point feasible (each block takes
+        its partition's new value); the certificate holds whatever it is."""
+        step = outs[0][0]
+        for d, _, _ in outs[1:]:              # in partition order: deterministic
             step += d
+        sq = sum(q for _, q, _ in outs)
         align = float(step.dot(step)) / sq if sq > 0.0 else 1.0
         self.sigma = min(float(self.K), max(1.0, align))
-        w += step / sigma
-        return ell + sum(e for _, e in outs) / sigma
+        step *= 1.0 / sigma
+        w += step
+        return ell + sum(e for _, _, e in outs) / sigma
 
     def epoch(self, perm, w, C, inner_steps, ell, g_est):
         """An epoch in CoCoA+ rounds: each partition's blocks of ``perm`` (in that order),
@@ -183,8 +188,8 @@ class _ThreadedTreeBlocks:
             cut = [q[len(q) * r // R:len(q) * (r + 1) // R] for q in perms]
 
             def run(p):
-                return tree_local_round(self.stores[p], w, C, sig, [cut[p]], inner_steps,
-                                        0, gs[p])
+                return _change(w, *tree_local_round(self.stores[p], w, C, sig, [cut[p]],
+                                                    inner_steps, 0, gs[p]))
 
             outs = self._map(run)
             for idx, g, q in zip(self.parts, gs, cut):
@@ -200,7 +205,7 @@ class _ThreadedTreeBlocks:
 
         def run(p):
             w_loc = np.array(w, dtype=float)
-            return w_loc, self.stores[p].cache_pass(w_loc, sig * C, 0.0, steps)
+            return _change(w, w_loc, self.stores[p].cache_pass(w_loc, sig * C, 0.0, steps))
 
         return self._combine(w, ell, self._map(run), sig)
 
