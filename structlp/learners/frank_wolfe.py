@@ -106,8 +106,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
     with bit-identical iterates.
 
     On :class:`~structlp.structures.TreeLabeling` with dense node features (chains
-    and trees; ``batch_size=1``, ``pairwise=True``; whatever ``n_jobs`` and
-    ``backend``, the oracles then run in this process), a block's active outputs
+    and trees; ``batch_size=1``, ``pairwise=True``; whatever ``backend``, the oracles
+    then run in this process, on ``n_jobs`` threads), a block's active outputs
     are labellings, their Gram matrix comes from the example's node and edge Gram
     matrices, and a whole epoch (unary scores, loss-augmented max-sum, the pairwise
     and inner steps, the sparse update of ``w``), a pass without oracle and the exact
@@ -134,7 +134,11 @@ class FrankWolfeLearner(_FirstOrderLearner):
     max_iter : int >= 1, default=200
         Maximum number of epochs (passes over the examples).
     n_jobs : int or None, default=None
-        Local worker processes for the oracles (None or 1: serial, -1: all cores).
+        Local worker processes for the oracles (None or 1: serial, -1: all cores).  On the
+        compiled route of chains and trees (below): threads of this process running the
+        epochs, each on a partition of the blocks, combined by CoCoA+ (no worker processes;
+        the iterates then depend on ``n_jobs`` and ``random_state``, reruns are identical,
+        and the certificate is the same exact duality gap).
     backend : None, "loky", "dask", a scheduler address or a distributed.Client
         Where the oracles run (see :mod:`structlp.parallel`); "dask" uses the
         current ``distributed`` client.
@@ -145,7 +149,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
         ``n_jobs``/``backend``); their updates are then applied one after the
         other, each with its own exact line search.  1 is the classical BCFW.
         The iterates depend on ``random_state`` and ``batch_size`` only, never
-        on ``n_jobs`` or ``backend``.
+        on ``n_jobs`` or ``backend`` (except on the compiled route of chains and trees,
+        where ``n_jobs`` threads split the blocks).
     pairwise : bool, default=True
         Pairwise steps (Osokin et al. 2016): each block keeps its active outputs
         and their weights, and a step moves weight from the worst active output
@@ -319,8 +324,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
         m, d = data.n_examples, data.n_features
         ops, dd, mt = data.Phi, data.d, data.mu_true
         # tree labellings: whole epochs in one compiled kernel (_fw_trees)
-        # (the oracles run in this process whatever n_jobs and backend: the iterates never
-        # depend on them, and one compiled epoch is faster than dispatching its oracles)
+        # (the oracles run in this process whatever backend: one compiled epoch is faster
+        # than dispatching its oracles; n_jobs > 1 there are threads, _fw_threads)
         tree = pairwise and batch_size == 1 and _TreeBlocks.applicable(self.model, data)
         # with n_jobs > 1 there, the epochs run on n_jobs threads (CoCoA+, _fw_threads)
         threads = n_threads(self.n_jobs) if tree else 1
