@@ -182,10 +182,17 @@ class _ThreadedTreeBlocks:
         own = self.owner[perm]
         perms = [self.local[perm[own == p]] for p in range(K)]
         R = max(1, -(-max(len(q) for q in perms) // self.round_blocks))
+        # each partition's blocks cut where the rounds hold equal shares of its nodes (the
+        # threads then wait less for each other)
+        ends = []
+        for s, q in zip(self.stores, perms):
+            work = np.cumsum(np.diff(s.noff)[q])
+            ends.append(np.searchsorted(work, work[-1] * np.arange(1, R + 1) / R, side="right")
+                        if len(q) else np.zeros(R, dtype=np.int64))
         gs = [np.zeros(len(idx)) for idx in self.parts]
         for r in range(R):
             sig = self.sigma
-            cut = [q[len(q) * r // R:len(q) * (r + 1) // R] for q in perms]
+            cut = [q[(e[r - 1] if r else 0):e[r]] for q, e in zip(perms, ends)]
 
             def run(p):
                 return _change(w, *tree_local_round(self.stores[p], w, C, sig, [cut[p]],
