@@ -25,28 +25,76 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
 from ._fw_blocks import run_cache_passes
 from ._fw_tree_store import _TreeBlocks
 
-_EXECUTORS: Dict[Tuple[int, int], ThreadPoolExecutor] = {}
+_CREWS: Dict[Tuple[int, int], "_Crew"] = {}
 _LOCK = threading.Lock()
 
 
-def executor(K):
-    """A pool of ``K`` threads, made once per process and kept (idle threads cost
+class _Crew:
+    """``K - 1`` threads that run a round's ``fn(p)``, ``p = 1..K-1``, while the caller runs
+    ``fn(0)``: each waits on a lock of its own, so a round costs two lock hand-offs per
+    thread (no futures, no queue).  One round at a time (a lock around :meth:`run`)."""
+
+    def __init__(self, K):
+        self.K = K
+        self.fn: Any = None
+        self.out: List[Any] = [None] * K
+        self.go = [threading.Lock() for _ in range(K)]
+        self.done = [threading.Lock() for _ in range(K)]
+        self.busy = threading.Lock()
+        for p in range(1, K):
+            self.go[p].acquire()
+            self.done[p].acquire()
+            threading.Thread(target=self._loop, args=(p,), daemon=True,
+                             name=f"structlp-fw-{p}").start()
+
+    def _loop(self, p):
+        while True:
+            self.go[p].acquire()
+            try:
+                self.out[p] = (True, self.fn(p))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                self.out[p] = (False, exc)
+            self.done[p].release()
+
+    def run(self, fn):
+        """``[fn(p) for p in range(K)]``, ``fn(0)`` in this thread, the others in the crew's
+        (an exception of any is raised here, after all have finished)."""
+        with self.busy:
+            self.fn = fn
+            for p in range(1, self.K):
+                self.go[p].release()
+            try:
+                first = fn(0)
+            finally:
+                for p in range(1, self.K):
+                    self.done[p].acquire()
+                self.fn = None
+            outs = [first]
+            for p in range(1, self.K):
+                ok, value = self.out[p]
+                self.out[p] = None
+                if not ok:
+                    raise value
+                outs.append(value)
+            return outs
+
+
+def crew(K):
+    """The :class:`_Crew` of ``K`` (made once per process and kept: idle threads cost
     nothing; a fork makes its own)."""
     key = (os.getpid(), int(K))
     with _LOCK:
-        ex = _EXECUTORS.get(key)
-        if ex is None:
-            ex = _EXECUTORS[key] = ThreadPoolExecutor(max_workers=int(K),
-                                                      thread_name_prefix="structlp-fw")
-    return ex
+        c = _CREWS.get(key)
+        if c is None:
+            c = _CREWS[key] = _Crew(int(K))
+    return c
 
 
 def tree_local_round(blocks, w, C, K, perms, inner_steps, cache_passes, g_est, gain=None):
@@ -69,6 +117,10 @@ def tree_local_round(blocks, w, C, K, perms, inner_steps, cache_passes, g_est, g
     Cp = K * C
     w_loc = np.array(w, dtype=float)
     ell = 0.0
+    if not cache_passes:
+        for perm in perms:
+            ell = blocks.epoch(perm, w_loc, Cp, inner_steps, ell, g_est)
+        return w_loc, ell
     dual_before = -0.5 * float(w_loc.dot(w_loc))
     for perm in perms:
         ell = blocks.epoch(perm, w_loc, Cp, inner_steps, ell, g_est)
@@ -143,10 +195,8 @@ class _ThreadedTreeBlocks:
 
     def _map(self, fn):
         """``[fn(p) for p in range(K)]``: partition 0 in this thread, the others in the
-        pool's."""
-        futs = [executor(self.K - 1).submit(fn, p) for p in range(1, self.K)]
-        first = fn(0)
-        return [first] + [f.result() for f in futs]
+        crew's."""
+        return crew(self.K).run(fn)
 
     def restart(self, data):
         """Warm start: each partition's data made afresh (the features may differ)."""
