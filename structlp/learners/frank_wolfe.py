@@ -328,7 +328,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
         # than dispatching its oracles; n_jobs > 1 there are threads, _fw_threads)
         tree = pairwise and batch_size == 1 and _TreeBlocks.applicable(self.model, data)
         # with n_jobs > 1 there, the epochs run on n_jobs threads (CoCoA+, _fw_threads)
-        threads = n_threads(self.n_jobs) if tree else 1
+        threads = min(n_threads(self.n_jobs), m) if tree else 1
         blocks = self._warm_blocks(data)
         if blocks is not None and (store_kind(blocks) != (tree, threads)):
             blocks = None          # another kind of store: start afresh

@@ -198,3 +198,16 @@ def test_tree_epoch_overlaps_python_in_another_thread():
         if seen:
             break
     assert seen, "the epoch kernel held the GIL: this thread never ran during the call"
+
+
+def test_more_threads_than_examples():
+    """n_jobs above the number of examples: as many threads as examples (one: serial)."""
+    from structlp.learners._fw_threads import _ThreadedTreeBlocks
+    from structlp.learners._fw_tree_store import _TreeBlocks
+    X, Y, model = tree_data(7, m=3, n=3, k=2)
+    for m, kind in ((1, _TreeBlocks), (3, _ThreadedTreeBlocks)):
+        fw = FrankWolfeLearner(model, C=1.0, tol=1e-8, max_iter=3000, random_state=0,
+                               n_jobs=8).fit(X[:m], Y[:m])
+        assert type(fw._warm[1]) is kind and fw.converged_
+        assert fw.duality_gap_ <= 1e-8 * fw.objective_
+    assert fw._warm[1].K == 3
