@@ -256,19 +256,20 @@ class _ThreadedTreeBlocks:
             work = np.cumsum(np.diff(s.noff)[q])
             ends.append(np.searchsorted(work, work[-1] * np.arange(1, R + 1) / R, side="right")
                         if len(q) else np.zeros(R, dtype=np.int64))
-        gs = [np.zeros(len(idx)) for idx in self.parts]
+        gs = [g_est[idx] for idx in self.parts]     # the blocks not visited keep theirs
         for r in range(R):
             sig = self.sigma
             cut = [q[(e[r - 1] if r else 0):e[r]] for q, e in zip(perms, ends)]
 
             def run(p):
-                return _change(w, *tree_local_round(self.stores[p], w, C, sig, [cut[p]],
-                                                    inner_steps, 0, gs[p]))
+                out = tree_local_round(self.stores[p], w, C, sig, [cut[p]], inner_steps, 0,
+                                       gs[p])
+                gs[p][cut[p]] /= sig              # the local gaps in units of C
+                return _change(w, *out)
 
-            outs = self._map(run)
-            for idx, g, q in zip(self.parts, gs, cut):
-                g_est[idx[q]] = g[q] / sig
-            ell = self._combine(w, ell, outs, sig)
+            ell = self._combine(w, ell, self._map(run), sig)
+        for idx, g in zip(self.parts, gs):
+            g_est[idx] = g
         return ell
 
     def cache_pass(self, w, C, ell, steps=None):
