@@ -5,20 +5,31 @@ With ``K`` threads, the blocks are split once into ``K`` partitions (by a permut
 from the fit's random generator, cut where the partitions hold about equal numbers of
 nodes), each with a compiled block store of its own (:class:`._fw_tree_store._TreeBlocks`
 over its examples).  An epoch hands each partition the blocks of the epoch's order that it
-owns (in that order), and each thread runs the compiled epoch over them on the CoCoA+ local
-subproblem of its partition (:func:`tree_local_round`: the ordinary BCFW dual of its blocks
-with ``C' = K C``, from a copy of the global ``w``), the same as a worker of
-:class:`~structlp.learners.sharded.ShardedFrankWolfeLearner` does.  Then the partitions'
-changes are added (CoCoA+ "adding", Ma et al. 2015): a partition's local iterate moved by
-``w_p' - w = K Delta w_p``, so the new ``w = w + sum_p (w_p' - w) / K`` is the sum of the
-partitions' shares, and ``ell`` moves by ``sum_p Delta ell_p' / K`` (the local ``ell`` is in
-units of ``C'``).  The dual never decreases (``|sum_p v_p|^2 <= K sum_p |v_p|^2``), and
-the exact duality gap (each partition's check pass, in its thread) certifies the result
-as in a serial fit.
+owns (in that order), cut into short rounds (:attr:`_ThreadedTreeBlocks.round_blocks`
+blocks per partition); in a round each thread runs the compiled epoch kernel over its
+blocks on the CoCoA+ local subproblem of its partition (:func:`tree_local_round`: the
+ordinary BCFW dual of its blocks with ``C' = sigma' C``, from a copy of the global ``w``),
+the same local solve as a worker of
+:class:`~structlp.learners.sharded.ShardedFrankWolfeLearner` (``sigma' = K`` there).  Then
+the partitions' changes are added (CoCoA+ "adding", Ma et al. 2015): a partition's local
+iterate moved by ``w_p' - w = sigma' Delta w_p``, so the new ``w = w + sum_p (w_p' - w) /
+sigma'`` is ``w(m)`` of the new block variables exactly, and ``ell`` moves by ``sum_p Delta
+ell_p' / sigma'`` (the local ``ell`` is in units of ``C'``).  With ``sigma' = K`` the dual
+never decreases (``|sum_p v_p|^2 <= K sum_p |v_p|^2``); ``sigma'`` follows the measured
+alignment of the last round's changes (:meth:`_ThreadedTreeBlocks._combine`), which the
+partitions' changes mostly undershoot (they point apart).  Whatever ``sigma'``, each block
+holds a feasible distribution and ``w = w(m)``, so the exact duality gap (each partition's
+check pass, in its thread) certifies the result as in a serial fit.  The passes without
+oracle are rounds too, one pass each (:func:`._fw_blocks.run_cache_passes`).
 
-The kernels run without the GIL (numba's ``nogil``), so the threads run on separate cores.
-The iterates depend on ``random_state`` and ``K`` only: the partition, the epochs' order of
-the blocks, and the order in which the changes are added are fixed by them.
+Why short rounds: run apart for a whole epoch, the partitions' changes cancel more and
+more (on OCR letters the fit then took several times the epochs of one thread); rounds of
+32 blocks cost a few more epochs than one thread and two lock hand-offs each.
+
+The kernels run without the GIL (numba's ``nogil``; the ahead-of-time build releases it as
+well), so the threads run on separate cores.  The iterates depend on ``random_state`` and
+``K`` only: the partition, the epochs' order of the blocks, the rounds and the order in
+which the changes are added are fixed by them.
 """
 
 from __future__ import annotations
@@ -107,9 +118,11 @@ def tree_local_round(blocks, w, C, K, perms, inner_steps, cache_passes, g_est, g
             - w\\cdot\\Delta w_p - \\tfrac{K}{2}\\|\\Delta w_p\\|^2,\\qquad
         \\Delta w_p = -C\\sum_{i\\in p}\\Phi_i^T\\Delta m_i ,
 
-    which is the BCFW dual of the blocks with ``C' = K C`` from ``w``: an epoch of the
-    compiled kernel over each block order of ``perms`` (int64 arrays), then up to
-    ``cache_passes`` passes without oracle (:func:`._fw_blocks.run_cache_passes`).
+    (``K``: CoCoA+'s ``sigma'``, the number of partitions for its safe value) which is the
+    BCFW dual of the blocks with ``C' = K C`` from ``w``: an epoch of the compiled kernel
+    over each block order of ``perms`` (int64 arrays), then up to ``cache_passes`` passes
+    without oracle (:func:`._fw_blocks.run_cache_passes`; ``gain``: the dual gain the
+    passes' stopping rule compares with, default the epochs').
 
     Returns the local iterate ``w' = w + K Delta w_p`` (d,) (``w`` is not changed) and
     ``C' sum_i c_i . Delta m_i``; ``g_est[i]`` receives the local gap (``C'`` units) of
@@ -345,5 +358,3 @@ def n_threads(n_jobs):
     from ..parallel import check_n_jobs
     return check_n_jobs(n_jobs)
 
-
-__all__: Any = []
