@@ -11,10 +11,11 @@ the same ``n_jobs`` (numba's cached kernels loaded, the threads started), the tw
 alternating, ``--repeats`` times each.  Per fit: wall and CPU seconds (``time.perf_counter``,
 ``time.process_time``: the process's CPU, both threads), epochs, the certified objective,
 its duality gap, the critical path CPU (the CPU minus what the threads ran alongside
-each other: the wall time with two free cores, less the hand-offs), ``F`` recomputed independently (numpy Viterbi, ``bench_ocr.exact_objective``)
-and the 1-minute load average after the fit.  The speed-up is the median wall time with one
-thread over the median with two; on a machine shared with other work it is noisy (the load
-average says how busy the machine was).
+each other: the wall time with two free cores, less the hand-offs), ``F`` recomputed
+independently (numpy Viterbi, ``bench_ocr.exact_objective``) and the 1-minute load average
+after the fit.  The speed-up is the median wall time with one thread over the median with
+two; on a machine shared with other work it is noisy (the load average says how busy the
+machine was); one thread's CPU over two threads' critical path hardly depends on it.
 
 Run: ``python benchmarks/bench_threads.py --json benchmarks/results/threads.json
 [--repeats 3] [--data scale|fold1]``.
