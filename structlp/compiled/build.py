@@ -66,10 +66,28 @@ def _constant(value: int) -> Any:
 def compile_into(directory: str, modules: Optional[Dict[str, str]] = None) -> None:
     """Compile the extension modules ``modules`` (name -> LLVM CPU; default
     :func:`targets`) into ``directory`` (the package's)."""
-    for name, cpu in (targets() if modules is None else modules).items():
-        cc = _cc(name, cpu)
-        cc.output_dir = str(directory)
-        cc.compile()
+    from numba.pycc import compiler
+    flags = compiler.Flags
+    compiler.Flags = _ReleasingGil(flags)
+    try:
+        for name, cpu in (targets() if modules is None else modules).items():
+            cc = _cc(name, cpu)
+            cc.output_dir = str(directory)
+            cc.compile()
+    finally:
+        compiler.Flags = flags
+
+
+def _ReleasingGil(flags: Any) -> Any:
+    """numba.pycc's compilation flags with ``release_gil`` set: the exported kernels release
+    the GIL while they run, as the JIT's do (``nogil=True``), so that threads run them on
+    several cores (``FrankWolfeLearner(n_jobs=2)`` on chains and trees).  (pycc makes its
+    flags itself, with the GIL kept, and has no option for it.)"""
+    class Flags(flags):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+    return Flags
 
 
 def main(argv: Any = None) -> None:

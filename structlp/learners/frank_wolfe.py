@@ -18,6 +18,7 @@ from ..utils.fingerprint import output_fingerprint
 from ._first_order import _FirstOrderLearner, _augment
 from ._fw_blocks import _GramBlocks, _PsiBlocks, _compact_loss, run_cache_passes
 from ._fw_tree_store import _TreeBlocks
+from ._fw_threads import _ThreadedTreeBlocks, n_threads
 
 
 _UNIFORM_SHARE = 0.2   # share of the uniform distribution in gap sampling
@@ -27,6 +28,14 @@ _PSI_MAX_D = 256       # up to this many features, active outputs also keep thei
 def compact_losses(data):
     """Each example's loss vector by its nonzeros (no dense (L_i,) c)."""
     return [_compact_loss(*data.c.nonzeros(i)) for i in range(data.n_examples)]
+
+
+def store_kind(blocks):
+    """``(tree, threads)`` of a block store: whether it is the compiled tree store, and on
+    how many threads its epochs run."""
+    if isinstance(blocks, _ThreadedTreeBlocks):
+        return True, blocks.K
+    return isinstance(blocks, _TreeBlocks), 1
 
 
 def costly_oracle(model, data):
@@ -97,8 +106,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
     with bit-identical iterates.
 
     On :class:`~structlp.structures.TreeLabeling` with dense node features (chains
-    and trees; ``batch_size=1``, ``pairwise=True``; whatever ``n_jobs`` and
-    ``backend``, the oracles then run in this process), a block's active outputs
+    and trees; ``batch_size=1``, ``pairwise=True``; whatever ``backend``, the oracles
+    then run in this process, on ``n_jobs`` threads), a block's active outputs
     are labellings, their Gram matrix comes from the example's node and edge Gram
     matrices, and a whole epoch (unary scores, loss-augmented max-sum, the pairwise
     and inner steps, the sparse update of ``w``), a pass without oracle and the exact
@@ -125,7 +134,11 @@ class FrankWolfeLearner(_FirstOrderLearner):
     max_iter : int >= 1, default=200
         Maximum number of epochs (passes over the examples).
     n_jobs : int or None, default=None
-        Local worker processes for the oracles (None or 1: serial, -1: all cores).
+        Local worker processes for the oracles (None or 1: serial, -1: all cores).  On the
+        compiled route of chains and trees (below): threads of this process running the
+        epochs, each on a partition of the blocks, combined by CoCoA+ (no worker processes;
+        the iterates then depend on ``n_jobs`` and ``random_state``, reruns are identical,
+        and the certificate is the same exact duality gap).
     backend : None, "loky", "dask", a scheduler address or a distributed.Client
         Where the oracles run (see :mod:`structlp.parallel`); "dask" uses the
         current ``distributed`` client.
@@ -136,7 +149,8 @@ class FrankWolfeLearner(_FirstOrderLearner):
         ``n_jobs``/``backend``); their updates are then applied one after the
         other, each with its own exact line search.  1 is the classical BCFW.
         The iterates depend on ``random_state`` and ``batch_size`` only, never
-        on ``n_jobs`` or ``backend``.
+        on ``n_jobs`` or ``backend`` (except on the compiled route of chains and trees,
+        where ``n_jobs`` threads split the blocks).
     pairwise : bool, default=True
         Pairwise steps (Osokin et al. 2016): each block keeps its active outputs
         and their weights, and a step moves weight from the worst active output
@@ -310,13 +324,17 @@ class FrankWolfeLearner(_FirstOrderLearner):
         m, d = data.n_examples, data.n_features
         ops, dd, mt = data.Phi, data.d, data.mu_true
         # tree labellings: whole epochs in one compiled kernel (_fw_trees)
-        # (the oracles run in this process whatever n_jobs and backend: the iterates never
-        # depend on them, and one compiled epoch is faster than dispatching its oracles)
+        # (the oracles run in this process whatever backend: one compiled epoch is faster
+        # than dispatching its oracles; n_jobs > 1 there are threads, _fw_threads)
         tree = pairwise and batch_size == 1 and _TreeBlocks.applicable(self.model, data)
+        # with n_jobs > 1 there, the epochs run on n_jobs threads (CoCoA+, _fw_threads)
+        threads = min(n_threads(self.n_jobs), m) if tree else 1
         blocks = self._warm_blocks(data)
-        if blocks is not None and isinstance(blocks, _TreeBlocks) != tree:
-            blocks = None          # the other kind of store: start afresh
-        if blocks is None:         # m_i = the truth
+        if blocks is not None and (store_kind(blocks) != (tree, threads)):
+            blocks = None          # another kind of store: start afresh
+        if blocks is None and threads > 1:
+            blocks, c = _ThreadedTreeBlocks(self.model, data, threads, rng), None
+        elif blocks is None:       # m_i = the truth
             blocks, c = new_blocks(self.model, data, tree)
         elif tree:                 # the features may differ: what depends on them made afresh
             c = None
@@ -432,6 +450,16 @@ class FrankWolfeLearner(_FirstOrderLearner):
         self.history_ = history
         self.fit_time_ = {"inference": t_inf, "check": t_check}
 
+    def _pool(self, data, polys, solver, opts, timeout):
+        if (self.backend is None and self._tree_path()
+                and _TreeBlocks.applicable(self.model, data)):
+            # the compiled tree route calls no oracle of the pool (n_jobs are its threads):
+            # no worker processes started
+            from ..parallel import OraclePool
+            return OraclePool(self.model, data.X, polys, solver, opts, timeout=timeout,
+                              owner=type(self).__name__, truths=data.mu_true)
+        return super()._pool(data, polys, solver, opts, timeout)
+
     def _tree_path(self):
         """Whether a fit may take the compiled tree-labelling path (:mod:`._fw_trees`; the
         data decide at fit time): then no output polytopes are built and the oracle is not
@@ -449,7 +477,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
         tc = time.perf_counter()
         w, ell = blocks.primal(data.Phi, data.mu_true, data.d, C, data.n_features)
         ti = time.perf_counter()
-        if isinstance(blocks, _TreeBlocks):       # one compiled pass
+        if store_kind(blocks)[0]:                 # one compiled pass (per thread)
             hinge, g_est = blocks.check(w, C, np.asarray(data.d, dtype=float))
             t_inf = time.perf_counter() - ti
             obj = 0.5 * float(w @ w) + C * float(hinge.sum())

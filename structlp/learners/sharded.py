@@ -66,6 +66,7 @@ from ..solvers import check_solver
 from ._first_order import _augment
 from ._fw_blocks import run_cache_passes
 from ._fw_tree_store import _TreeBlocks
+from ._fw_threads import tree_local_round
 from .frank_wolfe import new_blocks
 
 
@@ -167,29 +168,29 @@ def _local_pass(shard, w, C, K, seed, epochs, pairwise, inner_steps, cache_passe
     ops = data.Phi
     m = data.n_examples
     rng = np.random.default_rng(seed)
-    w_loc = np.array(w, dtype=float)
-    Cp = K * C
-    _, ell = blocks.primal(ops, data.mu_true, data.d, Cp, data.n_features)
-    dual_before = ell - 0.5 * float(w_loc.dot(w_loc))
+    perms = [rng.permutation(m) for _ in range(epochs)]
     g_sum = 0.0
-    g_est = np.zeros(m)
-    for _ in range(epochs):
-        g_sum = 0.0
-        if shard.tree:                 # the epoch in one compiled kernel call
-            ell = blocks.epoch(rng.permutation(m).astype(np.int64), w_loc, Cp, inner_steps,
-                               ell, g_est)
-            g_sum = float(g_est.sum())
-            continue
-        for i in rng.permutation(m).tolist():
-            a = _augment(ops[i].scores(w_loc), c[i])
-            mu = shard.oracle(i, a)
-            g, dl = blocks.step(i, mu, a, w_loc, ops[i], c[i], Cp, pairwise, inner_steps)
-            g_sum += g if g > 0.0 else 0.0
-            ell += Cp * dl
-    dual_now = ell - 0.5 * float(w_loc.dot(w_loc))
-    gain, dual_before = dual_now - dual_before, dual_now
-    ell, dual_before = run_cache_passes(blocks, w_loc, Cp, ell, dual_before, gain,
-                                        cache_passes)
+    if shard.tree:      # the epochs and passes in compiled kernel calls (as the threads of
+        g_est = np.zeros(m)         # FrankWolfeLearner(n_jobs=K) on chains and trees)
+        tree_local_round(blocks, w, C, K, [p.astype(np.int64) for p in perms], inner_steps,
+                         cache_passes, g_est)
+        g_sum = float(g_est.sum())
+    else:
+        w_loc = np.array(w, dtype=float)
+        Cp = K * C
+        _, ell = blocks.primal(ops, data.mu_true, data.d, Cp, data.n_features)
+        dual_before = ell - 0.5 * float(w_loc.dot(w_loc))
+        for perm in perms:
+            g_sum = 0.0
+            for i in perm.tolist():
+                a = _augment(ops[i].scores(w_loc), c[i])
+                mu = shard.oracle(i, a)
+                g, dl = blocks.step(i, mu, a, w_loc, ops[i], c[i], Cp, pairwise, inner_steps)
+                g_sum += g if g > 0.0 else 0.0
+                ell += Cp * dl
+        dual_now = ell - 0.5 * float(w_loc.dot(w_loc))
+        run_cache_passes(blocks, w_loc, Cp, ell, dual_now, dual_now - dual_before,
+                         cache_passes)
     shard.rounds += 1
     # the scale check with C, on this partition's examples (the data alone: in prepare)
     check_scale(shard.data.Phi, shard.data.c, shard.data.d, C=C,
