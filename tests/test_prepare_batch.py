@@ -365,7 +365,7 @@ def test_compiled_tree_blocks_and_fit_identical(trees):
     """The compiled tree blocks packed from either path hold the same arrays, and a
     sharded partition (no cluster: its tasks called in process) reaches the same
     contribution after a pass."""
-    from structlp.learners import sharded
+    from structlp.learners import _fw_tree_store, sharded
     from structlp.learners._fw_tree_store import _TreeBlocks
     X, Y = chains(m=12, trees=trees, seed=3)
     shards = []
@@ -377,6 +377,8 @@ def test_compiled_tree_blocks_and_fit_identical(trees):
             compiler.BATCH = True
     a, b = shards
     assert a.tree and b.tree and isinstance(b.blocks, _TreeBlocks)
+    # the vectorised set is packed from its arrays, the hooks' from their examples
+    assert _fw_tree_store._packed_trees(b.data) and not _fw_tree_store._packed_trees(a.data)
     for f in ("V", "E", "noff", "order", "parents", "edge_of", "cn", "ytrue", "uniform"):
         assert np.array_equal(getattr(a.blocks, f), getattr(b.blocks, f)), f
     outs = [sharded._local_pass(s, np.zeros(a.data.n_features), 1.0, 1, [0, 0, 1], 1, True,

@@ -107,11 +107,34 @@ class _Trees(_Packed):
     and edge features ``Vs``, ``Es`` (the given arrays, as float) and their checked shapes:
     ``shapes[i]`` a shared tuple (chains: one per length), or an int ``j``, the ``j``-th
     tree of ``packed`` (read-only parents, order, edge_child, edge_of of the other trees,
-    node offsets, edge offsets)."""
+    node offsets, edge offsets); ``n`` (m,) the node counts, ``chain`` (m,) which
+    examples are chains."""
 
-    def __init__(self, Vs, Es, shapes, packed=None):
+    def __init__(self, Vs, Es, shapes, packed, n, chain):
         super().__init__(len(Vs))
         self.Vs, self.Es, self.shapes, self.packed = Vs, Es, shapes, packed
+        self.n, self.chain = n, chain
+
+    def concatenated(self):
+        """All trees at once, without an object per example: ``(n, noff, V, E, parents,
+        order, edge_of)``, the node counts (m,), node offsets (m + 1,), node features
+        (N, d_v) and edge features (N - m, d_e) (float, example after example), and each
+        node's parent, breadth-first position and parent edge (N,) in its example's local
+        indices (as :class:`~structlp.graphical.trees.TreeExample` has them)."""
+        n = self.n
+        m = len(n)
+        noff = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(n, out=noff[1:])
+        N = int(noff[-1])
+        loc = np.arange(N, dtype=np.int64) - np.repeat(noff[:-1], n)
+        parents, order, edge_of = loc - 1, loc, loc - 1        # chains
+        if self.packed is not None:                           # the other trees
+            sel = np.repeat(~self.chain, n)
+            par, od, _, eo = self.packed[:4]
+            parents[sel], order[sel], edge_of[sel] = par, od, eo
+        V = np.concatenate(self.Vs) if m else np.zeros((0, 0))
+        E = np.concatenate(self.Es) if m else np.zeros((0, 0))
+        return n, noff, V, E, parents, order, edge_of
 
     def _make(self, i):
         shape = self.shapes[i]
@@ -270,7 +293,7 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     shapes = [by_n.get(v) for v in n.tolist()]
     for j, i in enumerate(other.tolist()):
         shapes[i] = j
-    Xs = _Trees(Vs, Es, shapes, packed)
+    Xs = _Trees(Vs, Es, shapes, packed, n, chain)
     polys: list = [None] * m
     if need_polytopes:                  # one polytope per distinct tree
         cache = PolytopeCache(model)
