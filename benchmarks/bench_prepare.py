@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))          # this checkout's structlp, not an installed one
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import report  # benchmarks/report.py: the results schema
 

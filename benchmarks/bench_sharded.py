@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))          # this checkout's structlp, not an installed one
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import report  # benchmarks/report.py: the results schema
 
@@ -75,6 +77,12 @@ def make_chain_partition(seed, m, theta, n=6, k=4, dv=5, noise=0.5):
     edge, parents = np.ones((n - 1, 1)), np.arange(-1, n - 1)
     return [({"node_features": V[i], "edge_features": edge, "parents": parents}, y[i])
             for i in range(m)]
+
+
+def structlp_dir():
+    """The directory of the structlp a process imports."""
+    import structlp
+    return str(Path(structlp.__file__).resolve().parent)
 
 
 def peak_rss_mb():
@@ -285,6 +293,8 @@ def main(argv=None):
     from structlp.learners.sharded import ShardedFrankWolfeLearner
     from structlp.structures import BipartiteMatching, TreeLabeling
 
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     if args.model == "chain":
         model, make = TreeLabeling(4), make_chain_partition
         w0 = np.random.default_rng(0).normal(size=4 * 5 + 4 * 4)
@@ -300,6 +310,9 @@ def main(argv=None):
                                   memory_limit=0) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         client.run(lambda: None)
+        where = set(client.run(structlp_dir).values())
+        if where != {str(ROOT / "structlp")}:
+            raise RuntimeError(f"the workers import structlp from {where}, not {ROOT}")
         rss_idle = client.run(peak_rss_mb)
         rss_warm = None
         if args.warmup:
