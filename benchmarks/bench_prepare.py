@@ -156,17 +156,18 @@ def worker_round(name, model, make, m, parts=2):
     del warm
     gc.collect()
     base, peak = current_rss_mb(), 0.0
-    cpu = dict(generate=0.0, prepare=0.0, start=0.0, first_pass=0.0)
+    cpu = dict(generate=0.0, prepare=0.0, start=0.0, first_pass=0.0, system=0.0)
     shards = []
     for k in range(parts):
         t = time.process_time()
         items = make(1000 + k, m)
-        t1 = time.process_time()
+        t1, s1 = time.process_time(), os.times().system
         shards.append(sharded._make_shard(items, model, k, None, {}))
         del items
         t2 = time.process_time()
         info = sharded._shard_info(shards[-1], C)
         t3 = time.process_time()
+        cpu["system"] += os.times().system - s1
         sharded._local_pass(shards[-1], info["w"], C, parts, [0, k, 1], 1, True, 3, 10, 0)
         t4 = time.process_time()
         cpu["generate"] += t1 - t
@@ -239,6 +240,8 @@ def main(argv=None):
                  "unit": "CPU µs / example", "format": ".1f"},
                 {"key": "setup", "label": "all before the first pass",
                  "unit": "CPU µs / example", "format": ".1f"},
+                {"key": "system", "label": "of which system time (first touches of memory)",
+                 "unit": "CPU µs / example", "format": ".1f"},
                 {"key": "goal", "label": f"before the first pass <= {GOAL_US:g} µs"},
                 {"key": "first_pass", "label": "first pass",
                  "unit": "CPU µs / example", "format": ".1f"},
@@ -257,7 +260,9 @@ def main(argv=None):
              "False); the vectorised path refuses the same examples with the same messages "
              "(tests/test_prepare_batch.py).",
              "The worker rounds: CPU per example of each step; 'all before the first pass' "
-             "is the preparation and the starting contribution (the issue's bound); RSS "
+             "is the preparation and the starting contribution (the issue's bound), its "
+             "system part mostly the kernel's page faults on the new arrays (they grow "
+             "with the machine's load and memory pressure); RSS "
              "growth over the process after a warm-up round of 500 examples, against what "
              "the shards hold (bench_sharded.held_mb)."]
     if args.json:

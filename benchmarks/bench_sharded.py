@@ -117,7 +117,9 @@ def held_mb(*roots):
         elif isinstance(o, (list, tuple, set, frozenset)):
             stack.extend(o)
         else:
-            stack.extend(getattr(o, "__dict__", {}).values())
+            attrs = getattr(o, "__dict__", None)
+            if isinstance(attrs, dict):
+                stack.extend(attrs.values())
             for k in type(o).__mro__:
                 for slot in getattr(k, "__slots__", ()):
                     if hasattr(o, slot):
