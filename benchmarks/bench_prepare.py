@@ -254,8 +254,9 @@ def main(argv=None):
              "machine is shared, so the ratios (same run) mean more than the microseconds. "
              f"Load average at the start {started.get('load')}, at the end {end}.",
              "Memory by tracemalloc (numpy's buffers included), over the input examples: "
-             "'kept' is what the prepared TrainingData holds, 'peak' the most held at once "
-             "while preparing it.",
+             "'kept' is what the prepared TrainingData holds (for chains and trees their "
+             "features packed as float, the given arrays not referenced), 'peak' the most "
+             "held at once while preparing it.",
              "The per-example hooks are the path of the previous release (compiler.BATCH = "
              "False); the vectorised path refuses the same examples with the same messages "
              "(tests/test_prepare_batch.py).",
