@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))          # this checkout's structlp, not an installed one
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import report  # benchmarks/report.py: the results schema
 
@@ -77,6 +79,12 @@ def make_chain_partition(seed, m, theta, n=6, k=4, dv=5, noise=0.5):
             for i in range(m)]
 
 
+def structlp_dir():
+    """The directory of the structlp a process imports."""
+    import structlp
+    return str(Path(structlp.__file__).resolve().parent)
+
+
 def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -109,7 +117,9 @@ def held_mb(*roots):
         elif isinstance(o, (list, tuple, set, frozenset)):
             stack.extend(o)
         else:
-            stack.extend(getattr(o, "__dict__", {}).values())
+            attrs = getattr(o, "__dict__", None)
+            if isinstance(attrs, dict):
+                stack.extend(attrs.values())
             for k in type(o).__mro__:
                 for slot in getattr(k, "__slots__", ()):
                     if hasattr(o, slot):
@@ -288,6 +298,8 @@ def main(argv=None):
     from structlp.learners.sharded import ShardedFrankWolfeLearner
     from structlp.structures import BipartiteMatching, TreeLabeling
 
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     if args.model == "chain":
         model, make = TreeLabeling(4), make_chain_partition
         w0 = np.random.default_rng(0).normal(size=4 * 5 + 4 * 4)
@@ -303,6 +315,9 @@ def main(argv=None):
                                   memory_limit=0) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         client.run(lambda: None)
+        where = set(client.run(structlp_dir).values())
+        if where != {str(ROOT / "structlp")}:
+            raise RuntimeError(f"the workers import structlp from {where}, not {ROOT}")
         rss_idle = client.run(peak_rss_mb)
         rss_warm = None
         if args.warmup:

@@ -346,6 +346,19 @@ class SparseVectors(Sequence):
     def __len__(self):
         return len(self._packed[3]) if self._packed is not None else len(self._len)
 
+    def concatenated(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All vectors' nonzeros in one array each, ``(idx, vals, offsets)``: vector ``i``'s
+        at ``offsets[i]:offsets[i + 1]`` (m + 1,) (the packed storage itself when packed:
+        no array per vector is made)."""
+        if self._packed is not None:
+            idx, val, off, _ = self._packed
+            return idx, val, off
+        off = np.zeros(len(self._idx) + 1, dtype=np.int64)
+        np.cumsum([a.size for a in self._idx], out=off[1:])
+        if not self._idx:
+            return np.zeros(0, dtype=np.int64), np.zeros(0), off
+        return np.concatenate(self._idx), np.concatenate(self._val), off
+
     def supports(self) -> List[np.ndarray]:
         """Each vector's nonzero positions (int64), without making the dense vectors."""
         return [np.asarray(self.nonzeros(i)[0], dtype=np.int64) for i in range(len(self))]

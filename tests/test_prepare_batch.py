@@ -259,10 +259,47 @@ TREE_BAD = {
                                                _tree(6, [-1, -1])(X, Y)),
     "too large X[1], y of X[6]": lambda X, Y: (_nodes(1, lambda V: V * 1e200)(X, Y),
                                                _y(6, lambda y: _set(y, 0, -2))(X, Y)),
+    "x None": lambda X, Y: X.__setitem__(5, None),
+    "x missing edge_features": _missing(5, "edge_features"),
+    "parents None": _x(5, parents=None),
+    "parents NaN": _x(5, parents=np.array([-1.0, np.nan, 1.0])),
+    "parents inf": _x(5, parents=np.array([-1.0, 0.0, np.inf])),
+    "parents complex": _x(5, parents=np.array([-1, 0, 1]) + 0j),
+    "parents wrapping to two roots": _tree(5, np.array([2 ** 64 - 1, 2 ** 64 - 1, 0],
+                                                       dtype=np.uint64)),
+    "node features None": _x(5, node_features=None),
+    "node features 3-D": _nodes(5, lambda V: V[None]),
+    "node features an object None": _nodes(5, lambda V: _set(V.astype(object), 0, None)),
+    "node features longdouble beyond float64": _nodes(
+        5, lambda V: _set(V.astype(np.longdouble), 0, np.longdouble(1e308) * 10)),
+    "node features large (squares overflow)": _nodes(5, lambda V: V * 1e160),
+    "edge features None": _x(5, edge_features=None),
+    "edge features inf": lambda X, Y: (_tree(5, [-1, 0, 1])(X, Y),
+                                       _edges(5, _inf)(X, Y)),
+    "edge features complex": _edges(5, lambda E: E + 1j),
+    "edge features strings": _edges(5, lambda E: E.astype(str)),
+    "edge features 1-D": lambda X, Y: (_tree(5, [-1, 0, 1])(X, Y),
+                                       _edges(5, lambda E: E.ravel())(X, Y)),
+    "edge features too large": lambda X, Y: (_tree(5, [-1, 0, 1])(X, Y),
+                                             _edges(5, lambda E: E * 1e200)(X, Y)),
+    "one node, edge features empty 1-D": lambda X, Y: (_tree(5, [-1])(X, Y),
+                                                       _x(5, edge_features=np.zeros(0))(X, Y)),
+    "one node, edge features of no width": lambda X, Y: (
+        _tree(5, [-1])(X, Y), _x(5, edge_features=np.zeros((0, 0)))(X, Y)),
+    "y too long": _y(5, lambda y: np.append(y, 0)),
+    "y 0-d": _y(5, lambda y: np.int64(0)),
+    "y objects": _y(5, lambda y: y.astype(object)),
+    "y huge float": _y(5, lambda y: _set(y.astype(float), 0, 1e300)),
+    "y huge unsigned": _y(5, lambda y: _set(y.astype(np.uint64), 0, 2 ** 64 - 1)),
+    "y label k - 0.5": _y(5, lambda y: _set(y.astype(float), 0, K - 0.5)),
+    "node features NaN at 0": _nodes(0, _nan),
+    "node features NaN in every example": lambda X, Y: [_nodes(i, _nan)(X, Y)
+                                                        for i in range(1, len(X))],
 }
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered in cast")
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")
 @pytest.mark.parametrize("trees", [False, True])
 @pytest.mark.parametrize("case", sorted(TREE_BAD))
 def test_trees_refuse_alike(case, trees):
@@ -307,9 +344,24 @@ MATCHING_BAD = {
     "bad at 0": lambda X, Y: Y.__setitem__(0, np.zeros_like(Y[0])),
     "y of X[2], x of X[6]": lambda X, Y: (Y.__setitem__(2, Y[2] * 2),
                                           X.__setitem__(6, X[6][0])),
+    "x None": lambda X, Y: X.__setitem__(5, None),
+    "x 4-D": lambda X, Y: X.__setitem__(5, X[5][None]),
+    "x longdouble beyond float64": lambda X, Y: X.__setitem__(
+        5, _set(X[5].astype(np.longdouble), 0, np.longdouble(1e308) * 10)),
+    "x large (squares overflow)": lambda X, Y: X.__setitem__(5, X[5] * 1e160),
+    "y None": lambda X, Y: Y.__setitem__(5, None),
+    "y inf": lambda X, Y: Y.__setitem__(5, _inf(Y[5])),
+    "y complex": lambda X, Y: Y.__setitem__(5, Y[5] + 0j),
+    "y 3-D": lambda X, Y: Y.__setitem__(5, Y[5][None]),
+    "y negative": lambda X, Y: Y.__setitem__(5, -Y[5]),
+    "y a 2": lambda X, Y: Y.__setitem__(5, 2 * Y[5]),
+    "y a row taking two columns": lambda X, Y: Y.__setitem__(
+        5, np.array([[1, 1, 0], [0, 0, 1], [0, 0, 0]])),
+    "x NaN at 0": lambda X, Y: X.__setitem__(0, _nan(X[0])),
 }
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")
 @pytest.mark.parametrize("kw", [dict(need_polytopes=True, operators=True),
                                 dict(need_polytopes=True, operators=False)])
 @pytest.mark.parametrize("case", sorted(MATCHING_BAD))
@@ -318,6 +370,50 @@ def test_matchings_refuse_alike(case, kw):
     MATCHING_BAD[case](X, Y)
     ref, got = both(BipartiteMatching(), X, Y, **kw)
     assert_same_refusal(ref, got, BipartiteMatching(), X, Y, **kw)
+
+
+#: the refusals that need the polytopes (the unit box takes these outputs)
+POLYTOPE_ONLY = {"y two rows to a column", "y empty", "y a row taking two columns",
+                 "bad at 0"}
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")
+@pytest.mark.parametrize("case", sorted(set(MATCHING_BAD) - POLYTOPE_ONLY))
+def test_matchings_refuse_alike_without_polytopes(case):
+    kw = dict(need_polytopes=False, operators=True)
+    X, Y = assignments()
+    MATCHING_BAD[case](X, Y)
+    ref, got = both(BipartiteMatching(), X, Y, **kw)
+    assert_same_refusal(ref, got, BipartiteMatching(), X, Y, **kw)
+
+
+@pytest.mark.parametrize("change", [
+    _nodes(5, lambda V: V.astype(object)), _nodes(5, lambda V: (V * 8).astype(np.int16)),
+    _nodes(5, lambda V: V > 0), _edges(5, lambda E: E.astype(np.float32)),
+    _y(5, lambda y: y.astype(np.uint8)),
+    _y(5, lambda y: y.astype(np.float16))])
+def test_tree_inputs_of_other_dtypes_give_the_same_data(change):
+    """Node features of objects, ints or bools, float32 edge features, labels of uint8 or
+    float16: the vectorised path takes them (or suspects them and the per-example hooks
+    take the set), with the hooks' data."""
+    X, Y = chains()
+    change(X, Y)
+    ref, got = both(TreeLabeling(K), X, Y, operators=True)
+    assert_same_data(ref, got)
+
+
+@pytest.mark.parametrize("change", [
+    lambda X, Y: X.__setitem__(5, X[5].astype(object)),
+    lambda X, Y: Y.__setitem__(5, Y[5].astype(object)),
+    lambda X, Y: X.__setitem__(5, (X[5] * 8).astype(np.int8)),
+    lambda X, Y: (X.__setitem__(5, np.ones((4, 4, 2))), Y.__setitem__(5, np.eye(4)))])
+def test_matching_inputs_of_other_dtypes_or_shapes_give_the_same_data(change):
+    """Edge features or assignments of objects, int8 features, an example of another
+    shape: taken by the vectorised path or by the hooks, with the hooks' data."""
+    X, Y = assignments()
+    change(X, Y)
+    ref, got = both(BipartiteMatching(), X, Y, operators=True)
+    assert_same_data(ref, got)
 
 
 def test_box_only_without_polytopes():
@@ -365,7 +461,7 @@ def test_compiled_tree_blocks_and_fit_identical(trees):
     """The compiled tree blocks packed from either path hold the same arrays, and a
     sharded partition (no cluster: its tasks called in process) reaches the same
     contribution after a pass."""
-    from structlp.learners import sharded
+    from structlp.learners import _fw_tree_store, sharded
     from structlp.learners._fw_tree_store import _TreeBlocks
     X, Y = chains(m=12, trees=trees, seed=3)
     shards = []
@@ -377,6 +473,8 @@ def test_compiled_tree_blocks_and_fit_identical(trees):
             compiler.BATCH = True
     a, b = shards
     assert a.tree and b.tree and isinstance(b.blocks, _TreeBlocks)
+    # the vectorised set is packed from its arrays, the hooks' from their examples
+    assert _fw_tree_store._packed_trees(b.data) and not _fw_tree_store._packed_trees(a.data)
     for f in ("V", "E", "noff", "order", "parents", "edge_of", "cn", "ytrue", "uniform"):
         assert np.array_equal(getattr(a.blocks, f), getattr(b.blocks, f)), f
     outs = [sharded._local_pass(s, np.zeros(a.data.n_features), 1.0, 1, [0, 0, 1], 1, True,

@@ -71,46 +71,53 @@ class _TreeBlocks:
         if data.X[0].node_features.shape[1] == 0 or data.X[0].edge_features.shape[1] == 0:
             return False
         k = int(model.n_labels)
-        for i, (x, op) in enumerate(zip(data.X, data.Phi)):
-            if type(op) is not TreeFeatures or issparse(op.V):
-                return False
-            idx, _ = data.c.nonzeros(i)
-            if idx.size and idx.max() >= x.n_nodes * k:
-                return False
-        return True
+        if _packed_trees(data):         # dense tree features, all (prepare_batch made them)
+            sizes = data.X.n
+        else:
+            for x, op in zip(data.X, data.Phi):
+                if type(op) is not TreeFeatures or issparse(op.V):
+                    return False
+            sizes = np.array([x.n_nodes for x in data.X], dtype=np.int64)
+        idx, _, off = data.c.concatenated()
+        return bool((idx < k * np.repeat(sizes, np.diff(off))).all())
 
     def _pack(self, data):
         k = self.k
-        X = data.X
-        self.dv = int(X[0].node_features.shape[1])
-        self.de = int(X[0].edge_features.shape[1])
-        sizes = np.array([x.n_nodes for x in X], dtype=np.int64)
-        self.noff = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        self.V = np.ascontiguousarray(np.concatenate([x.node_features for x in X]),
-                                      dtype=float)
-        self.E = np.ascontiguousarray(np.concatenate(
-            [x.edge_features.reshape(n - 1, self.de) for x, n in zip(X, sizes.tolist())]),
-            dtype=float)
+        if _packed_trees(data):         # the arrays of prepare_batch: no object per example
+            sizes, self.noff, V, E, parents, order, edge_of = data.X.concatenated()
+        else:
+            X = data.X
+            sizes = np.array([x.n_nodes for x in X], dtype=np.int64)
+            self.noff = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+            de = int(X[0].edge_features.shape[1])
+            V = np.concatenate([x.node_features for x in X])
+            E = np.concatenate([x.edge_features.reshape(n - 1, de)
+                                for x, n in zip(X, sizes.tolist())])
+            order = np.concatenate([x.order for x in X])
+            parents = np.concatenate([x.parents for x in X])
+            edge_of = np.concatenate([x.edge_of for x in X])
+        self.V = np.ascontiguousarray(V, dtype=float)
+        self.E = np.ascontiguousarray(E, dtype=float)
+        self.dv, self.de = int(self.V.shape[1]), int(self.E.shape[1])
         # 1 where all edges of an example share their features (a chain's constant edge
         # feature): the epoch scores its labellings with max-sum's one table of edge scores
-        m = len(X)
+        m = len(sizes)
         eoff = self.noff[:-1] - np.arange(m)                   # each example's first edge
         ex_e = np.repeat(np.arange(m), sizes - 1)              # each edge's example
         self.uniform = np.ones(m, dtype=np.int64)
         self.uniform[ex_e[(self.E != self.E[eoff[ex_e]]).any(axis=1)]] = 0
-        self.order = np.concatenate([x.order for x in X]).astype(np.int64)
-        self.parents = np.concatenate([x.parents for x in X]).astype(np.int64)
-        self.edge_of = np.concatenate([x.edge_of for x in X]).astype(np.int64)
+        self.order = np.asarray(order, dtype=np.int64)
+        self.parents = np.asarray(parents, dtype=np.int64)
+        self.edge_of = np.asarray(edge_of, dtype=np.int64)
         N = int(self.noff[-1])
         self.cn = np.zeros((N, k))
         self.ytrue = np.zeros(N, dtype=np.int64)
         # the node losses and true labels from the nonzeros, all examples at once: an
         # example's node parts (letter-major, < n_i k) are at k noff[i] of the flat (N, k)
         for vecs, nodes_only in ((data.c, False), (data.mu_true, True)):
-            nz = [vecs.nonzeros(i) for i in range(m)]
-            idx = np.concatenate([a for a, _ in nz]).astype(np.int64)
-            vals = np.concatenate([v for _, v in nz])
-            ex = np.repeat(np.arange(m), [a.size for a, _ in nz])
+            idx, vals, off = vecs.concatenated()
+            idx = idx.astype(np.int64)
+            ex = np.repeat(np.arange(m), np.diff(off))
             if nodes_only:              # the truths' edge parts follow their node parts
                 keep = idx < k * sizes[ex]
                 idx, ex = idx[keep], ex[keep]
@@ -260,3 +267,11 @@ class _TreeBlocks:
             j = np.flatnonzero(par >= 0)
             out[n * k + eo[j] * k * k + y[par[j]] * k + y[j]] += a
         return out
+
+
+def _packed_trees(data):
+    """Whether ``data`` comes from ``TreeLabeling.prepare_batch``: its examples (with their
+    node counts ``n`` and all their arrays at once, ``concatenated()``) and their dense
+    feature operators made on access from packed arrays."""
+    return (callable(getattr(data.X, "concatenated", None))
+            and getattr(data.Phi, "trees", None) is data.X)

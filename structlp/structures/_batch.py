@@ -104,14 +104,19 @@ class _Packed(Sequence):
 
 class _Trees(_Packed):
     """Tree examples (:class:`~structlp.graphical.trees.TreeExample`) of the checked node
-    and edge features ``Vs``, ``Es`` (the given arrays, as float) and their checked shapes:
-    ``shapes[i]`` a shared tuple (chains: one per length), or an int ``j``, the ``j``-th
-    tree of ``packed`` (read-only parents, order, edge_child, edge_of of the other trees,
-    node offsets, edge offsets)."""
+    and edge features packed, ``V`` (N, d_v) and ``E`` (N - m, d_e) (float, example after
+    example: example ``i``'s are views of rows ``noff[i]:noff[i + 1]`` and ``noff[i] - i:
+    noff[i + 1] - i - 1``), and their checked shapes: ``shapes[i]`` a shared tuple (chains:
+    one per length), or an int ``j``, the ``j``-th tree of ``packed`` (read-only parents,
+    order, edge_child, edge_of of the other trees, node offsets, edge offsets); ``n`` (m,)
+    the node counts, ``chain`` (m,) which examples are chains."""
 
-    def __init__(self, Vs, Es, shapes, packed=None):
-        super().__init__(len(Vs))
-        self.Vs, self.Es, self.shapes, self.packed = Vs, Es, shapes, packed
+    def __init__(self, V, E, shapes, packed, n, chain):
+        super().__init__(len(n))
+        self.V, self.E, self.shapes, self.packed = V, E, shapes, packed
+        self.n, self.chain = n, chain
+        self.noff = np.zeros(len(n) + 1, dtype=np.int64)
+        np.cumsum(n, out=self.noff[1:])
 
     def _make(self, i):
         shape = self.shapes[i]
@@ -119,7 +124,24 @@ class _Trees(_Packed):
             par, order, child, edge_of, off, eoff = self.packed
             b, e, f, g = off[shape], off[shape + 1], eoff[shape], eoff[shape + 1]
             shape = (par[b:e], order[b:e], child[f:g], edge_of[b:e])
-        return TreeExample(self.Vs[i], self.Es[i], *shape)
+        b, e = int(self.noff[i]), int(self.noff[i + 1])
+        return TreeExample(self.V[b:e], self.E[b - i:e - i - 1], *shape)
+
+    def concatenated(self):
+        """All trees at once, without an object per example: ``(n, noff, V, E, parents,
+        order, edge_of)``, the node counts (m,), node offsets (m + 1,), node features
+        (N, d_v) and edge features (N - m, d_e) (the packed arrays themselves), and each
+        node's parent, breadth-first position and parent edge (N,) in its example's local
+        indices (as :class:`~structlp.graphical.trees.TreeExample` has them)."""
+        n, noff = self.n, self.noff
+        N = int(noff[-1])
+        loc = np.arange(N, dtype=np.int64) - np.repeat(noff[:-1], n)
+        parents, order, edge_of = loc - 1, loc, loc - 1        # chains
+        if self.packed is not None:                           # the other trees
+            sel = np.repeat(~self.chain, n)
+            par, od, _, eo = self.packed[:4]
+            parents[sel], order[sel], edge_of[sel] = par, od, eo
+        return n, noff, self.V, self.E, parents, order, edge_of
 
 
 def _tree_shapes(P, n):
@@ -211,12 +233,14 @@ def _as_float(arrays):
     return [a if a.dtype == np.float64 else a.astype(float) for a in arrays]
 
 
-def _checked_norms(arrays, a, starts=None):
+def _checked_norms(arrays, a, starts=None, A=None):
     """The first example of ``arrays[a:]`` (one chunk) with a non-finite entry (its index
     in the whole set), or the sums of its rows' norms per example (``row_norm_sums``,
-    over the rows of each array, 2-D; ``starts``: its rows' starts in the chunk)."""
-    A = np.concatenate(arrays, axis=0) if arrays[0].ndim == 2 else np.stack(arrays)
-    A = A.reshape(-1, A.shape[-1])
+    over the rows of each array, 2-D; ``starts``: its rows' starts in the chunk); ``A``:
+    the chunk's rows packed already (2-D)."""
+    if A is None:
+        A = np.concatenate(arrays, axis=0) if arrays[0].ndim == 2 else np.stack(arrays)
+        A = A.reshape(-1, A.shape[-1])
     if starts is None:
         starts = np.arange(len(arrays), dtype=np.int64) * (len(A) // max(len(arrays), 1))
     with np.errstate(over="ignore", invalid="ignore"):
@@ -246,7 +270,7 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     got = _first_suspect(lambda end: _scan_trees(X, Y, end, k, dv, de), m)
     if isinstance(got, (int, np.integer)):
         return int(got)
-    n, noff, Vs, Es, par, lab, G, chain, by_n, other, packed = got
+    n, noff, V, E, par, lab, G, chain, by_n, other, packed = got
     sizes = n * k + (n - 1) * (k * k)
     c, lam = _node_losses(model, L, k, n, noff, lab, sizes)
     # the true outputs: node indicators i k + y_i, then edge indicators n k + e k^2 + ab
@@ -270,7 +294,7 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     shapes = [by_n.get(v) for v in n.tolist()]
     for j, i in enumerate(other.tolist()):
         shapes[i] = j
-    Xs = _Trees(Vs, Es, shapes, packed)
+    Xs = _Trees(V, E, shapes, packed, n, chain)
     polys: list = [None] * m
     if need_polytopes:                  # one polytope per distinct tree
         cache = PolytopeCache(model)
@@ -372,24 +396,30 @@ def _scan_trees(X, Y, end, k, dv, de):
         packed = _tree_shapes(par[sel], n[other])
         if isinstance(packed, int):
             return int(other[packed])
-    # finite features, and the sums of the rows' norms (the scale check), by chunks
-    Vs, Es = _as_float(Vs), _as_float(Es)
+    # the features packed as float, finite, and the sums of the rows' norms (the scale
+    # check), by chunks
+    N = int(noff[-1])
+    V, E = np.empty((N, dv)), np.empty((N - end, de))
     G = np.empty(end)
-    for a in range(0, end, CHUNK):
-        b = min(end, a + CHUNK)
-        gv = _checked_norms(Vs[a:b], a, noff[a:b] - noff[a])
-        if isinstance(gv, int):
-            return gv
-        eo = noff[a:b] - np.arange(a, b)
-        ge = _checked_norms(Es[a:b], a, eo - eo[0])
-        if isinstance(ge, int):
-            return ge
-        G[a:b] = k * gv + (k * k) * ge
+    with np.errstate(over="ignore", invalid="ignore"):      # found as not finite
+        for a in range(0, end, CHUNK):
+            b = min(end, a + CHUNK)
+            lo, hi = int(noff[a]), int(noff[b])
+            np.concatenate(Vs[a:b], out=V[lo:hi])
+            gv = _checked_norms(Vs[a:b], a, noff[a:b] - lo, V[lo:hi])
+            if isinstance(gv, int):
+                return gv
+            np.concatenate(Es[a:b], out=E[lo - a:hi - b])
+            eo = noff[a:b] - np.arange(a, b)
+            ge = _checked_norms(Es[a:b], a, eo - eo[0], E[lo - a:hi - b])
+            if isinstance(ge, int):
+                return ge
+            G[a:b] = k * gv + (k * k) * ge
     yf = np.concatenate(Ys, dtype=float)
     ok = np.isfinite(yf) & (yf == np.round(yf)) & (yf >= 0) & (yf < k)
     if not ok.all():
         return _example_of(first_false(ok), noff[:-1])
-    return n, noff, Vs, Es, par, yf.astype(np.int64), G, chain, by_n, other, packed
+    return n, noff, V, E, par, yf.astype(np.int64), G, chain, by_n, other, packed
 
 
 # ------------------------------------------------------------------ bipartite matchings
