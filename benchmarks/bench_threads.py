@@ -128,6 +128,7 @@ def main(argv=None):
         label = "6,251 words" if args.data == "scale" else "fold 1 (704 words)"
         report.write(
             path, name="threads", title="Both cores in one fit: FrankWolfeLearner n_jobs=2",
+            runs=args.repeats, runs_note="median",
             description=(f"OCR letters, {label}, chains, C = 0.1, certified to tol = 1e-3 by "
                          "the exact duality gap: the compiled epochs on one thread (n_jobs=1) "
                          "and on two threads of one process (n_jobs=2, CoCoA+ rounds over two "
