@@ -10,7 +10,19 @@ MODULES = ["structlp.model", "structlp.learners.joint_qp", "structlp.learners.fr
            "structlp.structures.tree_labeling", "structlp.structures.spanning_tree",
            "structlp.structures.perfect_matching", "structlp.structures.matching",
            "structlp.structures.semi_markov",
-           "structlp.datasets.synthetic", "structlp.model_selection", "structlp.solvers"]
+           "structlp.datasets.synthetic", "structlp.model_selection", "structlp.solvers",
+           "structlp.structures.junction_tree_labeling",
+           "structlp.structures._graph",
+           "structlp.structures.multilabel",
+           "structlp.structures.arborescence",
+           "structlp.part_features",
+           "structlp.agm.crf",
+           "structlp.agm.game",
+           "structlp.agm.recovery",
+           "structlp.agm.synthetic",
+           "structlp.graphical.junction",
+           "structlp.graphical.losses",
+           "structlp.graphical.trees"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -191,6 +191,14 @@ def check_graph_example(x: Any, n_labels: Optional[int] = None, max_treewidth: i
     InvalidInputError
         Bad keys, shapes, edges (see :func:`check_edges`) or a width above
         ``max_treewidth``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import skip_chain, check_graph_example
+    >>> gx = check_graph_example(skip_chain(np.zeros((5, 2)), np.ones((4, 1))))
+    >>> type(gx).__name__
+    'GraphExample'
     """
     if isinstance(x, GraphExample):
         _check_width(x.width, x.width_lower_bound, n_labels, max_treewidth, name)
@@ -380,7 +388,16 @@ def tree_as_graph(x):
 
 def graph(node_features: ArrayLike, edges: ArrayLike, edge_features: ArrayLike
           ) -> Dict[str, Any]:
-    """A graph example dict ``{node_features, edges, edge_features}``."""
+    """A graph example dict ``{node_features, edges, edge_features}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import graph
+    >>> x = graph(np.zeros((3, 2)), [[0, 1], [1, 2], [0, 2]], np.ones((3, 1)))   # a triangle
+    >>> sorted(x), np.shape(x["edges"])
+    (['edge_features', 'edges', 'node_features'], (3, 2))
+    """
     return {"node_features": node_features, "edges": edges, "edge_features": edge_features}
 
 
@@ -402,6 +419,22 @@ def skip_chain(node_features: ArrayLike, edge_features: ArrayLike,
         Edges: the chain's, then the skip edges; edge features
         ``[edge_features, 0]`` and ``[0, skip_features]`` (the skip edges get their
         own parameters), shape (n - 1 + max(n - skip, 0), d_e + d_s).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import skip_chain
+    >>> x = skip_chain(np.zeros((5, 2)), np.ones((4, 1)))
+    >>> x["edges"]          # the chain's edges, then the skip edges (t, t + 2)
+    array([[0, 1],
+           [1, 2],
+           [2, 3],
+           [3, 4],
+           [0, 2],
+           [1, 3],
+           [2, 4]])
+    >>> x["edge_features"].shape
+    (7, 2)
     """
     V = check_finite_array(node_features, "node_features", ndim=2)
     Ef = check_finite_array(edge_features, "edge_features")
@@ -601,6 +634,23 @@ def jt_max_sum(gx: GraphExample, b: ArrayLike, B: ArrayLike) -> Tuple[np.ndarray
     Returns
     -------
     y : ndarray (n,) of ints; score : float
+
+    Examples
+    --------
+    >>> import itertools
+    >>> import numpy as np
+    >>> from structlp.agm import skip_chain, check_graph_example, jt_max_sum
+    >>> rng = np.random.default_rng(0)
+    >>> gx = check_graph_example(skip_chain(rng.normal(size=(5, 1)), rng.normal(size=(4, 1))))
+    >>> edges = gx.edges.tolist()                      # 4 chain edges and 3 skip edges
+    >>> b, B = rng.normal(size=(5, 2)), rng.normal(size=(len(edges), 2, 2))
+    >>> y, score = jt_max_sum(gx, b, B)
+    >>> y
+    array([1, 0, 1, 0, 1])
+    >>> def total(z):
+    ...     return sum(b[i, z[i]] for i in range(5)) + sum(B[e, z[u], z[v]] for e, (u, v) in enumerate(edges))
+    >>> max(itertools.product(range(2), repeat=5), key=total)      # brute force agrees
+    (1, 0, 1, 0, 1)
     """
     if not isinstance(gx, GraphExample):
         raise InvalidInputError(

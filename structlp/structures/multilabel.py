@@ -33,6 +33,17 @@ def chow_liu_tree(Y: ArrayLike) -> np.ndarray:
     ------
     InvalidInputError
         ``Y`` not a finite real 0/1 array (n_samples >= 1, n_labels).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.structures import chow_liu_tree
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.random(200) < 0.5
+    >>> Y = np.column_stack([a, a ^ (rng.random(200) < 0.1), rng.random(200) < 0.5])
+    >>> chow_liu_tree(Y)          # labels 0 and 1 are nearly equal: their edge is in the tree
+    array([[0, 1],
+           [1, 2]])
     """
     from scipy.sparse.csgraph import minimum_spanning_tree
     Y = np.asarray(check_finite_array(Y, "Y"))
