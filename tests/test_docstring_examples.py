@@ -5,12 +5,21 @@ import importlib
 
 import pytest
 
-MODULES = ["structlp.model", "structlp.learners.joint_qp", "structlp.learners.frank_wolfe", "structlp.learners.cutting_plane",
-           "structlp.learners.subgradient", "structlp.polytope", "structlp.structures.bipartite_matching",
-           "structlp.structures.tree_labeling", "structlp.structures.spanning_tree",
-           "structlp.structures.perfect_matching", "structlp.structures.matching",
+MODULES = ["structlp.model",
+           "structlp.learners.joint_qp",
+           "structlp.learners.frank_wolfe",
+           "structlp.learners.cutting_plane",
+           "structlp.learners.subgradient",
+           "structlp.polytope",
+           "structlp.structures.bipartite_matching",
+           "structlp.structures.tree_labeling",
+           "structlp.structures.spanning_tree",
+           "structlp.structures.perfect_matching",
+           "structlp.structures.matching",
            "structlp.structures.semi_markov",
-           "structlp.datasets.synthetic", "structlp.model_selection", "structlp.solvers",
+           "structlp.datasets.synthetic",
+           "structlp.model_selection",
+           "structlp.solvers",
            "structlp.structures.junction_tree_labeling",
            "structlp.structures._graph",
            "structlp.structures.multilabel",
@@ -22,7 +31,12 @@ MODULES = ["structlp.model", "structlp.learners.joint_qp", "structlp.learners.fr
            "structlp.agm.synthetic",
            "structlp.graphical.junction",
            "structlp.graphical.losses",
-           "structlp.graphical.trees"]
+           "structlp.graphical.trees",
+           "structlp.sequence.automata",
+           "structlp.sequence.features",
+           "structlp.sequence.losses",
+           "structlp.sequence.softmax_margin",
+           "structlp.sequence.viterbi"]
 
 
 @pytest.mark.parametrize("name", MODULES)
