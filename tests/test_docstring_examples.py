@@ -36,11 +36,25 @@ MODULES = ["structlp.model",
            "structlp.sequence.features",
            "structlp.sequence.losses",
            "structlp.sequence.softmax_margin",
-           "structlp.sequence.viterbi"]
+           "structlp.sequence.viterbi",
+           "structlp.inference",
+           "structlp.inference.kbest",
+           "structlp.layers.batch",
+           "structlp.layers.losses",
+           "structlp.layers.projection",
+           "structlp.layers.record",
+           "structlp.layers.torch",
+           "structlp.layers.jax"]
+
+# the adapters' examples need their framework (the torch and jax extras)
+NEEDS = {"structlp.layers.torch": "torch", "structlp.layers.record": "torch",
+         "structlp.layers.jax": "jax"}
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name])
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0, f"{name} has no docstring example"

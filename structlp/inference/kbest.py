@@ -71,6 +71,28 @@ def lawler(root: Optional[Tuple[Any, float]], branch: Callable[[np.ndarray, int,
     Returns
     -------
     list of at most k (y, value), values non-increasing
+
+    Examples
+    --------
+    >>> import itertools
+    >>> import numpy as np
+    >>> from structlp.inference.kbest import lawler, oracle_branch
+    >>> s = np.array([[0.0, 2.0], [1.0, 0.5], [0.3, 0.0]])   # y_j in {0, 1}, value sum_j s[j, y_j]
+    >>> def solve(y, j, F):                 # best y* with y*_<j = y_<j and y*_j not in F
+    ...     z = [int(v) for v in y[:j]]
+    ...     rest = [int(np.argmax(s[t])) for t in range(j + 1, 3)]
+    ...     free = [a for a in range(2) if a not in F]
+    ...     if not free:
+    ...         return None
+    ...     a = max(free, key=lambda a: s[j, a])
+    ...     y_new = np.array(z + [a] + rest)
+    ...     return y_new, float(s[np.arange(3), y_new].sum())
+    >>> y0 = np.argmax(s, axis=1)
+    >>> best = lawler((y0, float(s.max(axis=1).sum())), oracle_branch(solve, 3), k=3)
+    >>> [(y.tolist(), round(v, 2)) for y, v in best]
+    [([1, 0, 0], 3.3), ([1, 0, 1], 3.0), ([1, 1, 0], 2.8)]
+    >>> sorted(itertools.product(range(2), repeat=3), key=lambda y: -s[np.arange(3), list(y)].sum())[:3]
+    [(1, 0, 0), (1, 0, 1), (1, 1, 0)]
     """
     if root is None:
         return []
@@ -127,6 +149,22 @@ def lawler_murty_lp(model: "StructuredModel", x: Any, scores: np.ndarray, k: int
     FractionalSolutionError
         A subproblem's LP answer is fractional: the polytope (or a face of it) is not
         integral, and the list would not be the k best outputs.
+
+    Examples
+    --------
+    >>> import itertools
+    >>> import numpy as np
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.inference.kbest import lawler_murty_lp
+    >>> model = BipartiteMatching()
+    >>> x = model.check_x(np.zeros((3, 3, 1)))
+    >>> scores = np.random.default_rng(0).normal(size=9)             # parts (i, j), row-major
+    >>> outputs, values = lawler_murty_lp(model, x, scores, k=3)
+    >>> values.round(3).tolist()
+    [1.692, 1.533, 1.434]
+    >>> sorted((round(float(scores[[0, 3, 6] + np.array(p)].sum()), 3)
+    ...         for p in itertools.permutations(range(3))), reverse=True)[:3]   # brute force
+    [1.692, 1.533, 1.434]
     """
     from ..exceptions import DeclarationError
     from . import INTEGRALITY_TOL, _HighsLP
