@@ -44,7 +44,14 @@ MODULES = ["structlp.model",
            "structlp.layers.projection",
            "structlp.layers.record",
            "structlp.layers.torch",
-           "structlp.layers.jax"]
+           "structlp.layers.jax",
+           "structlp.certificates.alternating_cycle",
+           "structlp.certificates.base",
+           "structlp.certificates.graphs",
+           "structlp.certificates.odd_sets",
+           "structlp.certificates.spanning_tree",
+           "structlp.formulations",
+           "structlp.kernels"]
 
 # the adapters' examples need their framework (the torch and jax extras)
 NEEDS = {"structlp.layers.torch": "torch", "structlp.layers.record": "torch",

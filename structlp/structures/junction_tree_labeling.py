@@ -57,17 +57,18 @@ class JunctionTreeLabeling(StructuredModel):
     --------
     >>> import itertools
     >>> import numpy as np
-    >>> from structlp.structures import JunctionTreeLabeling
-    >>> from structlp.agm import skip_chain
+    >>> from structlp.structures import JunctionTreeLabeling, grid_example
     >>> rng = np.random.default_rng(0)
     >>> model = JunctionTreeLabeling(n_labels=2)
-    >>> x = model.check_x(skip_chain(rng.normal(size=(5, 2)), rng.normal(size=(4, 1))))  # loopy
+    >>> x = model.check_x(grid_example(rng.normal(size=(2, 3, 2))))   # a loopy 2 x 3 grid
     >>> Phi = model.features(x)                  # (clique-table entries, features)
     >>> s = Phi @ rng.normal(size=Phi.shape[1])  # part scores
     >>> model.inference(x, s)                    # exact max-sum on the junction tree
-    array([1, 0, 0, 1, 0])
-    >>> max(itertools.product(range(2), repeat=5), key=lambda y: s @ model.encode(x, np.array(y)))
-    (1, 0, 0, 1, 0)
+    array([0, 1, 0, 1, 0, 1])
+    >>> def score(y):
+    ...     return s @ model.encode(x, np.array(y))
+    >>> max(itertools.product(range(2), repeat=6), key=score)   # brute force agrees
+    (0, 1, 0, 1, 0, 1)
     """
 
     formulations = ("minmax",)
