@@ -51,7 +51,15 @@ MODULES = ["structlp.model",
            "structlp.certificates.odd_sets",
            "structlp.certificates.spanning_tree",
            "structlp.formulations",
-           "structlp.kernels"]
+           "structlp.kernels",
+           "structlp.compiled",
+           "structlp.datasets.conll05",
+           "structlp.datasets.conll05_features",
+           "structlp.datasets.pystruct_data",
+           "structlp.datasets.real",
+           "structlp.persistence",
+           "structlp.utils.progress",
+           "structlp.utils.validation"]
 
 # the adapters' examples need their framework (the torch and jax extras)
 NEEDS = {"structlp.layers.torch": "torch", "structlp.layers.record": "torch",

@@ -61,7 +61,19 @@ def load_scene(cache_dir: PathLike = None, sdist: PathLike = None, download: boo
 
 def one_hot_colours(image: Any) -> np.ndarray:
     """A snakes image (h, w, 3) of 0/255 colours as (h, w, 5) one-hot colours
-    (:data:`SNAKE_COLOURS`)."""
+    (:data:`SNAKE_COLOURS`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.datasets import one_hot_colours
+    >>> image = np.zeros((1, 2, 3), dtype=np.uint8)
+    >>> image[0, 0] = (255, 0, 0)               # code 1 (R), the first of SNAKE_COLOURS
+    >>> image[0, 1] = (0, 255, 255)             # code 6 (2 G + 4 B), the last
+    >>> one_hot_colours(image)[0]
+    array([[1., 0., 0., 0., 0.],
+           [0., 0., 0., 0., 1.]])
+    """
     img = np.asarray(image)
     if img.ndim != 3 or img.shape[2] != 3:
         raise InvalidInputError(f"image must be an RGB array (h, w, 3); got shape {img.shape}.")
@@ -89,6 +101,19 @@ def snake_example(image: Any, edge_features: str = "input") -> Dict[str, Any]:
     Returns
     -------
     dict with ``node_features`` (h w, 45), ``edges`` (E, 2), ``edge_features`` (E, 180 or 2)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.datasets import snake_example
+    >>> image = np.zeros((2, 3, 3), dtype=np.uint8)
+    >>> image[...] = (0, 255, 255)                # colour code 6 (2 G + 4 B) everywhere ...
+    >>> image[0, 1] = (255, 0, 0)                 # ... but one pixel of code 1 (R)
+    >>> x = snake_example(image)
+    >>> x["node_features"].shape, x["edges"].shape, x["edge_features"].shape
+    ((6, 45), (7, 2), (7, 180))
+    >>> snake_example(image, edge_features="direction")["edge_features"].shape
+    (7, 2)
     """
     from ..structures import grid_edges
     check_choice(edge_features, "edge_features", ("input", "direction"), owner="snake_example")
