@@ -52,7 +52,15 @@ _STATE: dict = {}
 
 
 class BackendError(StructlpError, RuntimeError):
-    """A parallel or distributed backend could not be reached or failed."""
+    """A parallel or distributed backend could not be reached or failed.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.parallel import BackendError
+    >>> issubclass(BackendError, structlp.StructlpError)    # e.g. no dask scheduler at the address
+    True
+    """
 
 
 def check_n_jobs(n_jobs: Any, owner: Optional[str] = None) -> int:

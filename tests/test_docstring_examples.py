@@ -59,7 +59,9 @@ MODULES = ["structlp.model",
            "structlp.datasets.real",
            "structlp.persistence",
            "structlp.utils.progress",
-           "structlp.utils.validation"]
+           "structlp.utils.validation",
+           "structlp.exceptions",
+           "structlp.parallel"]
 
 # the adapters' examples need their framework (the torch and jax extras)
 NEEDS = {"structlp.layers.torch": "torch", "structlp.layers.record": "torch",
@@ -71,6 +73,9 @@ def test_docstring_examples(name):
     if name in NEEDS:
         pytest.importorskip(NEEDS[name])
     module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    # run as a reader's code would: classes an example defines belong to no structlp
+    # module (structlp trusts its own decoders and checks the users')
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE,
+                             extraglobs={"__name__": "__doctest__"})
     assert result.attempted > 0, f"{name} has no docstring example"
     assert result.failed == 0
