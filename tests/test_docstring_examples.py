@@ -61,7 +61,8 @@ MODULES = ["structlp.model",
            "structlp.utils.progress",
            "structlp.utils.validation",
            "structlp.exceptions",
-           "structlp.parallel"]
+           "structlp.parallel",
+           "structlp.agm.game_model"]
 
 # the adapters' examples need their framework (the torch and jax extras)
 NEEDS = {"structlp.layers.torch": "torch", "structlp.layers.record": "torch",

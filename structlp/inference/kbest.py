@@ -114,7 +114,24 @@ def lawler(root: Optional[Tuple[Any, float]], branch: Callable[[np.ndarray, int,
 def oracle_branch(solve: Callable[[np.ndarray, int, frozenset], Optional[Tuple[np.ndarray, float]]],
                   n_vars: int) -> Callable[[np.ndarray, int, frozenset], Iterable[Child]]:
     """The branching function of :func:`lawler` from an oracle ``solve(y, j, F) -> (y*,
-    value) or None``: the best assignment with ``y*_<j = y_<j`` and ``y*_j not in F``."""
+    value) or None``: the best assignment with ``y*_<j = y_<j`` and ``y*_j not in F``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.inference.kbest import lawler, oracle_branch
+    >>> s = np.array([[0.0, 2.0], [1.0, 0.5]])               # value s[0, y_0] + s[1, y_1]
+    >>> def solve(y, j, F):                                  # y*_<j = y_<j, y*_j not in F
+    ...     free = [a for a in range(2) if a not in F]
+    ...     if not free:
+    ...         return None
+    ...     head = [int(v) for v in y[:j]] + [max(free, key=lambda a: s[j, a])]
+    ...     y_new = np.array(head + [int(np.argmax(s[t])) for t in range(j + 1, 2)])
+    ...     return y_new, float(s[[0, 1], y_new].sum())
+    >>> branch = oracle_branch(solve, n_vars=2)
+    >>> [(y.tolist(), v) for y, v in lawler((np.array([1, 0]), 3.0), branch, k=4)]
+    [([1, 0], 3.0), ([1, 1], 2.5), ([0, 0], 1.0), ([0, 1], 0.5)]
+    """
     def branch(y, t, F):
         for j in range(t, n_vars):
             Fj = F | {y[j]} if j == t else frozenset((y[j],))
