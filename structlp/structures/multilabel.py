@@ -87,7 +87,7 @@ class MultiLabel(StructuredModel):
     convex hull of the ``2^n_labels`` outputs as an extended formulation (hull weights
     ``lambda >= 0``, ``sum lambda = 1``, ``mu = V^T lambda``) with inference by
     enumeration (of the ``2^(L/2)`` labellings of each half of the labels, combined by one
-    matrix product: 20 labels take about 0.05 s and 10 MB; the tables are built once per
+    matrix product, so 20 labels stay cheap; the tables are built once per
     label count and label graph, kept privately on the model, never saved); otherwise the local polytope, an LP relaxation, with the exact relaxed
     oracle of :class:`~structlp.structures.graph_labeling.GraphLabeling` (fractional
     optima rounded at prediction).
