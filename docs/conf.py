@@ -126,9 +126,10 @@ def _tidy_signature(app, what, name, obj, options, signature, return_annotation)
     return tidy(signature), tidy(return_annotation)
 
 
-# A signature longer than this (about three lines of the API pages at 1280 px) shows its
-# leading parameters and then "…": the Parameters section lists every one with its default.
-SIGNATURE_CHARS = 200
+# A signature longer than this, its "class" and full name included (about three lines of the
+# API pages at 1280 px), shows its leading parameters and then "…": the Parameters section
+# lists every one with its default.
+SIGNATURE_CHARS = 220
 
 
 def _split_parameters(text):
@@ -158,17 +159,20 @@ def _short_signature(app, what, name, obj, options, signature, return_annotation
     tidied = _tidy_signature(app, what, name, obj, options, signature, return_annotation)
     if tidied is not None:
         signature, return_annotation = tidied
-    if not signature or len(signature) <= SIGNATURE_CHARS or what not in (
+    budget = SIGNATURE_CHARS - len(f"{what} {name}")
+    if not signature or len(signature) <= budget or what not in (
             "class", "function", "method", "exception"):
         return tidied
-    items = _split_parameters(signature[1:-1])
+    # the cut signature is shown as written (Sphinx no longer parses it): quotes as Python's
+    items = [re.sub(r'^(\w+=)"([^"\'\\]*)"$', r"\1'\2'", item)
+             for item in _split_parameters(signature[1:-1])]
     kept = []
     for item in items:
-        if kept and len(", ".join(kept + [item])) + 6 > SIGNATURE_CHARS:
+        if kept and len(", ".join(kept + [item])) + 5 > budget:
             break
         kept.append(item)
     if len(kept) == len(items):
-        return None
+        return tidied
     return "(" + ", ".join(kept + ["…"]) + ")", return_annotation
 
 

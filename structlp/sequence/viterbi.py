@@ -39,6 +39,16 @@ def viterbi(w: ArrayLike, x: Any, features: MarkovFeatures,
     Returns
     -------
     y : int array, shape (l,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures, viterbi
+    >>> w = np.array([1.0, -1.0, -1.0, 1.0])        # bigram weights: repeating a symbol scores 1
+    >>> viterbi(w, None, BigramFeatures(2), length=4)
+    array([0, 0, 0, 0])
+    >>> viterbi(-w, None, BigramFeatures(2), length=4)  # changing scores 1: alternate
+    array([0, 1, 0, 1])
     """
     _check_loss_features(ZeroLoss(), features)
     w = check_weights(w, features)
