@@ -13,7 +13,8 @@ class StructlpError(Exception):
     --------
     >>> import structlp
     >>> from structlp.structures import BipartiteMatching
-    >>> try:                                        # one except clause for all of structlp's errors
+    >>> # one except clause for all of structlp's errors
+    >>> try:
     ...     structlp.MaxMarginLearner(BipartiteMatching(), C=-1.0).fit([], [])
     ... except structlp.StructlpError as e:
     ...     print(type(e).__name__, isinstance(e, ValueError))
@@ -77,7 +78,8 @@ class DeclarationError(StructlpError, ValueError):
     --------
     >>> import numpy as np
     >>> import structlp
-    >>> class NoFeatures(structlp.StructuredModel):      # declares parts but no features
+    >>> # declares parts but no features
+    >>> class NoFeatures(structlp.StructuredModel):
     ...     def n_parts(self, x):
     ...         return 2
     >>> try:
@@ -102,7 +104,8 @@ class OracleError(DeclarationError):
     >>> import structlp
     >>> from structlp.datasets import make_bipartite_matching
     >>> from structlp.structures import BipartiteMatching
-    >>> class BadDecoder(BipartiteMatching):              # returns no assignment at all
+    >>> # returns no assignment at all
+    >>> class BadDecoder(BipartiteMatching):
     ...     def inference(self, x, scores):
     ...         return np.ones((x.shape[0], x.shape[0]))
     >>> X, Y, _, _ = make_bipartite_matching(n_samples=4, n_rows=3, random_state=0)
@@ -154,7 +157,8 @@ class FractionalSolutionError(SolverError):
     --------
     >>> import numpy as np
     >>> import structlp
-    >>> class HalfIntegral(structlp.StructuredModel):     # a polytope with a fractional vertex
+    >>> # a polytope with a fractional vertex
+    >>> class HalfIntegral(structlp.StructuredModel):
     ...     def n_parts(self, x):
     ...         return 3
     ...     def features(self, x):

@@ -160,7 +160,8 @@ class MinMax:
     >>> from structlp.datasets import make_bipartite_matching
     >>> from structlp.formulations import MinMax
     >>> X, Y, _, model = make_bipartite_matching(n_samples=3, n_rows=3, random_state=0)
-    >>> blocks = MinMax().blocks(prepare(model, X, Y))     # the QP's linear constraints
+    >>> # the QP's linear constraints
+    >>> blocks = MinMax().blocks(prepare(model, X, Y))
     >>> sorted(blocks.aux), len(blocks.ineq), len(blocks.eq)
     (['lam', 'nu', 'pi'], 2, 0)
     """

@@ -58,7 +58,8 @@ class BackendError(StructlpError, RuntimeError):
     --------
     >>> import structlp
     >>> from structlp.parallel import BackendError
-    >>> issubclass(BackendError, structlp.StructlpError)    # e.g. no dask scheduler at the address
+    >>> # e.g. no dask scheduler at the address
+    >>> issubclass(BackendError, structlp.StructlpError)
     True
     """
 

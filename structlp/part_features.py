@@ -171,11 +171,14 @@ class StackedFeatures(PartFeatures):
     >>> from structlp.datasets import make_tree_labeling
     >>> from structlp.part_features import StackedFeatures
     >>> X, Y, w, model = make_tree_labeling(n_samples=2, n_nodes=3, random_state=0)
-    >>> ops = [model.feature_operator(model.check_x(x)) for x in X]    # one operator per example
-    >>> S = type(ops[0]).stack(ops)                                    # one for both
+    >>> # one operator per example
+    >>> ops = [model.feature_operator(model.check_x(x)) for x in X]
+    >>> # one for both
+    >>> S = type(ops[0]).stack(ops)
     >>> isinstance(S, StackedFeatures), ops[0].shape, S.shape
     (True, (27, 21), (54, 21))
-    >>> rows = S.rows(np.array([1, 0]), np.array([2, 1]))   # part 2 of example 1, part 1 of example 0
+    >>> # part 2 of example 1, part 1 of example 0
+    >>> rows = S.rows(np.array([1, 0]), np.array([2, 1]))
     >>> np.allclose(S.scores_at(w, rows), [ops[1].scores(w)[2], ops[0].scores(w)[1]])
     True
     """
@@ -207,12 +210,14 @@ class MatrixFeatures(PartFeatures):
     --------
     >>> import numpy as np
     >>> from structlp.part_features import MatrixFeatures
-    >>> Phi = MatrixFeatures(np.arange(6.0).reshape(3, 2))    # L = 3 parts, d = 2 features
+    >>> # L = 3 parts, d = 2 features
+    >>> Phi = MatrixFeatures(np.arange(6.0).reshape(3, 2))
     >>> Phi.shape, Phi.scores(np.array([1.0, -1.0]))            # Phi w
     ((3, 2), array([-1., -1., -1.]))
     >>> Phi.joint(np.array([1.0, 0.0, 1.0]))                    # Phi^T mu
     array([4., 6.])
-    >>> Phi.joint_sparse(np.array([0, 2]), np.array([1.0, 1.0]))   # the same mu by its nonzeros
+    >>> # the same mu by its nonzeros
+    >>> Phi.joint_sparse(np.array([0, 2]), np.array([1.0, 1.0]))
     array([4., 6.])
     """
 

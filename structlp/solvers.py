@@ -158,7 +158,8 @@ def time_limit(seconds: Optional[float]) -> Iterator[None]:
     >>> from structlp.solvers import solve, time_limit
     >>> x = cp.Variable()
     >>> problem = cp.Problem(cp.Minimize(cp.square(x - 1)))
-    >>> with time_limit(10.0):                  # every solve inside gets at most 10 s
+    >>> # every solve inside gets at most 10 s
+    >>> with time_limit(10.0):
     ...     seconds = solve(problem, "CLARABEL")
     >>> round(float(x.value), 6)
     1.0

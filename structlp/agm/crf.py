@@ -91,8 +91,10 @@ class TreeCRF(BaseEstimator):
     >>> import numpy as np
     >>> from structlp.agm import TreeCRF, chain, make_loopy_data
     >>> _, X_chain, Y = make_loopy_data("skip_chain", n_examples=40, n_nodes=5, random_state=0)
-    >>> X = [chain(x["node_features"], x["edge_features"]) for x in X_chain]   # tree dicts
-    >>> crf = TreeCRF(3, reg=0.1).fit(X[:20], Y[:20])      # exact sum-product on each chain
+    >>> # tree dicts
+    >>> X = [chain(x["node_features"], x["edge_features"]) for x in X_chain]
+    >>> # exact sum-product on each chain
+    >>> crf = TreeCRF(3, reg=0.1).fit(X[:20], Y[:20])
     >>> crf.converged_, crf.predict(X[20:])[0].shape
     (True, (5,))
     >>> print(f"{np.mean([np.mean(p != y) for p, y in zip(crf.predict(X[20:]), Y[20:])]):.2f}")
@@ -259,7 +261,8 @@ class JunctionTreeCRF(TreeCRF):
     >>> import numpy as np
     >>> from structlp.agm import JunctionTreeCRF, make_loopy_data
     >>> X, _, Y = make_loopy_data("skip_chain", n_examples=40, n_nodes=5, random_state=0)
-    >>> crf = JunctionTreeCRF(3, reg=0.1).fit(X[:20], Y[:20])   # the skip edges are kept
+    >>> # the skip edges are kept
+    >>> crf = JunctionTreeCRF(3, reg=0.1).fit(X[:20], Y[:20])
     >>> crf.converged_, crf.predict(X[20:])[0].shape
     (True, (5,))
     >>> print(f"{np.mean([np.mean(p != y) for p, y in zip(crf.predict(X[20:]), Y[20:])]):.2f}")

@@ -77,7 +77,8 @@ def zero_one_game(a: ArrayLike, weight: Union[float, ArrayLike] = 1.0
     --------
     >>> from structlp.agm import zero_one_game
     >>> value, r = zero_one_game([0.0, 1.0, 0.5])
-    >>> print(f"{value:.3f}", r.round(3))     # the adversary mixes its two best labels
+    >>> # the adversary mixes its two best labels
+    >>> print(f"{value:.3f}", r.round(3))
     1.250 [0.  0.5 0.5]
     """
     A, w, single = _as_batch(a, weight)
@@ -115,7 +116,8 @@ def absolute_game(a: ArrayLike, weight: Union[float, ArrayLike] = 1.0
     >>> value, r = absolute_game([0.0, 1.0, 0.5])
     >>> print(f"{value:.3f}", r.round(3))
     1.250 [0.5 0.  0.5]
-    >>> print(f"{game_value([0.0, 1.0, 0.5], 'absolute', method='lp')[0]:.3f}")   # the LP agrees
+    >>> # the LP agrees
+    >>> print(f"{game_value([0.0, 1.0, 0.5], 'absolute', method='lp')[0]:.3f}")
     1.250
     """
     A, w, single = _as_batch(a, weight)
@@ -163,7 +165,8 @@ def squared_game(a: ArrayLike, weight: Union[float, ArrayLike] = 1.0
     >>> value, r = squared_game([0.0, 1.0, 0.5])
     >>> print(f"{value:.3f}", r.round(3))
     1.375 [0.25 0.   0.75]
-    >>> print(f"{game_value([0.0, 1.0, 0.5], 'squared', method='lp')[0]:.3f}")    # the LP agrees
+    >>> # the LP agrees
+    >>> print(f"{game_value([0.0, 1.0, 0.5], 'squared', method='lp')[0]:.3f}")
     1.375
     """
     A, w, single = _as_batch(a, weight)
@@ -315,7 +318,8 @@ def game_value(a: ArrayLike, L: Union[str, ArrayLike] = "zero_one", weight: floa
     >>> value, r, p = game_value([0.0, 1.0, 0.5], "zero_one")
     >>> print(f"{value:.3f}", r.round(3), p.round(3))
     1.250 [0.  0.5 0.5] [0.   0.75 0.25]
-    >>> value_lp, _, _ = game_value([0.0, 1.0, 0.5], "zero_one", method="lp")   # the same game as an LP
+    >>> # the same game as an LP
+    >>> value_lp, _, _ = game_value([0.0, 1.0, 0.5], "zero_one", method="lp")
     >>> print(f"{value_lp:.3f}")
     1.250
     """

@@ -61,8 +61,10 @@ class GameExample:
     >>> import numpy as np
     >>> from structlp.agm import chain, check_tree_example, loss_matrix
     >>> from structlp.agm.game_model import GameExample
-    >>> ex = check_tree_example(chain(np.zeros((3, 1)), np.ones((2, 1))))      # 3 nodes
-    >>> losses = np.tile(loss_matrix("zero_one", 2), (3, 1, 1))                # (n, k, k)
+    >>> # 3 nodes
+    >>> ex = check_tree_example(chain(np.zeros((3, 1)), np.ones((2, 1))))
+    >>> # (n, k, k)
+    >>> losses = np.tile(loss_matrix("zero_one", 2), (3, 1, 1))
     >>> g = GameExample(ex, losses)
     >>> g.node_losses.shape
     (3, 2, 2)
@@ -103,9 +105,11 @@ class AdversarialGame(StructuredModel):
     >>> ex = check_tree_example(chain(np.zeros((3, 1)), np.ones((2, 1))))
     >>> model = AdversarialGame(n_labels=2)
     >>> x = model.check_x(GameExample(ex, np.tile(loss_matrix("zero_one", 2), (3, 1, 1))))
-    >>> model.n_parts(x), model.features(x).shape        # the parts (mu, v) and their features
+    >>> # the parts (mu, v) and their features
+    >>> model.n_parts(x), model.features(x).shape
     (17, (17, 6))
-    >>> model.encode(x, np.array([0, 1, 0]))[:6]         # a labelling as node marginals first
+    >>> # a labelling as node marginals first
+    >>> model.encode(x, np.array([0, 1, 0]))[:6]
     array([1., 0., 0., 1., 1., 0.])
     """
 

@@ -54,7 +54,8 @@ class CertificateRows:
     >>> rows = CertificateRows.of(model.certificate_rows(x, mu), mu)
     >>> rows.Gs.shape                                  # (rows, parts)
     (7, 6)
-    >>> s = model.features(x) @ w                      # the planted scores: Y[0] is optimal
+    >>> # the planted scores: Y[0] is optimal
+    >>> s = model.features(x) @ w
     >>> potentials_exist(rows.Gs, rows.Gnu, s)
     True
     """
@@ -244,7 +245,8 @@ class Certificate:
     (True, ('two_sided', 'part', 'shared'))
     >>> cert = structlp.MaxMarginLearner(model, C=1.0, formulation="certificate").fit(X, Y)
     >>> exact = structlp.MaxMarginLearner(model, C=1.0).fit(X, Y)         # "minmax"
-    >>> print(f"{cert.objective_:.4f} {exact.objective_:.4f}")  # the two formulations agree on trees
+    >>> # the two formulations agree on trees
+    >>> print(f"{cert.objective_:.4f} {exact.objective_:.4f}")
     5.5394 5.5394
     """
 

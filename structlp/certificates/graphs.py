@@ -44,10 +44,12 @@ class Graph:
     --------
     >>> import numpy as np
     >>> from structlp.structures import SpanningTree
-    >>> g = SpanningTree().check_x(np.ones((4, 4, 1)))     # a checked example is a Graph
+    >>> # a checked example is a Graph
+    >>> g = SpanningTree().check_x(np.ones((4, 4, 1)))
     >>> type(g).__name__, g.n_nodes, g.n_edges
     ('Graph', 4, 6)
-    >>> g.u, g.v                                           # edge e = (u[e], v[e]), row-major
+    >>> # edge e = (u[e], v[e]), row-major
+    >>> g.u, g.v
     (array([0, 0, 0, 1, 1, 2]), array([1, 2, 3, 2, 3, 3]))
     """
 
@@ -218,7 +220,8 @@ class GraphStructure(StructuredModel):
     >>> issubclass(SpanningTree, GraphStructure), issubclass(PerfectMatching, GraphStructure)
     (True, True)
     >>> model = SpanningTree()
-    >>> x = model.check_x(np.ones((4, 4, 1)))          # the complete graph on 4 nodes
+    >>> # the complete graph on 4 nodes
+    >>> x = model.check_x(np.ones((4, 4, 1)))
     >>> model.n_parts(x)                               # its 6 edges
     6
     """

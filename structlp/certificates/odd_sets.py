@@ -30,7 +30,8 @@ def n_tight_odd_sets(n: int, m: int, j: int, perfect: bool = False) -> int:
     Examples
     --------
     >>> from structlp.certificates import n_tight_odd_sets
-    >>> n_tight_odd_sets(5, 2, 1)     # C(2, 1) pairs times the 3 nodes outside: 6 triangles
+    >>> # C(2, 1) pairs times the 3 nodes outside: 6 triangles
+    >>> n_tight_odd_sets(5, 2, 1)
     6
     """
     from math import comb
@@ -73,7 +74,8 @@ def tight_odd_sets(n: int, pairs: np.ndarray, max_odd_sets: int = MAX_ODD_SETS,
     --------
     >>> import numpy as np
     >>> from structlp.certificates import tight_odd_sets
-    >>> sets, complete = tight_odd_sets(5, np.array([[0, 1], [2, 3]]))   # node 4 unmatched
+    >>> # node 4 unmatched
+    >>> sets, complete = tight_odd_sets(5, np.array([[0, 1], [2, 3]]))
     >>> [s.tolist() for s in sets], complete
     ([[[0, 1, 2], [0, 1, 3], [0, 1, 4], [0, 2, 3], [1, 2, 3], [2, 3, 4]], [[0, 1, 2, 3, 4]]], True)
     """
@@ -169,7 +171,8 @@ def odd_set_rows(n: int, u: np.ndarray, v: np.ndarray, in_M: np.ndarray, perfect
     >>> S, y = odd_cycle_counterexample()
     >>> u, v = np.triu_indices(6, 1)
     >>> rows = odd_set_rows(6, u, v, y[u, v].astype(bool), perfect=True)
-    >>> potentials_exist(rows.Gs, rows.Gnu, S[u, v])     # Edmonds' certificate proves M optimal
+    >>> # Edmonds' certificate proves M optimal
+    >>> potentials_exist(rows.Gs, rows.Gnu, S[u, v])
     True
     """
     u = np.asarray(u, dtype=np.int64)

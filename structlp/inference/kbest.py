@@ -77,8 +77,10 @@ def lawler(root: Optional[Tuple[Any, float]], branch: Callable[[np.ndarray, int,
     >>> import itertools
     >>> import numpy as np
     >>> from structlp.inference.kbest import lawler, oracle_branch
-    >>> s = np.array([[0.0, 2.0], [1.0, 0.5], [0.3, 0.0]])   # y_j in {0, 1}, value sum_j s[j, y_j]
-    >>> def solve(y, j, F):                 # best y* with y*_<j = y_<j and y*_j not in F
+    >>> # y_j in {0, 1}, value sum_j s[j, y_j]
+    >>> s = np.array([[0.0, 2.0], [1.0, 0.5], [0.3, 0.0]])
+    >>> # best y* with y*_<j = y_<j and y*_j not in F
+    >>> def solve(y, j, F):
     ...     z = [int(v) for v in y[:j]]
     ...     rest = [int(np.argmax(s[t])) for t in range(j + 1, 3)]
     ...     free = [a for a in range(2) if a not in F]
@@ -120,8 +122,10 @@ def oracle_branch(solve: Callable[[np.ndarray, int, frozenset], Optional[Tuple[n
     --------
     >>> import numpy as np
     >>> from structlp.inference.kbest import lawler, oracle_branch
-    >>> s = np.array([[0.0, 2.0], [1.0, 0.5]])               # value s[0, y_0] + s[1, y_1]
-    >>> def solve(y, j, F):                                  # y*_<j = y_<j, y*_j not in F
+    >>> # value s[0, y_0] + s[1, y_1]
+    >>> s = np.array([[0.0, 2.0], [1.0, 0.5]])
+    >>> # y*_<j = y_<j, y*_j not in F
+    >>> def solve(y, j, F):
     ...     free = [a for a in range(2) if a not in F]
     ...     if not free:
     ...         return None
@@ -175,7 +179,8 @@ def lawler_murty_lp(model: "StructuredModel", x: Any, scores: np.ndarray, k: int
     >>> from structlp.inference.kbest import lawler_murty_lp
     >>> model = BipartiteMatching()
     >>> x = model.check_x(np.zeros((3, 3, 1)))
-    >>> scores = np.random.default_rng(0).normal(size=9)             # parts (i, j), row-major
+    >>> # parts (i, j), row-major
+    >>> scores = np.random.default_rng(0).normal(size=9)
     >>> outputs, values = lawler_murty_lp(model, x, scores, k=3)
     >>> values.round(3).tolist()
     [1.692, 1.533, 1.434]

@@ -264,10 +264,12 @@ def spo_plus_batch(model: Any, X: Any, c_hats: Any, cs: Any, W: Any = None,
     >>> from structlp.structures import BipartiteMatching
     >>> from structlp.layers import spo_plus_batch
     >>> X = [np.zeros((2, 2, 1))] * 2
-    >>> cs = np.array([[0.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 1.0]])     # true costs (minimised)
+    >>> # true costs (minimised)
+    >>> cs = np.array([[0.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 1.0]])
     >>> c_hats = np.array([[0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]])
     >>> losses, grads = spo_plus_batch(BipartiteMatching(), X, c_hats, cs)
-    >>> losses.tolist()          # the second prediction favours the costly assignment
+    >>> # the second prediction favours the costly assignment
+    >>> losses.tolist()
     [0.0, 6.0]
     """
     owner = "spo_plus_batch"

@@ -235,7 +235,8 @@ def spo_plus(model: Any, X: Any, c_hats: Any, cs: Any, W: Any = None,
     >>> import numpy as np, torch
     >>> from structlp.structures import BipartiteMatching
     >>> from structlp.layers.torch import spo_plus
-    >>> c = np.array([[1.0, 0.0, 0.0, 1.0]])             # true costs: the swap is free
+    >>> # true costs: the swap is free
+    >>> c = np.array([[1.0, 0.0, 0.0, 1.0]])
     >>> c_hat = torch.tensor([[0.0, 1.0, 1.0, 0.0]], dtype=torch.float64, requires_grad=True)
     >>> loss = spo_plus(BipartiteMatching(), [np.zeros((2, 2, 1))], c_hat, c)
     >>> loss.backward()

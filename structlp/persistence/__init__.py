@@ -242,7 +242,8 @@ def clone(estimator: Any) -> Any:
     >>> X, Y, _, model = make_bipartite_matching(n_samples=5, n_rows=3, random_state=0)
     >>> fitted = structlp.FrankWolfeLearner(model, C=0.5).fit(X, Y)
     >>> copy = structlp.clone(fitted)
-    >>> copy.get_params()["C"], hasattr(copy, "coef_")     # same parameters, not fitted
+    >>> # same parameters, not fitted
+    >>> copy.get_params()["C"], hasattr(copy, "coef_")
     (0.5, False)
     """
     if isinstance(estimator, type) or not hasattr(estimator, "__dict__"):

@@ -266,10 +266,12 @@ class Lattice:
     >>> f, y_ref = BigramFeatures(2), np.array([0, 1, 1])
     >>> C = Lattice(build_loss_automaton(HammingLoss(), y_ref, 3, 2), alphabet_size=2, order=2)
     >>> w = np.random.default_rng(0).normal(size=4)
-    >>> thetas = [t @ w for t in f.tables(None, 3)]        # q-gram scores per position
+    >>> # q-gram scores per position
+    >>> thetas = [t @ w for t in f.tables(None, 3)]
     >>> print(f"{C.log_partition(thetas)[0]:.6f}")
     4.523039
-    >>> ys = list(itertools.product(range(2), repeat=3))  # brute force: log sum_y exp(L + w.Psi)
+    >>> # brute force: log sum_y exp(L + w.Psi)
+    >>> ys = list(itertools.product(range(2), repeat=3))
     >>> print(f"{logsumexp([HammingLoss()(y, y_ref) + w @ f.joint_feature(None, np.array(y)) for y in ys]):.6f}")
     4.523039
     """

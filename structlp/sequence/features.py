@@ -50,7 +50,8 @@ class MarkovFeatures:
     >>> f = BigramFeatures(3)
     >>> isinstance(f, MarkovFeatures), f.alphabet_size, f.order, f.n_features
     (True, 3, 2, 9)
-    >>> [t.shape for t in f.tables(None, 3)]      # a table per position: (k**min(q, s+1), d)
+    >>> # a table per position: (k**min(q, s+1), d)
+    >>> [t.shape for t in f.tables(None, 3)]
     [(3, 9), (9, 9), (9, 9)]
     """
 
@@ -126,7 +127,8 @@ class EmissionFeatures(MarkovFeatures):
     --------
     >>> import numpy as np
     >>> from structlp.sequence import EmissionFeatures
-    >>> f = EmissionFeatures(alphabet_size=2, n_inputs=3)      # window 0: (n_inputs + 1) k features
+    >>> # window 0: (n_inputs + 1) k features
+    >>> f = EmissionFeatures(alphabet_size=2, n_inputs=3)
     >>> f.n_features
     8
     >>> x = np.array([0, 2, 1])
@@ -179,7 +181,8 @@ class FunctionFeatures(MarkovFeatures):
     --------
     >>> import numpy as np
     >>> from structlp.sequence import FunctionFeatures
-    >>> def psi(x, z, s):                 # one feature: 1 when the symbol repeats the previous one
+    >>> # one feature: 1 when the symbol repeats the previous one
+    >>> def psi(x, z, s):
     ...     return np.array([float(len(z) == 2 and z[0] == z[1])])
     >>> f = FunctionFeatures(psi, alphabet_size=2, order=2, n_features=1)
     >>> f.joint_feature(None, np.array([0, 0, 1, 1]))

@@ -63,12 +63,15 @@ class LossMachine(Protocol):
     --------
     >>> import numpy as np
     >>> from structlp.sequence import HammingLoss
-    >>> machine = HammingLoss().dynamic_program(np.array([0, 1]), 2, 2)   # reference (0, 1)
+    >>> # reference (0, 1)
+    >>> machine = HammingLoss().dynamic_program(np.array([0, 1]), 2, 2)
     >>> states = machine.start()
-    >>> states, step = machine.advance(states, np.array([1]), 1)          # read y_1 = 1
+    >>> # read y_1 = 1
+    >>> states, step = machine.advance(states, np.array([1]), 1)
     >>> step
     array([1.])
-    >>> states, step = machine.advance(states, np.array([1]), 2)          # read y_2 = 1
+    >>> # read y_2 = 1
+    >>> states, step = machine.advance(states, np.array([1]), 2)
     >>> step, machine.final(states)
     (array([0.]), array([0.]))
     """
@@ -101,7 +104,8 @@ class SequenceLoss:
     ...         self._params = {}
     ...     def dynamic_program(self, y_ref, length, alphabet_size):
     ...         return FirstSymbolMachine(int(y_ref[0]))
-    >>> class FirstSymbolMachine:                 # one state; the loss is paid at t = 1
+    >>> # one state; the loss is paid at t = 1
+    >>> class FirstSymbolMachine:
     ...     def __init__(self, first):
     ...         self.first = first
     ...     def start(self):
@@ -198,7 +202,8 @@ class EditDistance(SequenceLoss):
     >>> from structlp.sequence import EditDistance
     >>> EditDistance()([0, 1, 2], [0, 2])                   # one deletion
     1.0
-    >>> EditDistance(sub=1, ins=1, dele=2)([0, 1, 2], [0, 2])   # a deletion now costs 2
+    >>> # a deletion now costs 2
+    >>> EditDistance(sub=1, ins=1, dele=2)([0, 1, 2], [0, 2])
     2.0
     >>> EditDistance(cap=1)([0, 0, 0], [1, 1, 1])             # min(3, cap)
     1.0
@@ -399,7 +404,8 @@ class NGramLoss(SequenceLoss):
     Examples
     --------
     >>> from structlp.sequence import NGramLoss
-    >>> loss = NGramLoss(n=2)                  # -log(1 + shared bigrams): lower is closer
+    >>> # -log(1 + shared bigrams): lower is closer
+    >>> loss = NGramLoss(n=2)
     >>> print(f"{loss([0, 1, 2], [0, 1, 2]):.3f} {loss([0, 1, 0], [0, 1, 2]):.3f} {loss([2, 2, 2], [0, 1, 2]):.3f}")
     -1.099 -0.693 0.000
     """

@@ -63,7 +63,8 @@ class CompiledExample:
     >>> y_true = np.array([0, 1, 1])
     >>> ex = compile_example(None, y_true, EditDistance(), BigramFeatures(2))
     >>> w = np.random.default_rng(0).normal(size=4)
-    >>> value, grad = ex.value_and_grad(w)                # the lattice is built once, reused per w
+    >>> # the lattice is built once, reused per w
+    >>> value, grad = ex.value_and_grad(w)
     >>> bool(np.isclose(value, softmax_margin(w, None, y_true, EditDistance(), BigramFeatures(2))[0]))
     True
     >>> ex.psi_true

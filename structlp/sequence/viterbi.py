@@ -44,10 +44,12 @@ def viterbi(w: ArrayLike, x: Any, features: MarkovFeatures,
     --------
     >>> import numpy as np
     >>> from structlp.sequence import BigramFeatures, viterbi
-    >>> w = np.array([1.0, -1.0, -1.0, 1.0])        # bigram weights: repeating a symbol scores 1
+    >>> # bigram weights: repeating a symbol scores 1
+    >>> w = np.array([1.0, -1.0, -1.0, 1.0])
     >>> viterbi(w, None, BigramFeatures(2), length=4)
     array([0, 0, 0, 0])
-    >>> viterbi(-w, None, BigramFeatures(2), length=4)  # changing scores 1: alternate
+    >>> # changing scores 1: alternate
+    >>> viterbi(-w, None, BigramFeatures(2), length=4)
     array([0, 1, 0, 1])
     """
     _check_loss_features(ZeroLoss(), features)
@@ -113,7 +115,8 @@ def structured_hinge(w: ArrayLike, x: Any, y_true: ArrayLike, loss: SequenceLoss
     >>> from structlp.sequence import BigramFeatures, HammingLoss, structured_hinge
     >>> w = np.array([1.0, -1.0, -1.0, 1.0])
     >>> h, g = structured_hinge(w, None, np.array([0, 0, 0]), HammingLoss(), BigramFeatures(2))
-    >>> h, g                           # max_y [w.Psi(y) + L] - w.Psi(y_true) = 5 - 2
+    >>> # max_y [w.Psi(y) + L] - w.Psi(y_true) = 5 - 2
+    >>> h, g
     (3.0, array([-2.,  0.,  0.,  2.]))
     """
     _check_loss_features(loss, features)

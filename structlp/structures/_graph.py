@@ -124,7 +124,8 @@ def grid_example(node_features: Any, edge_features: Any = None) -> Dict[str, Any
     --------
     >>> import numpy as np
     >>> from structlp.structures import grid_example
-    >>> x = grid_example(np.zeros((2, 3, 4)))        # a 2 x 3 image, 4 features per pixel
+    >>> # a 2 x 3 image, 4 features per pixel
+    >>> x = grid_example(np.zeros((2, 3, 4)))
     >>> x["node_features"].shape, x["edges"].shape, x["edge_features"].shape
     ((6, 4), (7, 2), (7, 2))
     """

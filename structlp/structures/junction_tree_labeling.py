@@ -60,10 +60,12 @@ class JunctionTreeLabeling(StructuredModel):
     >>> from structlp.structures import JunctionTreeLabeling, grid_example
     >>> rng = np.random.default_rng(0)
     >>> model = JunctionTreeLabeling(n_labels=2)
-    >>> x = model.check_x(grid_example(rng.normal(size=(2, 3, 2))))   # a loopy 2 x 3 grid
+    >>> # a loopy 2 x 3 grid
+    >>> x = model.check_x(grid_example(rng.normal(size=(2, 3, 2))))
     >>> Phi = model.features(x)                  # (clique-table entries, features)
     >>> s = Phi @ rng.normal(size=Phi.shape[1])  # part scores
-    >>> model.inference(x, s)                    # exact max-sum on the junction tree
+    >>> # exact max-sum on the junction tree
+    >>> model.inference(x, s)
     array([0, 1, 0, 1, 0, 1])
     >>> def score(y):
     ...     return s @ model.encode(x, np.array(y))

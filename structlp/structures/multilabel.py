@@ -41,7 +41,8 @@ def chow_liu_tree(Y: ArrayLike) -> np.ndarray:
     >>> rng = np.random.default_rng(0)
     >>> a = rng.random(200) < 0.5
     >>> Y = np.column_stack([a, a ^ (rng.random(200) < 0.1), rng.random(200) < 0.5])
-    >>> chow_liu_tree(Y)          # labels 0 and 1 are nearly equal: their edge is in the tree
+    >>> # labels 0 and 1 are nearly equal: their edge is in the tree
+    >>> chow_liu_tree(Y)
     array([[0, 1],
            [1, 2]])
     """

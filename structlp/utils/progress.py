@@ -145,7 +145,8 @@ class Progress:
     >>> progress = Progress("MyLearner", verbose=0, callback=seen.append, total=3)
     >>> stops = [progress.update(iteration=i, objective=1.0 / (i + 1)) for i in range(3)]
     >>> progress.close()
-    >>> len(seen), seen[-1]["iteration"], stops      # the callback saw every iteration
+    >>> # the callback saw every iteration
+    >>> len(seen), seen[-1]["iteration"], stops
     (3, 2, [False, False, False])
     """
 
