@@ -126,6 +126,56 @@ def _tidy_signature(app, what, name, obj, options, signature, return_annotation)
     return tidy(signature), tidy(return_annotation)
 
 
+# A signature longer than this, its "class" and full name included (about three lines of the
+# API pages at 1280 px), shows its leading parameters and then "…": the Parameters section
+# lists every one with its default.
+SIGNATURE_CHARS = 220
+
+
+def _split_parameters(text):
+    """The top-level comma-separated items of a parameter list (defaults may hold commas
+    inside brackets or quotes)."""
+    items, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    items.append(text[start:].strip())
+    return [item for item in items if item]
+
+
+def _short_signature(app, what, name, obj, options, signature, return_annotation):
+    """Signatures that read: a class or function with many keyword parameters (the learners
+    have about twenty) shows those that fit in :data:`SIGNATURE_CHARS`, then "…".  (One
+    handler with :func:`_tidy_signature`: Sphinx takes the first handler's answer.)"""
+    tidied = _tidy_signature(app, what, name, obj, options, signature, return_annotation)
+    if tidied is not None:
+        signature, return_annotation = tidied
+    budget = SIGNATURE_CHARS - len(f"{what} {name}")
+    if not signature or len(signature) <= budget or what not in (
+            "class", "function", "method", "exception"):
+        return tidied
+    # the cut signature is shown as written (Sphinx no longer parses it): quotes as Python's
+    items = [re.sub(r'^(\w+=)"([^"\'\\]*)"$', r"\1'\2'", item)
+             for item in _split_parameters(signature[1:-1])]
+    kept = []
+    for item in items:
+        if kept and len(", ".join(kept + [item])) + 5 > budget:
+            break
+        kept.append(item)
+    if len(kept) == len(items):
+        return tidied
+    return "(" + ", ".join(kept + ["…"]) + ")", return_annotation
+
+
 _LITERALS = re.compile(r"(``.*?``|:\w+:`[^`]*`|`[^`]*`_?)")
 _TRAILING = re.compile(r"(?<![\w`*:|<.\\/-])([A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]_)(?![\w`*(])")
 _BARS = re.compile(r"(?<![\\`|])\|(\w+)\|(?![_`|])")
@@ -177,5 +227,5 @@ def _summary_keeps_literals():
 
 def setup(app):
     _summary_keeps_literals()
-    app.connect("autodoc-process-signature", _tidy_signature, priority=400)
+    app.connect("autodoc-process-signature", _short_signature, priority=400)
     app.connect("autodoc-process-docstring", _plain_prose, priority=600)

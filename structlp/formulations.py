@@ -59,6 +59,17 @@ class TrainingData:
     The sequences are lists, or (from a model's vectorised ``prepare_batch``) sequences
     whose items are made on access from packed arrays
     (:class:`~structlp.compiler.SparseVectors` for ``c`` and ``mu_true``).
+
+    Examples
+    --------
+    >>> from structlp.compiler import prepare
+    >>> from structlp.datasets import make_bipartite_matching
+    >>> X, Y, _, model = make_bipartite_matching(n_samples=3, n_rows=3, random_state=0)
+    >>> data = prepare(model, X, Y)
+    >>> type(data).__name__, data.n_examples, data.n_parts.tolist(), data.n_features
+    ('TrainingData', 3, [9, 9, 9], 5)
+    >>> data.mu_true[0]                # the first true assignment as a part vector
+    array([0., 1., 0., 1., 0., 0., 0., 0., 1.])
     """
 
     Phi: Sequence[Any]
@@ -141,7 +152,19 @@ def _block_rows(values, sizes):
 
 
 class MinMax:
-    """Dualized loss-augmented inference (Taskar et al. 2005, §4); see module docstring."""
+    """Dualized loss-augmented inference (Taskar et al. 2005, §4); see module docstring.
+
+    Examples
+    --------
+    >>> from structlp.compiler import prepare
+    >>> from structlp.datasets import make_bipartite_matching
+    >>> from structlp.formulations import MinMax
+    >>> X, Y, _, model = make_bipartite_matching(n_samples=3, n_rows=3, random_state=0)
+    >>> # the QP's linear constraints
+    >>> blocks = MinMax().blocks(prepare(model, X, Y))
+    >>> sorted(blocks.aux), len(blocks.ineq), len(blocks.eq)
+    (['lam', 'nu', 'pi'], 2, 0)
+    """
 
     name = "minmax"
     slacks = ()  # xi is the exact structured hinge: no choice of slack
@@ -217,6 +240,15 @@ def get_formulation(name: str, model: Any, owner: Optional[str] = None,
     formulation that has a choice (``Certificate.slacks``); giving one to a
     formulation without (``"minmax"``, whose ``xi`` is the exact structured
     hinge) is an error.
+
+    Examples
+    --------
+    >>> from structlp.formulations import get_formulation
+    >>> from structlp.structures import SpanningTree
+    >>> type(get_formulation("minmax", SpanningTree())).__name__
+    'MinMax'
+    >>> type(get_formulation("certificate", SpanningTree())).__name__
+    'Certificate'
     """
     supported = tuple(getattr(model, "formulations", ("minmax",)))
     where = f" of {owner}" if owner else ""

@@ -51,6 +51,16 @@ class Kernel:
         None means ``1 / n_features``.
     degree : int >= 1
     coef0 : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.kernels import Kernel
+    >>> k = Kernel("rbf", gamma=0.5)
+    >>> A = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> k(A, A).round(4)                    # exp(-0.5 |a - b|^2)
+    array([[1.    , 0.6065],
+           [0.6065, 1.    ]])
     """
 
     def __init__(self, kernel: Union[str, Callable[..., Any]] = "linear",
@@ -152,6 +162,16 @@ def incomplete_cholesky(diag: np.ndarray, column: Callable[[int], np.ndarray], t
     InvalidInputError
         When the diagonal or a column is not finite, or K is provably not
         positive semidefinite (the message says which).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.kernels import incomplete_cholesky
+    >>> Z = np.random.default_rng(0).normal(size=(6, 2))
+    >>> K = Z @ Z.T                                   # rank 2
+    >>> G, pivots, residual = incomplete_cholesky(np.diag(K).copy(), lambda j: K[:, j])
+    >>> G.shape, bool(np.allclose(G @ G.T, K))
+    ((6, 2), True)
     """
     n = len(diag)
     d = np.array(diag, dtype=float)
@@ -215,6 +235,15 @@ def factor_kernel(kernel: Kernel, Phi: Any, tol: float = 1e-8,
     -------
     G : ndarray or sparse, shape (n_parts, rank)
     info : dict with ``rank``, ``residual`` (largest residual diagonal) and ``pivots``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.kernels import Kernel, factor_kernel
+    >>> Phi = np.random.default_rng(0).normal(size=(8, 3))
+    >>> G, info = factor_kernel(Kernel("poly", degree=2, gamma=1.0), Phi, tol=1e-10)
+    >>> info["rank"], bool(np.allclose(G @ G.T, (Phi @ Phi.T + 1) ** 2))
+    (8, True)
     """
     if kernel.kernel == "linear":
         return Phi, {"rank": Phi.shape[1], "residual": 0.0, "pivots": None}
@@ -257,6 +286,20 @@ def factor_precomputed(K: Any, tol: float = 1e-8, max_rank: Optional[int] = None
         When K is not square, not finite, not symmetric or not positive
         semidefinite (an eigenvalue below ``-psd_tol * max|K|``), or the factor
         has rank 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.kernels import factor_precomputed
+    >>> K = np.array([[2.0, 1.0, 1.0], [1.0, 2.0, 1.0], [1.0, 1.0, 2.0]])
+    >>> G, info = factor_precomputed(K)
+    >>> info["rank"], bool(np.allclose(G @ G.T, K))
+    (3, True)
+    >>> try:
+    ...     factor_precomputed(np.array([[1.0, 2.0], [2.0, 1.0]]))   # eigenvalue -1
+    ... except ValueError as e:
+    ...     print(type(e).__name__)
+    InvalidInputError
     """
     K = check_finite_array(K, "kernel_matrix")
     if K.ndim != 2 or K.shape[0] != K.shape[1]:

@@ -52,7 +52,16 @@ _STATE: dict = {}
 
 
 class BackendError(StructlpError, RuntimeError):
-    """A parallel or distributed backend could not be reached or failed."""
+    """A parallel or distributed backend could not be reached or failed.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.parallel import BackendError
+    >>> # e.g. no dask scheduler at the address
+    >>> issubclass(BackendError, structlp.StructlpError)
+    True
+    """
 
 
 def check_n_jobs(n_jobs: Any, owner: Optional[str] = None) -> int:

@@ -36,6 +36,26 @@ class PartFeatures:
 
     Subclasses set ``shape = (L, d)`` and implement :meth:`scores` and
     :meth:`joint`; :meth:`joint_sparse` may be overridden for speed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.part_features import PartFeatures
+    >>> class Scaled(PartFeatures):          # Phi = diag(a) @ B, never formed
+    ...     def __init__(self, a, B):
+    ...         self.a, self.B = np.asarray(a, float), np.asarray(B, float)
+    ...         self.shape = self.B.shape
+    ...     def scores(self, w):
+    ...         return self.a * (self.B @ w)
+    ...     def joint(self, mu):
+    ...         return self.B.T @ (self.a * mu)
+    >>> Phi = Scaled([1.0, 2.0, 3.0], np.eye(3, 2))
+    >>> Phi.scores(np.array([1.0, 1.0])), Phi.joint(np.array([0.0, 1.0, 0.0]))
+    (array([1., 2., 0.]), array([0., 2.]))
+    >>> Phi.toarray()
+    array([[1., 0.],
+           [0., 2.],
+           [0., 0.]])
     """
 
     shape: Tuple[int, ...] = (0, 0)
@@ -144,6 +164,23 @@ class StackedFeatures(PartFeatures):
     learner scores any parts of any examples (:meth:`scores_at`) and forms the joint
     feature of part counts spread over the examples (:meth:`joint_sparse`) in a few
     products instead of one call per example.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.datasets import make_tree_labeling
+    >>> from structlp.part_features import StackedFeatures
+    >>> X, Y, w, model = make_tree_labeling(n_samples=2, n_nodes=3, random_state=0)
+    >>> # one operator per example
+    >>> ops = [model.feature_operator(model.check_x(x)) for x in X]
+    >>> # one for both
+    >>> S = type(ops[0]).stack(ops)
+    >>> isinstance(S, StackedFeatures), ops[0].shape, S.shape
+    (True, (27, 21), (54, 21))
+    >>> # part 2 of example 1, part 1 of example 0
+    >>> rows = S.rows(np.array([1, 0]), np.array([2, 1]))
+    >>> np.allclose(S.scores_at(w, rows), [ops[1].scores(w)[2], ops[0].scores(w)[1]])
+    True
     """
 
     def rows(self, ex: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -168,6 +205,20 @@ class MatrixFeatures(PartFeatures):
 
     ``Phi^T`` is made once (CSR when sparse), so that both products are one
     ``ndarray.dot`` / sparse product each.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.part_features import MatrixFeatures
+    >>> # L = 3 parts, d = 2 features
+    >>> Phi = MatrixFeatures(np.arange(6.0).reshape(3, 2))
+    >>> Phi.shape, Phi.scores(np.array([1.0, -1.0]))            # Phi w
+    ((3, 2), array([-1., -1., -1.]))
+    >>> Phi.joint(np.array([1.0, 0.0, 1.0]))                    # Phi^T mu
+    array([4., 6.])
+    >>> # the same mu by its nonzeros
+    >>> Phi.joint_sparse(np.array([0, 2]), np.array([1.0, 1.0]))
+    array([4., 6.])
     """
 
     __slots__ = ("matrix", "matrix_T", "shape")

@@ -65,14 +65,28 @@ _TIME_LIMIT: contextvars.ContextVar[Optional[float]] = contextvars.ContextVar(
 
 
 def installed_solvers() -> List[str]:
-    """Names of the solvers cvxpy can use on this machine."""
+    """Names of the solvers cvxpy can use on this machine.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> {"CLARABEL", "HIGHS"} <= set(structlp.installed_solvers())
+    True
+    """
     import cvxpy as cp
     return list(cp.installed_solvers())
 
 
 def solver_kind(name: str) -> str:
     """``"QP"`` (suits the training QPs and the LPs), ``"LP"`` (the inference LPs only) or
-    ``"other"`` (neither, e.g. a conic-only or MIP-only solver)."""
+    ``"other"`` (neither, e.g. a conic-only or MIP-only solver).
+
+    Examples
+    --------
+    >>> from structlp.solvers import solver_kind
+    >>> solver_kind("CLARABEL"), solver_kind("HIGHS")
+    ('QP', 'LP')
+    """
     name = name.upper()
     if name in QP_SOLVERS:
         return "QP"
@@ -137,6 +151,18 @@ def time_limit(seconds: Optional[float]) -> Iterator[None]:
 
     A limit already in a call's ``solver_opts`` wins.  A solve stopped by the
     limit raises :class:`~structlp.exceptions.SolverError` saying so.
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> from structlp.solvers import solve, time_limit
+    >>> x = cp.Variable()
+    >>> problem = cp.Problem(cp.Minimize(cp.square(x - 1)))
+    >>> # every solve inside gets at most 10 s
+    >>> with time_limit(10.0):
+    ...     seconds = solve(problem, "CLARABEL")
+    >>> round(float(x.value), 6)
+    1.0
     """
     if seconds is not None:
         seconds = check_time_limit(seconds)
@@ -428,6 +454,21 @@ def solve(problem: Any, solver: str, solver_opts: Optional[Dict[str, Any]] = Non
     -------
     seconds : float
         Wall-clock time of ``problem.solve``.
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> import structlp
+    >>> from structlp.solvers import solve
+    >>> x = cp.Variable()
+    >>> seconds = solve(cp.Problem(cp.Minimize(cp.square(x - 1))), "CLARABEL")
+    >>> round(float(x.value), 6)
+    1.0
+    >>> try:
+    ...     solve(cp.Problem(cp.Minimize(x), [x >= 1, x <= 0]), "CLARABEL", what="a toy problem")
+    ... except structlp.SolverError as e:
+    ...     print(type(e).__name__)
+    SolverError
     """
     import cvxpy as cp      # a cvxpy problem was built, so cvxpy is already imported
     silence_highs_banner(solver)

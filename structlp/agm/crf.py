@@ -85,6 +85,20 @@ class TreeCRF(BaseEstimator):
     n_iter_ : int
     converged_ : bool
         L-BFGS met its tolerance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import TreeCRF, chain, make_loopy_data
+    >>> _, X_chain, Y = make_loopy_data("skip_chain", n_examples=40, n_nodes=5, random_state=0)
+    >>> # tree dicts
+    >>> X = [chain(x["node_features"], x["edge_features"]) for x in X_chain]
+    >>> # exact sum-product on each chain
+    >>> crf = TreeCRF(3, reg=0.1).fit(X[:20], Y[:20])
+    >>> crf.converged_, crf.predict(X[20:])[0].shape
+    (True, (5,))
+    >>> print(f"{np.mean([np.mean(p != y) for p, y in zip(crf.predict(X[20:]), Y[20:])]):.2f}")
+    0.25
     """
 
     def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one", reg: float = 1e-2,
@@ -241,6 +255,18 @@ class JunctionTreeCRF(TreeCRF):
     ----------
     coef_ : ndarray; theta_node_, theta_edge_; objective_ : float; n_iter_ : int;
     converged_ : bool; n_features_in_ : (d_v, d_e)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import JunctionTreeCRF, make_loopy_data
+    >>> X, _, Y = make_loopy_data("skip_chain", n_examples=40, n_nodes=5, random_state=0)
+    >>> # the skip edges are kept
+    >>> crf = JunctionTreeCRF(3, reg=0.1).fit(X[:20], Y[:20])
+    >>> crf.converged_, crf.predict(X[20:])[0].shape
+    (True, (5,))
+    >>> print(f"{np.mean([np.mean(p != y) for p, y in zip(crf.predict(X[20:]), Y[20:])]):.2f}")
+    0.23
     """
 
     def __init__(self, n_labels: int, loss: Union[str, ArrayLike] = "zero_one", reg: float = 1e-2,

@@ -72,6 +72,14 @@ def zero_one_game(a: ArrayLike, weight: Union[float, ArrayLike] = 1.0
     value : float or ndarray (n,)
     r : ndarray (k,) or (n, k)
         The adversary's optimal distribution (uniform on the top-t labels).
+
+    Examples
+    --------
+    >>> from structlp.agm import zero_one_game
+    >>> value, r = zero_one_game([0.0, 1.0, 0.5])
+    >>> # the adversary mixes its two best labels
+    >>> print(f"{value:.3f}", r.round(3))
+    1.250 [0.  0.5 0.5]
     """
     A, w, single = _as_batch(a, weight)
     values, R = _zero_one(A, w)
@@ -101,6 +109,16 @@ def absolute_game(a: ArrayLike, weight: Union[float, ArrayLike] = 1.0
     ``max_{i <= j} (a_i + a_j + weight (j - i)) / 2``.
 
     Parameters and returns as :func:`zero_one_game`.
+
+    Examples
+    --------
+    >>> from structlp.agm import absolute_game, game_value
+    >>> value, r = absolute_game([0.0, 1.0, 0.5])
+    >>> print(f"{value:.3f}", r.round(3))
+    1.250 [0.5 0.  0.5]
+    >>> # the LP agrees
+    >>> print(f"{game_value([0.0, 1.0, 0.5], 'absolute', method='lp')[0]:.3f}")
+    1.250
     """
     A, w, single = _as_batch(a, weight)
     values, R = _absolute(A, w)
@@ -140,6 +158,16 @@ def squared_game(a: ArrayLike, weight: Union[float, ArrayLike] = 1.0
     a label ``m`` in ``(i, j]`` (Fathony et al.'s ``al_quad``).
 
     Parameters and returns as :func:`zero_one_game`.
+
+    Examples
+    --------
+    >>> from structlp.agm import squared_game, game_value
+    >>> value, r = squared_game([0.0, 1.0, 0.5])
+    >>> print(f"{value:.3f}", r.round(3))
+    1.375 [0.25 0.   0.75]
+    >>> # the LP agrees
+    >>> print(f"{game_value([0.0, 1.0, 0.5], 'squared', method='lp')[0]:.3f}")
+    1.375
     """
     A, w, single = _as_batch(a, weight)
     values, R = _squared(A, w)
@@ -283,6 +311,17 @@ def game_value(a: ArrayLike, L: Union[str, ArrayLike] = "zero_one", weight: floa
     p : ndarray, shape (k,)
         An optimal predictor distribution (closed form for zero-one; a small
         HiGHS LP for the other closed forms; the LP's dual for ``method="lp"``).
+
+    Examples
+    --------
+    >>> from structlp.agm import game_value
+    >>> value, r, p = game_value([0.0, 1.0, 0.5], "zero_one")
+    >>> print(f"{value:.3f}", r.round(3), p.round(3))
+    1.250 [0.  0.5 0.5] [0.   0.75 0.25]
+    >>> # the same game as an LP
+    >>> value_lp, _, _ = game_value([0.0, 1.0, 0.5], "zero_one", method="lp")
+    >>> print(f"{value_lp:.3f}")
+    1.250
     """
     a = np.asarray(check_finite_array(a, "a", ndim=1))
     k = a.shape[0]

@@ -55,6 +55,19 @@ class GameExample:
         Its :func:`~structlp.agm.inner.inner_polytope`, when already built (examples of one
         shape and node losses can share one: :func:`~structlp.agm.inner.shared_inner_polytopes`);
         else built on first use.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import chain, check_tree_example, loss_matrix
+    >>> from structlp.agm.game_model import GameExample
+    >>> # 3 nodes
+    >>> ex = check_tree_example(chain(np.zeros((3, 1)), np.ones((2, 1))))
+    >>> # (n, k, k)
+    >>> losses = np.tile(loss_matrix("zero_one", 2), (3, 1, 1))
+    >>> g = GameExample(ex, losses)
+    >>> g.node_losses.shape
+    (3, 2, 2)
     """
 
     def __init__(self, example: Any, node_losses: np.ndarray,
@@ -83,6 +96,21 @@ class AdversarialGame(StructuredModel):
     Parameters
     ----------
     n_labels : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import chain, check_tree_example, loss_matrix
+    >>> from structlp.agm.game_model import AdversarialGame, GameExample
+    >>> ex = check_tree_example(chain(np.zeros((3, 1)), np.ones((2, 1))))
+    >>> model = AdversarialGame(n_labels=2)
+    >>> x = model.check_x(GameExample(ex, np.tile(loss_matrix("zero_one", 2), (3, 1, 1))))
+    >>> # the parts (mu, v) and their features
+    >>> model.n_parts(x), model.features(x).shape
+    (17, (17, 6))
+    >>> # a labelling as node marginals first
+    >>> model.encode(x, np.array([0, 1, 0]))[:6]
+    array([1., 0., 0., 1., 1., 0.])
     """
 
     #: every oracle call is an LP: the learners keep the active vertices' joint features

@@ -108,28 +108,17 @@ class AdversarialGraphicalModel(BaseEstimator):
         "qp": the whole objective as one QP, dualizing each example's inner LP
         over ``(Q, r, v)`` (exact; needs ``reg > 0`` to be bounded in general).
         "cutting_plane": the same optimum by the n-slack cutting plane of the
-        max-margin learners (Tsochantaridis et al. 2005).  Example ``i``'s term is
-        ``h_i(theta) = max_{x in P_i} (Phi_i theta + c_i) . x - theta . Phi(x_i, y_i)``,
-        a maximum of affine functions of ``theta``, one per vertex ``x`` of its
-        inner polytope ``P_i`` (marginals and the game epigraph ``v``, ``c_i`` = 1
-        on ``v``).  Rounds alternate the master QP over the vertices found so far
-        (solved in its dual by :func:`structlp.learners.cutting_plane.solve_master_dual`)
-        and every example's inner LP at the master's ``theta`` (hot-started HiGHS),
-        whose optimal vertex joins the master when ``h_i`` exceeds the master's
-        bound by more than ``tol``.  At the stop ``objective_`` (exact: it comes
-        from that last pass of LPs) is within ``tol`` of the minimum, certified by
-        ``lower_bound_`` (up to HiGHS's feasibility tolerance, 1e-7, on the
-        vertices).  Needs ``reg > 0``.  It forms no KKT matrix coupling the shared
-        parameters to every row, which makes it faster than "qp" on the CK+ per-class
-        problems (``benchmarks/bench_agm_emotion.py``).  Its master grows with the
-        vertices kept (a dense Gram matrix over them), which limits it to a few
+        max-margin learners (Tsochantaridis et al. 2005), each example's inner LP as
+        the oracle and its optimal vertex as the cut; ``objective_`` is within ``tol``
+        of the minimum, certified by ``lower_bound_``.  Needs ``reg > 0``; its master
+        keeps a dense Gram matrix over the vertices in use, which limits it to a few
         hundred examples.
         "frank_wolfe": the same optimum by block-coordinate Frank–Wolfe
         (:class:`~structlp.FrankWolfeLearner` on :class:`~structlp.agm.game_model.AdversarialGame`,
-        the inner game as a structured model, ``C = 1 / (reg m)``): one inner LP
-        (hot-started HiGHS) per step, memory linear in the examples, and a certified
-        duality gap: it stops when ``objective_ - lower_bound_ <= tol * objective_``.
-        Needs ``reg > 0``.  The route for thousands of examples.
+        ``C = 1 / (reg m)``), with a certified duality gap: it stops when
+        ``objective_ - lower_bound_ <= tol * objective_``.  Needs ``reg > 0``; memory
+        linear in the examples: the route for thousands of examples.
+        Which to choose, and how each works: :doc:`/guide/agm`.
     inner : {"lp", "dual_decomposition"}, default "lp"
         Inner solver of the subgradient method: "lp" keeps each example's LP in a
         HiGHS instance and hot-starts it from the previous basis (an epoch costs

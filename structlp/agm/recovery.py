@@ -108,6 +108,16 @@ def recover_pairwise(r_parent: ArrayLike, r_child: ArrayLike, B: ArrayLike, meth
     -------
     Q : ndarray, shape (k1, k2)
         Row sums ``r_parent`` and column sums ``r_child``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import recover_pairwise
+    >>> B = np.array([[1.0, 0.0], [0.0, 1.0]])          # rewards agreement
+    >>> Q = recover_pairwise([0.5, 0.5], [0.7, 0.3], B)
+    >>> Q, Q.sum(axis=1), Q.sum(axis=0)
+    (array([[0.5, 0. ],
+           [0.2, 0.3]]), array([0.5, 0.5]), array([0.7, 0.3]))
     """
     check_choice(method, "method", ("emd", "lp", "sinkhorn"), owner="recover_pairwise")
     rp = _check_marginal(r_parent, "r_parent")

@@ -97,6 +97,13 @@ def make_loopy_data(structure: str = "skip_chain", n_examples: int = 50, n_nodes
     X_chain : list of graph example dicts (the spanning chain's edges, directed
         along it: a tree, so the tree fast path is used)
     Y : list of int arrays (n_nodes,)
+
+    Examples
+    --------
+    >>> from structlp.agm import make_loopy_data
+    >>> X, X_chain, Y = make_loopy_data("skip_chain", n_examples=3, n_nodes=6, random_state=0)
+    >>> len(X), X[0]["edges"].shape, X_chain[0]["edges"].shape, Y[0]
+    (3, (9, 2), (5, 2), array([2, 2, 2, 2, 2, 2]))
     """
     check_choice(structure, "structure", STRUCTURES, owner="make_loopy_data")
     n = check_scalar(n_nodes, "n_nodes", kind=numbers.Integral, low=3, owner="make_loopy_data")

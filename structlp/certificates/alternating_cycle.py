@@ -58,6 +58,21 @@ def alternating_cycle_rows(n: int, u: np.ndarray, v: np.ndarray, in_M: np.ndarra
         (the potentials ``(d0[1:], d1)``), ``lift`` (E, n_parts) from ``part``,
         ``t_true = in_M``; unpacks as ``Gs, Gnu`` with ``Gs = Gt @ lift``
         (2E, n_parts).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.certificates import alternating_cycle_rows, potentials_exist
+    >>> # the 4-cycle 0-1-3-2-0
+    >>> u, v = np.array([0, 0, 1, 2]), np.array([1, 2, 3, 3])
+    >>> in_M = np.array([True, False, False, True])                 # M = {01, 23}
+    >>> rows = alternating_cycle_rows(4, u, v, in_M, np.arange(4), n_parts=4)
+    >>> # M is optimal
+    >>> potentials_exist(rows.Gs, rows.Gnu, np.array([1.0, 0.0, 0.0, 1.0]))
+    True
+    >>> # {02, 13} is better
+    >>> potentials_exist(rows.Gs, rows.Gnu, np.array([0.0, 1.0, 1.0, 0.0]))
+    False
     """
     u = np.asarray(u, dtype=np.int64)
     v = np.asarray(v, dtype=np.int64)
@@ -103,6 +118,19 @@ def potentials_exist(Gs: Any, Gd: Any, scores: ArrayLike) -> bool:
     Returns
     -------
     bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from structlp.certificates import potentials_exist
+    >>> Gs = sp.csr_array(np.array([[1.0, -1.0]]))       # s_0 - s_1 + nu >= 0 ...
+    >>> # ... with no potential to help
+    >>> Gd = sp.csr_array(np.array([[0.0]]))
+    >>> potentials_exist(Gs, Gd, np.array([2.0, 1.0]))
+    True
+    >>> potentials_exist(Gs, Gd, np.array([1.0, 2.0]))
+    False
     """
     from scipy.optimize import linprog
     rhs = np.asarray(Gs @ np.asarray(scores, dtype=float)).ravel()
@@ -139,6 +167,16 @@ def graph_copy(n: int, u: ArrayLike, v: ArrayLike, in_M: Optional[ArrayLike] = N
         the node-to-copy edges, whose score is 0).
     in_M2 : bool array, shape (2L + n,) or None
         The mirrored perfect matching.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.certificates import graph_copy
+    >>> # path 0-1-2, M = {01}
+    >>> u, v, in_M = np.array([0, 1]), np.array([1, 2]), np.array([True, False])
+    >>> U, V, part, in_M2 = graph_copy(3, u, v, in_M)
+    >>> list(zip(U.tolist(), V.tolist(), part.tolist(), in_M2.tolist()))
+    [(0, 1, 0, True), (1, 2, 1, False), (3, 4, 0, True), (4, 5, 1, False), (0, 3, -1, False), (1, 4, -1, False), (2, 5, -1, True)]
     """
     u = np.asarray(u, dtype=np.int64)
     v = np.asarray(v, dtype=np.int64)
@@ -173,6 +211,18 @@ def odd_cycle_counterexample() -> Tuple[np.ndarray, np.ndarray]:
         Symmetric edge scores.
     y : ndarray of int, shape (6, 6)
         The optimal perfect matching's adjacency.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.certificates import (alternating_cycle_rows, odd_cycle_counterexample,
+    ...                                    potentials_exist)
+    >>> S, y = odd_cycle_counterexample()
+    >>> u, v = np.triu_indices(6, 1)
+    >>> rows = alternating_cycle_rows(6, u, v, y[u, v].astype(bool), np.arange(len(u)), len(u))
+    >>> # the optimal M is not certified
+    >>> potentials_exist(rows.Gs, rows.Gnu, S[u, v])
+    False
     """
     S = np.full((6, 6), -10.0)
     np.fill_diagonal(S, 0.0)

@@ -42,6 +42,22 @@ class CertificateRows:
     ----------
     Gt : sparse (R, Q); Gnu : sparse (R, n_aux); lift : sparse (Q, L)
     t_true : ndarray (Q,) of 0/1; multiplicity : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.certificates import CertificateRows, potentials_exist
+    >>> from structlp.datasets import make_spanning_tree
+    >>> X, Y, w, model = make_spanning_tree(n_samples=1, n_nodes=4, random_state=0)
+    >>> x = model.check_x(X[0])
+    >>> mu = model.encode(x, Y[0])
+    >>> rows = CertificateRows.of(model.certificate_rows(x, mu), mu)
+    >>> rows.Gs.shape                                  # (rows, parts)
+    (7, 6)
+    >>> # the planted scores: Y[0] is optimal
+    >>> s = model.features(x) @ w
+    >>> potentials_exist(rows.Gs, rows.Gnu, s)
+    True
     """
 
     Gt: sp.csr_array
@@ -217,6 +233,21 @@ class Certificate:
     polytopes are not built (``needs_polytopes=False``, the default) and the
     structure's ``encode`` validates every ``y``; a structure that has a
     polytope too (BipartiteMatching) passes ``needs_polytopes=True``.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.certificates import Certificate
+    >>> from structlp.datasets import make_spanning_tree
+    >>> X, Y, _, model = make_spanning_tree(n_samples=5, n_nodes=5, random_state=0)
+    >>> f = structlp.formulations.get_formulation("certificate", model)
+    >>> isinstance(f, Certificate), f.slacks
+    (True, ('two_sided', 'part', 'shared'))
+    >>> cert = structlp.MaxMarginLearner(model, C=1.0, formulation="certificate").fit(X, Y)
+    >>> exact = structlp.MaxMarginLearner(model, C=1.0).fit(X, Y)         # "minmax"
+    >>> # the two formulations agree on trees
+    >>> print(f"{cert.objective_:.4f} {exact.objective_:.4f}")
+    5.5394 5.5394
     """
 
     name = "certificate"

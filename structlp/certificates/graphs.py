@@ -39,6 +39,18 @@ class Graph:
         End points of the edges, ``u < v``, in row-major order; edge ``e`` is part ``e``.
     index : ndarray of int, shape (n, n)
         Part index of edge ``jk`` (symmetric), -1 where there is no edge.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.structures import SpanningTree
+    >>> # a checked example is a Graph
+    >>> g = SpanningTree().check_x(np.ones((4, 4, 1)))
+    >>> type(g).__name__, g.n_nodes, g.n_edges
+    ('Graph', 4, 6)
+    >>> # edge e = (u[e], v[e]), row-major
+    >>> g.u, g.v
+    (array([0, 0, 0, 1, 1, 2]), array([1, 2, 3, 2, 3, 3]))
     """
 
     features: np.ndarray
@@ -199,6 +211,19 @@ class GraphStructure(StructuredModel):
     symmetric (n, n) adjacency of the chosen edge set.  Parts are the edges
     ``j < k`` of the graph in row-major order; the loss is the Hamming loss of
     #2, the number of true edges missing from ``y``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.certificates import GraphStructure
+    >>> from structlp.structures import PerfectMatching, SpanningTree
+    >>> issubclass(SpanningTree, GraphStructure), issubclass(PerfectMatching, GraphStructure)
+    (True, True)
+    >>> model = SpanningTree()
+    >>> # the complete graph on 4 nodes
+    >>> x = model.check_x(np.ones((4, 4, 1)))
+    >>> model.n_parts(x)                               # its 6 edges
+    6
     """
 
     formulations = ("certificate",)

@@ -26,6 +26,13 @@ def n_tight_odd_sets(n: int, m: int, j: int, perfect: bool = False) -> int:
     outside them, ``C(m, j) (n - 2 j)`` sets.  ``perfect``: only the sets
     without node 0 and of fewer than ``n - 1`` nodes (:func:`tight_odd_sets`),
     ``C(m - 1, j) (n - 2 j - 1)``.
+
+    Examples
+    --------
+    >>> from structlp.certificates import n_tight_odd_sets
+    >>> # C(2, 1) pairs times the 3 nodes outside: 6 triangles
+    >>> n_tight_odd_sets(5, 2, 1)
+    6
     """
     from math import comb
     if perfect:
@@ -62,6 +69,15 @@ def tight_odd_sets(n: int, pairs: np.ndarray, max_odd_sets: int = MAX_ODD_SETS,
         The node sets of each included size (sorted rows).
     complete : bool
         Whether every tight odd set is included (the certificate is then exact).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.certificates import tight_odd_sets
+    >>> # node 4 unmatched
+    >>> sets, complete = tight_odd_sets(5, np.array([[0, 1], [2, 3]]))
+    >>> [s.tolist() for s in sets], complete
+    ([[[0, 1, 2], [0, 1, 3], [0, 1, 4], [0, 2, 3], [1, 2, 3], [2, 3, 4]], [[0, 1, 2, 3, 4]]], True)
     """
     import itertools
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
@@ -147,6 +163,17 @@ def odd_set_rows(n: int, u: np.ndarray, v: np.ndarray, in_M: np.ndarray, perfect
         ``pi_j >= t_{r_j}``); ``Z`` of the rows say
         ``z >= 0`` (:class:`Certificate` makes them the variables' signs).
         ``lift`` maps the edges to the model parts, ``multiplicity`` 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.certificates import odd_cycle_counterexample, odd_set_rows, potentials_exist
+    >>> S, y = odd_cycle_counterexample()
+    >>> u, v = np.triu_indices(6, 1)
+    >>> rows = odd_set_rows(6, u, v, y[u, v].astype(bool), perfect=True)
+    >>> # Edmonds' certificate proves M optimal
+    >>> potentials_exist(rows.Gs, rows.Gnu, S[u, v])
+    True
     """
     u = np.asarray(u, dtype=np.int64)
     v = np.asarray(v, dtype=np.int64)

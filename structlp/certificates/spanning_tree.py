@@ -34,6 +34,17 @@ def spanning_tree_rows(n: int, u: np.ndarray, v: np.ndarray,
         Row ``r`` has +1 at its tree edge and -1 at its non-tree edge.
     pairs : int array, shape (R, 2)
         (tree edge, non-tree edge) of each row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.certificates import spanning_tree_rows
+    >>> u, v = np.array([0, 0, 1]), np.array([1, 2, 2])           # a triangle
+    >>> Gs, pairs = spanning_tree_rows(3, u, v, np.array([True, True, False]))
+    >>> Gs.toarray(), pairs          # s_01 >= s_12 and s_02 >= s_12
+    (array([[ 1.,  0., -1.],
+           [ 0.,  1., -1.]]), array([[0, 2],
+           [1, 2]]))
     """
     in_tree = np.asarray(in_tree, dtype=bool)
     L = len(u)

@@ -251,7 +251,14 @@ def source_hash(root: Optional[Path] = None) -> int:
 
 def status() -> str:
     """Where the kernels come from: ``"ahead of time"``, ``"disabled"`` (``STRUCTLP_AOT=0``),
-    ``"not built"`` or ``"stale"`` (then numba's JIT compiles them, or Python runs them)."""
+    ``"not built"`` or ``"stale"`` (then numba's JIT compiles them, or Python runs them).
+
+    Examples
+    --------
+    >>> from structlp import compiled
+    >>> compiled.status() in ("ahead of time", "disabled", "not built", "stale")
+    True
+    """
     _module()
     return _state["status"]
 
@@ -260,7 +267,14 @@ def target() -> Optional[str]:
     """The build of the kernels in use: ``"x86-64-v3"`` (the wheel's second build, for
     CPUs with AVX2 and FMA), ``"baseline"`` (``structlp._kernels``: the generic CPU of the
     family, or the CPU named by ``STRUCTLP_AOT_CPU`` at build time), or None when they were
-    not built ahead of time.  ``STRUCTLP_AOT=generic`` keeps to the baseline."""
+    not built ahead of time.  ``STRUCTLP_AOT=generic`` keeps to the baseline.
+
+    Examples
+    --------
+    >>> from structlp import compiled
+    >>> compiled.target() in ("x86-64-v3", "baseline", None)
+    True
+    """
     _module()
     return _state["target"]
 

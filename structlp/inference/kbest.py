@@ -71,6 +71,30 @@ def lawler(root: Optional[Tuple[Any, float]], branch: Callable[[np.ndarray, int,
     Returns
     -------
     list of at most k (y, value), values non-increasing
+
+    Examples
+    --------
+    >>> import itertools
+    >>> import numpy as np
+    >>> from structlp.inference.kbest import lawler, oracle_branch
+    >>> # y_j in {0, 1}, value sum_j s[j, y_j]
+    >>> s = np.array([[0.0, 2.0], [1.0, 0.5], [0.3, 0.0]])
+    >>> # best y* with y*_<j = y_<j and y*_j not in F
+    >>> def solve(y, j, F):
+    ...     z = [int(v) for v in y[:j]]
+    ...     rest = [int(np.argmax(s[t])) for t in range(j + 1, 3)]
+    ...     free = [a for a in range(2) if a not in F]
+    ...     if not free:
+    ...         return None
+    ...     a = max(free, key=lambda a: s[j, a])
+    ...     y_new = np.array(z + [a] + rest)
+    ...     return y_new, float(s[np.arange(3), y_new].sum())
+    >>> y0 = np.argmax(s, axis=1)
+    >>> best = lawler((y0, float(s.max(axis=1).sum())), oracle_branch(solve, 3), k=3)
+    >>> [(y.tolist(), round(v, 2)) for y, v in best]
+    [([1, 0, 0], 3.3), ([1, 0, 1], 3.0), ([1, 1, 0], 2.8)]
+    >>> sorted(itertools.product(range(2), repeat=3), key=lambda y: -s[np.arange(3), list(y)].sum())[:3]
+    [(1, 0, 0), (1, 0, 1), (1, 1, 0)]
     """
     if root is None:
         return []
@@ -92,7 +116,26 @@ def lawler(root: Optional[Tuple[Any, float]], branch: Callable[[np.ndarray, int,
 def oracle_branch(solve: Callable[[np.ndarray, int, frozenset], Optional[Tuple[np.ndarray, float]]],
                   n_vars: int) -> Callable[[np.ndarray, int, frozenset], Iterable[Child]]:
     """The branching function of :func:`lawler` from an oracle ``solve(y, j, F) -> (y*,
-    value) or None``: the best assignment with ``y*_<j = y_<j`` and ``y*_j not in F``."""
+    value) or None``: the best assignment with ``y*_<j = y_<j`` and ``y*_j not in F``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.inference.kbest import lawler, oracle_branch
+    >>> # value s[0, y_0] + s[1, y_1]
+    >>> s = np.array([[0.0, 2.0], [1.0, 0.5]])
+    >>> # y*_<j = y_<j, y*_j not in F
+    >>> def solve(y, j, F):
+    ...     free = [a for a in range(2) if a not in F]
+    ...     if not free:
+    ...         return None
+    ...     head = [int(v) for v in y[:j]] + [max(free, key=lambda a: s[j, a])]
+    ...     y_new = np.array(head + [int(np.argmax(s[t])) for t in range(j + 1, 2)])
+    ...     return y_new, float(s[[0, 1], y_new].sum())
+    >>> branch = oracle_branch(solve, n_vars=2)
+    >>> [(y.tolist(), v) for y, v in lawler((np.array([1, 0]), 3.0), branch, k=4)]
+    [([1, 0], 3.0), ([1, 1], 2.5), ([0, 0], 1.0), ([0, 1], 0.5)]
+    """
     def branch(y, t, F):
         for j in range(t, n_vars):
             Fj = F | {y[j]} if j == t else frozenset((y[j],))
@@ -127,6 +170,23 @@ def lawler_murty_lp(model: "StructuredModel", x: Any, scores: np.ndarray, k: int
     FractionalSolutionError
         A subproblem's LP answer is fractional: the polytope (or a face of it) is not
         integral, and the list would not be the k best outputs.
+
+    Examples
+    --------
+    >>> import itertools
+    >>> import numpy as np
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.inference.kbest import lawler_murty_lp
+    >>> model = BipartiteMatching()
+    >>> x = model.check_x(np.zeros((3, 3, 1)))
+    >>> # parts (i, j), row-major
+    >>> scores = np.random.default_rng(0).normal(size=9)
+    >>> outputs, values = lawler_murty_lp(model, x, scores, k=3)
+    >>> values.round(3).tolist()
+    [1.692, 1.533, 1.434]
+    >>> sorted((round(float(scores[[0, 3, 6] + np.array(p)].sum()), 3)
+    ...         for p in itertools.permutations(range(3))), reverse=True)[:3]   # brute force
+    [1.692, 1.533, 1.434]
     """
     from ..exceptions import DeclarationError
     from . import INTEGRALITY_TOL, _HighsLP

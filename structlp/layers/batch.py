@@ -37,6 +37,16 @@ class BatchLossResult(tuple):
     stderr : ndarray, shape (m,), or None
         Monte-Carlo standard errors of the losses (``"perturbed"``).
     results : list of m LossResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers import BatchLossResult, fy_loss_batch
+    >>> thetas = np.array([[1.0, 0.6, 0.0, 0.8], [0.0, 1.0, 1.0, 0.0]])
+    >>> res = fy_loss_batch(BipartiteMatching(), [np.zeros((2, 2, 1))] * 2, thetas, [np.eye(2)] * 2)
+    >>> isinstance(res, BatchLossResult), res.losses.round(6).tolist(), res.certified.tolist()
+    (True, [0.08, 2.0], [True, True])
     """
 
     losses: np.ndarray
@@ -160,6 +170,17 @@ def sparsemap_batch(model: Any, X: Any, thetas: Any, tol: float = DEFAULT_TOL,
     -------
     results : list of m SparseMAPResult
     vjps : list of m callables, only with ``with_vjp``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers import sparsemap_batch
+    >>> X = [np.zeros((2, 2, 1))] * 2
+    >>> thetas = np.array([[1.0, 0.6, 0.0, 0.8], [0.0, 1.0, 1.0, 0.0]])
+    >>> results = sparsemap_batch(BipartiteMatching(), X, thetas)
+    >>> [r.mu.round(3).tolist() for r in results], [r.certified for r in results]
+    ([[0.8, 0.2, 0.2, 0.8], [0.0, 1.0, 1.0, 0.0]], [True, True])
     """
     owner = "sparsemap_batch"
     tol, max_iter = check_options(tol, max_iter, owner)
@@ -198,6 +219,17 @@ def fy_loss_batch(model: Any, X: Any, thetas: Any, Y: Any, kind: str = "sparsema
     BatchLossResult
         Unpacks as ``(losses (m,), grads)``, ``grads`` a list of (L_i,) arrays, or an
         array (m, L) when ``thetas`` was 2-D; ``gaps``, ``certified``, ``stderr``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers import fy_loss_batch
+    >>> X, Y = [np.zeros((2, 2, 1))] * 2, [np.eye(2)] * 2
+    >>> thetas = np.array([[1.0, 0.6, 0.0, 0.8], [0.0, 1.0, 1.0, 0.0]])
+    >>> losses, grads = fy_loss_batch(BipartiteMatching(), X, thetas, Y, kind="hinge")
+    >>> losses.round(6).tolist(), grads.shape
+    ([0.8, 4.0], (2, 4))
     """
     owner = "fy_loss_batch"
     opts = check_kind_options(kind, opts, owner)
@@ -226,6 +258,20 @@ def spo_plus_batch(model: Any, X: Any, c_hats: Any, cs: Any, W: Any = None,
     ``c_hats`` and ``cs``: lists of m cost vectors or arrays (m, L); ``W``: the m true
     optimal solutions ``w*(c_i)`` when known (outputs, or their 0/1 part vectors).  Returns
     ``(losses, grads)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers import spo_plus_batch
+    >>> X = [np.zeros((2, 2, 1))] * 2
+    >>> # true costs (minimised)
+    >>> cs = np.array([[0.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 1.0]])
+    >>> c_hats = np.array([[0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]])
+    >>> losses, grads = spo_plus_batch(BipartiteMatching(), X, c_hats, cs)
+    >>> # the second prediction favours the costly assignment
+    >>> losses.tolist()
+    [0.0, 6.0]
     """
     owner = "spo_plus_batch"
     n_jobs = check_n_jobs(n_jobs, owner)

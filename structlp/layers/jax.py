@@ -45,7 +45,18 @@ __all__ = ["sparsemap", "fy_loss", "spo_plus", "last_certificates", "Certificate
 
 def last_certificates() -> Optional[Certificates]:
     """The :class:`~structlp.layers.record.Certificates` of the last forward pass of a layer
-    of this module that ran (None before the first)."""
+    of this module that ran (None before the first).
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers.jax import last_certificates, sparsemap
+    >>> mu = sparsemap(BipartiteMatching(), [np.zeros((2, 2, 1))], jnp.array([[1.0, 0.6, 0.0, 0.8]]))
+    >>> cert = last_certificates()
+    >>> cert.layer, cert.certified.tolist()
+    ('sparsemap', [True])
+    """
     return _RECORD.read()
 
 
@@ -224,7 +235,20 @@ def fy_loss(model: Any, X: Any, thetas: Any, Y: Any, kind: str = "sparsemap",
 def spo_plus(model: Any, X: Any, c_hats: Any, cs: Any, W: Any = None,
              n_jobs: Optional[int] = None) -> Any:
     """The mean SPO+ loss of predicted costs ``c_hats`` (differentiable) against true costs
-    ``cs`` (not differentiated), costs minimised; see :func:`structlp.layers.spo_plus`."""
+    ``cs`` (not differentiated), costs minimised; see :func:`structlp.layers.spo_plus`.
+
+    Examples
+    --------
+    >>> import numpy as np, jax, jax.numpy as jnp
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers.jax import spo_plus
+    >>> c = np.array([[1.0, 0.0, 0.0, 1.0]])
+    >>> def f(c_hat):
+    ...     return spo_plus(BipartiteMatching(), [np.zeros((2, 2, 1))], c_hat, c)
+    >>> value, grad = jax.value_and_grad(f)(jnp.array([[0.0, 1.0, 1.0, 0.0]]))
+    >>> float(value), np.asarray(grad).tolist()
+    (6.0, [[-2.0, 2.0, 2.0, -2.0]])
+    """
     cs_np = np.asarray(cs, dtype=float) if not isinstance(cs, (list, tuple)) else \
         [np.asarray(c, dtype=float) for c in cs]
 

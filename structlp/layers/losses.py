@@ -75,6 +75,19 @@ class LossResult(tuple):
     n_oracle_calls : int
     projection : SparseMAPResult or None
         ``"sparsemap"``: the projection (support, weights).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers import LossResult, fy_loss
+    >>> res = fy_loss(BipartiteMatching(), np.zeros((2, 2, 1)), np.array([1.0, 0.6, 0.0, 0.8]),
+    ...               np.eye(2), kind="sparsemap")
+    >>> isinstance(res, LossResult), round(res.loss, 6), res.certified
+    (True, 0.08, True)
+    >>> loss, grad = res                      # unpacks as a pair
+    >>> res.prediction.round(3).tolist()      # mu_hat = grad + mu_y
+    [0.8, 0.2, 0.2, 0.8]
     """
 
     loss: float

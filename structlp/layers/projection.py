@@ -75,6 +75,17 @@ class SparseMAPResult:
     threshold : float
         The gap required: ``tol * max(1, |theta|^2)``.
     n_oracle_calls : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers import SparseMAPResult, sparsemap
+    >>> res = sparsemap(BipartiteMatching(), np.zeros((2, 2, 1)), np.array([1.0, 0.6, 0.0, 0.8]))
+    >>> isinstance(res, SparseMAPResult), res.support_parts, res.weights.round(3).tolist()
+    (True, [array([0, 3]), array([1, 2])], [0.8, 0.2])
+    >>> bool(np.allclose(res.weights @ res.support, res.mu)), res.gap <= res.threshold
+    (True, True)
     """
 
     mu: np.ndarray

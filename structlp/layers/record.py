@@ -36,6 +36,17 @@ class Certificates:
         Active-set iterations of each projection.
     stderr : ndarray, shape (m,), or None
         Monte-Carlo standard errors of the losses (kind ``"perturbed"``).
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers.torch import fy_loss, last_certificates
+    >>> thetas = torch.tensor([[1.0, 0.6, 0.0, 0.8]], dtype=torch.float64, requires_grad=True)
+    >>> loss = fy_loss(BipartiteMatching(), [np.zeros((2, 2, 1))], thetas, [np.eye(2)])
+    >>> cert = last_certificates()                    # a Certificates record
+    >>> cert.layer, cert.kind, cert.certified.tolist()
+    ('fy_loss', 'sparsemap', [True])
     """
 
     layer: str

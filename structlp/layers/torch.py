@@ -39,7 +39,19 @@ __all__ = ["sparsemap", "fy_loss", "spo_plus", "last_certificates", "Certificate
 
 def last_certificates() -> Optional[Certificates]:
     """The :class:`~structlp.layers.record.Certificates` of the last forward pass of a layer
-    of this module (None before the first)."""
+    of this module (None before the first).
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers.torch import last_certificates, sparsemap
+    >>> thetas = torch.tensor([[1.0, 0.6, 0.0, 0.8]], dtype=torch.float64)
+    >>> mu = sparsemap(BipartiteMatching(), [np.zeros((2, 2, 1))], thetas)
+    >>> cert = last_certificates()
+    >>> cert.layer, cert.certified.tolist(), bool(cert.gaps[0] < 1e-9)
+    ('sparsemap', [True], True)
+    """
     return _RECORD.read()
 
 
@@ -216,7 +228,21 @@ def spo_plus(model: Any, X: Any, c_hats: Any, cs: Any, W: Any = None,
              n_jobs: Optional[int] = None) -> "torch.Tensor":
     """The mean SPO+ loss of predicted costs ``c_hats`` (differentiable) against true costs
     ``cs`` (arrays or tensors, not differentiated), costs minimised; see
-    :func:`structlp.layers.spo_plus`.  ``W``: the true optimal outputs when known."""
+    :func:`structlp.layers.spo_plus`.  ``W``: the true optimal outputs when known.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from structlp.structures import BipartiteMatching
+    >>> from structlp.layers.torch import spo_plus
+    >>> # true costs: the swap is free
+    >>> c = np.array([[1.0, 0.0, 0.0, 1.0]])
+    >>> c_hat = torch.tensor([[0.0, 1.0, 1.0, 0.0]], dtype=torch.float64, requires_grad=True)
+    >>> loss = spo_plus(BipartiteMatching(), [np.zeros((2, 2, 1))], c_hat, c)
+    >>> loss.backward()
+    >>> loss.item(), c_hat.grad.numpy().tolist()
+    (6.0, [[-2.0, 2.0, 2.0, -2.0]])
+    """
     X, ts, stacked = batch_inputs(X, c_hats, "c_hats")
     cs = to_numpy(cs, "cs") if isinstance(cs, torch.Tensor) else \
         [to_numpy(c, f"cs[{i}]") for i, c in enumerate(cs)]

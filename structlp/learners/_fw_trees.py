@@ -574,7 +574,7 @@ def _tree_check(w, C, dd, hinge, g_est, k, dv, de, V, E, noff, order, parents, e
     ``S`` (nmax, k)), the loss-augmented max-sum, the hinge loss ``hinge[i]`` and the block
     gap ``g_est[i]`` (``C (a . mu* - a . m_i)``).  Without blocks (``ns`` empty): the
     oracle pass only.  (No BLAS call: a compiled matrix product would import SciPy's BLAS,
-    about 45 ms, in a fresh process.)"""
+    a noticeable start-up cost in a fresh process.)"""
     m = noff.shape[0] - 1
     nmax = Y.shape[1]
     Yf = Y.reshape(-1)

@@ -81,25 +81,13 @@ class CuttingPlaneLearner(StructuredPredictorMixin, BaseEstimator):
     every stored ``ybar``.  The master QP then has one row per round instead
     of up to one per example and round (but needs more rounds); it stops when
     the certified gap, the exact objective minus the master's dual value (a
-    lower bound on the optimum), is at most ``C * m * tol``.  The **inference
+    lower bound on the optimum), is at most ``C * m * tol``.  An **inference
     cache** (``inference_cache`` outputs per example, as in Joachims et al.)
-    makes most rounds cheap: each example's
-    outputs already found are kept by their part supports (the parts they switch
-    on, not their joint features) with their losses, scored from the part scores
-    ``Phi_i w``, and a round first builds its cut from the most violating
-    cached output of every example; only when that cut is violated by less than
-    ``max(tol, CACHE_FRACTION * gap)`` (``gap``: the last exact violation) is the
-    real oracle called.  The stopping test and ``objective_`` always come from the
-    real oracle, so the certificate is unchanged.
+    makes most rounds cheap; the stopping test and ``objective_`` always come
+    from the real oracle, so the certificate is unchanged.
 
-    The master QP is solved in its dual (one weight per row of the working set,
-    a small dense QP in the number of rows) by an active-set method warm-started
-    from the previous round (:func:`solve_master_dual`), never rebuilt as a
-    cvxpy problem; with ``solver`` named, it is the cvxpy primal instead (the
-    reference).  One-slack masters are solved only to ``MASTER_TOL`` times the
-    last exact violation, which changes the path but not the certificate.  The
-    fit runs BLAS on one thread (threadpoolctl, when installed): the master's
-    dense systems are too small for threads to pay.
+    How the cache is used and how the master QP is solved (in its dual, warm-started
+    from round to round): :doc:`/guide/learners`.
 
     Parameters
     ----------

@@ -92,29 +92,11 @@ class FrankWolfeLearner(_FirstOrderLearner):
     where the model has none) and moves ``m_i`` towards ``mu*`` with the exact
     line search ``gamma = clip(g_i / ||C Phi_i^T (mu* - m_i)||^2, 0, 1)``, where
     ``g_i = C (Phi_i w + c_i) . (mu* - m_i) >= 0`` is the block's duality gap.
-    The features are used through the model's
-    :meth:`~structlp.model.StructuredModel.feature_operator` (factored where the
-    model offers it: chains and trees never build their part-feature matrices), and
-    a block's active outputs are stored compactly, as their nonzeros (and, for up
-    to 256 features or 4 times the nonzeros of an output, or when an oracle call is
-    an LP (the model's ``costly_inference``, or no decoder), as their joint feature
-    vectors ``Phi_i^T v`` (d,)), never as dense part vectors: memory is that of
-    the data plus ``O(m d)`` per active output.  With joint features, a block's step (with its inner
-    steps) and a pass without oracle are each one call of a compiled kernel (built
-    ahead of time into the wheel, else compiled by numba's JIT and cached on disk:
-    :mod:`structlp.compiled`), the same code run as Python where neither is available,
-    with bit-identical iterates.
-
-    On :class:`~structlp.structures.TreeLabeling` with dense node features (chains
-    and trees; ``batch_size=1``, ``pairwise=True``; whatever ``backend``, the oracles
-    then run in this process, on ``n_jobs`` threads), a block's active outputs
-    are labellings, their Gram matrix comes from the example's node and edge Gram
-    matrices, and a whole epoch (unary scores, loss-augmented max-sum, the pairwise
-    and inner steps, the sparse update of ``w``), a pass without oracle and the exact
-    duality-gap pass are each one compiled
-    kernel call; the compiled kernels sum the unary scores in SIMD order, so their
-    iterates may differ from the Python kernels' by rounding (the certificate holds
-    for both).
+    Memory is that of the data plus ``O(m d)`` per active output (the features are
+    used through the model's
+    :meth:`~structlp.model.StructuredModel.feature_operator`; active outputs are kept
+    by their nonzeros, never as dense part vectors).  How blocks are stored and which
+    steps run as compiled kernels: :doc:`/guide/learners`.
 
     The stopping rule is the **duality gap** ``F(w) - D(m) >= F(w) - F(w*)``,
     evaluated exactly by a pass of loss-augmented inference over all examples
@@ -135,7 +117,7 @@ class FrankWolfeLearner(_FirstOrderLearner):
         Maximum number of epochs (passes over the examples).
     n_jobs : int or None, default=None
         Local worker processes for the oracles (None or 1: serial, -1: all cores).  On the
-        compiled route of chains and trees (below): threads of this process running the
+        compiled route of chains and trees (:doc:`/guide/learners`): threads of this process running the
         epochs, each on a partition of the blocks, combined by CoCoA+ (no worker processes;
         the iterates then depend on ``n_jobs`` and ``random_state``, reruns are identical,
         and the certificate is the same exact duality gap).
@@ -163,34 +145,20 @@ class FrankWolfeLearner(_FirstOrderLearner):
         block (no oracle call).
     cache_passes : int >= 0, default=100
         With ``pairwise``: after each epoch of oracle calls, up to this many passes
-        over the blocks without any oracle call, each block taking one pairwise
-        step between its best and worst active outputs at the current ``w``
-        (multi-plane BCFW, Shah, Kolmogorov & Lampert 2015); the passes stop as
-        soon as one raises the dual objective by less than a share of what the epoch
-        of oracle calls did (5%; 10% on tree labellings).  On tree labellings a block
-        takes up to 3 such steps per visit (its labellings' values computed once, then
-        moved by their Gram matrix), and a pass after the first one following an epoch
-        visits only the blocks whose best and worst active outputs were left at least
-        the mean of those gaps apart: on OCR letters (fold 1, C = 0.1, tol = 1e-3) a pass
-        costs about 0.4 of a bare oracle pass, and the fit takes about 47 epochs instead
-        of 73 with one step per block, every block visited and 50%.  0 disables them.  They run only when the active outputs
-        keep their joint features (up to 256 features or 4 times an output's
-        nonzeros, or a costly oracle), where a whole pass is one compiled kernel call costing a small
-        share of an epoch: on noisy bipartite data (m = 1000, 10 x 10, d = 20, C = 0.1;
-        random_state 0-5) they cut the epochs from 34-46 (at most 10 passes) to
-        23-27, and on small chains (k = 4, 4 node features, C = 1) from 112 (at most 10)
-        to about 32.  Without joint features a visit needs the block's part scores,
-        about the cost of an oracle step, and on OCR letters (4,004 features) the
-        passes cost more time than they saved.
+        over the blocks without any oracle call, each block taking a pairwise step
+        between its best and worst active outputs at the current ``w`` (multi-plane
+        BCFW, Shah, Kolmogorov & Lampert 2015); they stop early once a pass gains
+        little dual objective compared with the epoch before it.  0 disables them.
+        They run only where the active outputs keep their joint features (see
+        :doc:`/guide/learners`, "Passes without oracle", for when that is and what
+        they save).
     sampling : {"gap", "uniform"}, default="gap"
         Order of the blocks in an epoch.  "uniform": a random permutation.
         "gap": after every block has a gap estimate (the first epoch), ``m``
         draws with probabilities proportional to the blocks' last known
         Frank–Wolfe gaps (Osokin et al. 2016), refreshed exactly for every
         block at each duality-gap check; blocks already at their optimum are
-        then hardly visited.  On noisy bipartite data (m = 1000, 10 x 10) it
-        needed 18-22 instead of 30-34 epochs at C = 0.01 and 61 instead of 205
-        at C = 0.1 (``benchmarks/bench_frank_wolfe.py``).
+        then hardly visited (:doc:`/guide/learners`).
     check_every : int >= 1 or None, default=None
         Evaluate the exact duality gap every ``check_every`` epochs; None: only
         when the running estimate (the block gaps met during the epoch) falls

@@ -234,6 +234,17 @@ def clone(estimator: Any) -> Any:
     Returns
     -------
     A new instance, ``type(estimator)(**deepcopy(estimator.get_params()))``.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.datasets import make_bipartite_matching
+    >>> X, Y, _, model = make_bipartite_matching(n_samples=5, n_rows=3, random_state=0)
+    >>> fitted = structlp.FrankWolfeLearner(model, C=0.5).fit(X, Y)
+    >>> copy = structlp.clone(fitted)
+    >>> # same parameters, not fitted
+    >>> copy.get_params()["C"], hasattr(copy, "coef_")
+    (0.5, False)
     """
     if isinstance(estimator, type) or not hasattr(estimator, "__dict__"):
         raise PersistenceError(

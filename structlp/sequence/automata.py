@@ -45,7 +45,18 @@ MAX_LAYER_BYTES = 1 << 28
 
 
 class AutomatonTooLargeError(StructlpError, MemoryError):
-    """A loss automaton layer exceeded ``max_states`` (use ``cap=`` or ``band=`` on the loss)."""
+    """A loss automaton layer exceeded ``max_states`` (use ``cap=`` or ``band=`` on the loss).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import AutomatonTooLargeError, EditDistance, build_loss_automaton
+    >>> try:
+    ...     build_loss_automaton(EditDistance(), np.arange(12) % 3, 12, 3, max_states=10)
+    ... except AutomatonTooLargeError as e:
+    ...     print(type(e).__name__)
+    AutomatonTooLargeError
+    """
 
 
 class LossAutomaton:
@@ -65,6 +76,16 @@ class LossAutomaton:
         sizes ``n_0..n_l`` of the minimal automaton.
     determinized_states_per_layer : list of int
         sizes before minimization (the states of the loss's own DP).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import HammingLoss, LossAutomaton, build_loss_automaton
+    >>> B = build_loss_automaton(HammingLoss(), np.array([0, 1, 1]), length=3, alphabet_size=2)
+    >>> isinstance(B, LossAutomaton), B.length, B.n_states, B.n_arcs
+    (True, 3, 4, 6)
+    >>> B.log_weight([1, 1, 0])                   # the Hamming loss, 2
+    2.0
     """
 
     def __init__(self, next_: List[np.ndarray], weight: List[np.ndarray], final: np.ndarray,
@@ -139,6 +160,18 @@ def build_loss_automaton(loss: SequenceLoss, y_ref: ArrayLike, length: int, alph
         whose successors would need more than :data:`MAX_LAYER_BYTES` of memory
         (so an uncapped edit distance on a long reference stops with this error,
         never a raw ``MemoryError``); the message names ``cap=``.
+
+    Examples
+    --------
+    >>> import itertools
+    >>> import numpy as np
+    >>> from structlp.sequence import EditDistance, build_loss_automaton
+    >>> B = build_loss_automaton(EditDistance(), np.array([0, 1]), length=3, alphabet_size=2)
+    >>> B.states_per_layer
+    [1, 2, 2, 1]
+    >>> all(np.isclose(B.log_weight(y), EditDistance()(y, [0, 1]))
+    ...     for y in itertools.product(range(2), repeat=3))      # B(y) = exp(L(y, y_ref))
+    True
     """
     from .losses import SequenceLoss
     owner = "build_loss_automaton"
@@ -223,6 +256,24 @@ class Lattice:
         destination state (index in layer t+1).
     final : float array, shape (n_l,)
     initial : float
+
+    Examples
+    --------
+    >>> import itertools
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures, HammingLoss, Lattice, build_loss_automaton
+    >>> from scipy.special import logsumexp
+    >>> f, y_ref = BigramFeatures(2), np.array([0, 1, 1])
+    >>> C = Lattice(build_loss_automaton(HammingLoss(), y_ref, 3, 2), alphabet_size=2, order=2)
+    >>> w = np.random.default_rng(0).normal(size=4)
+    >>> # q-gram scores per position
+    >>> thetas = [t @ w for t in f.tables(None, 3)]
+    >>> print(f"{C.log_partition(thetas)[0]:.6f}")
+    4.523039
+    >>> # brute force: log sum_y exp(L + w.Psi)
+    >>> ys = list(itertools.product(range(2), repeat=3))
+    >>> print(f"{logsumexp([HammingLoss()(y, y_ref) + w @ f.joint_feature(None, np.array(y)) for y in ys]):.6f}")
+    4.523039
     """
 
     def __init__(self, automaton: LossAutomaton, alphabet_size: int, order: int) -> None:

@@ -42,6 +42,17 @@ class MarkovFeatures:
 
     Subclasses define ``alphabet_size``, ``order``, ``n_features`` and
     :meth:`tables`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures, MarkovFeatures
+    >>> f = BigramFeatures(3)
+    >>> isinstance(f, MarkovFeatures), f.alphabet_size, f.order, f.n_features
+    (True, 3, 2, 9)
+    >>> # a table per position: (k**min(q, s+1), d)
+    >>> [t.shape for t in f.tables(None, 3)]
+    [(3, 9), (9, 9), (9, 9)]
     """
 
     alphabet_size: int
@@ -81,6 +92,14 @@ class BigramFeatures(MarkovFeatures):
 
     ``Psi(y)[a * k + b]`` is the number of positions where ``a`` is followed
     by ``b``; the input ``x`` is ignored.  Order ``q = 2``, ``n_features = k**2``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures
+    >>> f = BigramFeatures(2)                       # k**2 = 4 bigram counts
+    >>> f.n_features, f.joint_feature(None, np.array([0, 1, 1, 1]))
+    (4, array([0., 1., 0., 2.]))
     """
 
     order = 2
@@ -103,6 +122,18 @@ class EmissionFeatures(MarkovFeatures):
     length.  With ``window=w`` the offsets are ``-w..w`` (out-of-range
     positions see a padding symbol), so the model can look at neighbouring
     observations.  Order 1; ``n_features = (2 w + 1) * (n_inputs + 1) * k``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import EmissionFeatures
+    >>> # window 0: (n_inputs + 1) k features
+    >>> f = EmissionFeatures(alphabet_size=2, n_inputs=3)
+    >>> f.n_features
+    8
+    >>> x = np.array([0, 2, 1])
+    >>> f.joint_feature(x, np.array([1, 0, 1]))
+    array([0., 1., 0., 1., 1., 0., 0., 0.])
     """
 
     order = 1
@@ -145,6 +176,17 @@ class FunctionFeatures(MarkovFeatures):
         ``psi(x, z, s) -> array of shape (n_features,)``, with ``z`` a tuple of
         the last ``min(order, s)`` symbols ending at the 1-based position ``s``.
     alphabet_size, order, n_features : int >= 1
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import FunctionFeatures
+    >>> # one feature: 1 when the symbol repeats the previous one
+    >>> def psi(x, z, s):
+    ...     return np.array([float(len(z) == 2 and z[0] == z[1])])
+    >>> f = FunctionFeatures(psi, alphabet_size=2, order=2, n_features=1)
+    >>> f.joint_feature(None, np.array([0, 0, 1, 1]))
+    array([2.])
     """
 
     def __init__(self, psi: Callable[[Any, tuple, int], ArrayLike], alphabet_size: int,
@@ -178,7 +220,18 @@ class FunctionFeatures(MarkovFeatures):
 
 
 class StackedFeatures(MarkovFeatures):
-    """Concatenation of feature maps over the same alphabet (order = the largest order)."""
+    """Concatenation of feature maps over the same alphabet (order = the largest order).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures, EmissionFeatures, StackedFeatures
+    >>> f = StackedFeatures([EmissionFeatures(2, 3), BigramFeatures(2)])
+    >>> f.n_features, f.order
+    (12, 2)
+    >>> f.joint_feature(np.array([0, 2, 1]), np.array([1, 0, 0]))
+    array([0., 1., 1., 0., 1., 0., 0., 0., 1., 0., 1., 0.])
+    """
 
     def __init__(self, parts: Sequence[MarkovFeatures]) -> None:
         parts = list(parts)

@@ -58,6 +58,22 @@ class LossMachine(Protocol):
     """What :meth:`SequenceLoss.dynamic_program` returns: a left-to-right machine.
 
     States are the rows of an int64 array of shape (n_states, width).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import HammingLoss
+    >>> # reference (0, 1)
+    >>> machine = HammingLoss().dynamic_program(np.array([0, 1]), 2, 2)
+    >>> states = machine.start()
+    >>> # read y_1 = 1
+    >>> states, step = machine.advance(states, np.array([1]), 1)
+    >>> step
+    array([1.])
+    >>> # read y_2 = 1
+    >>> states, step = machine.advance(states, np.array([1]), 2)
+    >>> step, machine.final(states)
+    (array([0.]), array([0.]))
     """
 
     def start(self) -> np.ndarray:
@@ -77,6 +93,30 @@ class SequenceLoss:
     Subclasses implement :meth:`dynamic_program`.  Calling the loss,
     ``loss(y, y_ref)``, evaluates it for one pair; :meth:`values` for many
     predictions of the same length against one reference.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import SequenceLoss
+    >>> class FirstSymbolLoss(SequenceLoss):      # 1 when the first symbols differ
+    ...     kind = "tropical"
+    ...     def __init__(self):
+    ...         self._params = {}
+    ...     def dynamic_program(self, y_ref, length, alphabet_size):
+    ...         return FirstSymbolMachine(int(y_ref[0]))
+    >>> # one state; the loss is paid at t = 1
+    >>> class FirstSymbolMachine:
+    ...     def __init__(self, first):
+    ...         self.first = first
+    ...     def start(self):
+    ...         return np.zeros((1, 1), dtype=np.int64)
+    ...     def advance(self, states, symbols, t):
+    ...         return states, (t == 1) * (symbols != self.first).astype(float)
+    ...     def final(self, states):
+    ...         return np.zeros(len(states))
+    >>> loss = FirstSymbolLoss()
+    >>> loss([1, 0, 0], [0, 0, 0]), loss([0, 1, 1], [0, 0, 0])
+    (1.0, 0.0)
     """
 
     #: "tropical" (min-plus machine) or "rational" (-log of a count).
@@ -156,6 +196,17 @@ class EditDistance(SequenceLoss):
         ``y`` and ``y_ref``) are allowed.  The banded distance is >= the true
         one and equal whenever some optimal alignment stays in the band.  The
         automaton is then bounded per layer.  Requires ``band >= |l - len(y_ref)|``.
+
+    Examples
+    --------
+    >>> from structlp.sequence import EditDistance
+    >>> EditDistance()([0, 1, 2], [0, 2])                   # one deletion
+    1.0
+    >>> # a deletion now costs 2
+    >>> EditDistance(sub=1, ins=1, dele=2)([0, 1, 2], [0, 2])
+    2.0
+    >>> EditDistance(cap=1)([0, 0, 0], [1, 1, 1])             # min(3, cap)
+    1.0
     """
 
     def __init__(self, sub: int = 1, ins: int = 1, dele: int = 1, *,
@@ -255,6 +306,13 @@ class SmithWaterman(SequenceLoss):
     band : int >= 0 or None
         Approximation: only cells with ``|i - j| <= band`` may be aligned
         (the banded SW score is <= the true one, so the loss is >=).
+
+    Examples
+    --------
+    >>> from structlp.sequence import SmithWaterman
+    >>> loss = SmithWaterman()                     # match 2, mismatch -1, gap -1
+    >>> loss([0, 1, 2], [0, 1, 2]), loss([0, 1, 0], [0, 1, 2]), loss([2, 2, 2], [0, 1, 2])
+    (0.0, 2.0, 4.0)
     """
 
     def __init__(self, match: int = 2, mismatch: int = -1, gap: int = -1, *,
@@ -342,6 +400,14 @@ class NGramLoss(SequenceLoss):
         Keeps the loss finite when no n-gram is shared.
     cap : float or None
         Use ``min(L, cap)``.
+
+    Examples
+    --------
+    >>> from structlp.sequence import NGramLoss
+    >>> # -log(1 + shared bigrams): lower is closer
+    >>> loss = NGramLoss(n=2)
+    >>> print(f"{loss([0, 1, 2], [0, 1, 2]):.3f} {loss([0, 1, 0], [0, 1, 2]):.3f} {loss([2, 2, 2], [0, 1, 2]):.3f}")
+    -1.099 -0.693 0.000
     """
 
     kind = "rational"
@@ -401,7 +467,14 @@ class _NGramDP:
 # --------------------------------------------------------------------------- surrogates
 
 class HammingLoss(SequenceLoss):
-    """Hamming loss ``L(y, y_ref) = #{s : y_s != y_ref_s}`` (same lengths)."""
+    """Hamming loss ``L(y, y_ref) = #{s : y_s != y_ref_s}`` (same lengths).
+
+    Examples
+    --------
+    >>> from structlp.sequence import HammingLoss
+    >>> HammingLoss()([0, 1, 2, 2], [0, 2, 2, 1])
+    2.0
+    """
 
     def __init__(self) -> None:
         self._params: Dict[str, Any] = {}
@@ -430,7 +503,17 @@ class _HammingDP:
 
 
 class ZeroLoss(SequenceLoss):
-    """``L = 0``: the softmax-margin objective becomes the CRF negative log-likelihood."""
+    """``L = 0``: the softmax-margin objective becomes the CRF negative log-likelihood.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures, ZeroLoss, softmax_margin
+    >>> w = np.random.default_rng(0).normal(size=4)
+    >>> value, grad = softmax_margin(w, None, np.array([0, 1, 1]), ZeroLoss(), BigramFeatures(2))
+    >>> print(f"{value:.4f}")          # the CRF negative log-likelihood of y_true
+    2.5179
+    """
 
     def __init__(self) -> None:
         self._params: Dict[str, Any] = {}

@@ -55,6 +55,20 @@ class CompiledExample:
     lattice : Lattice or None
     automaton_info : dict or None
         Size of the loss automaton ``B`` and of ``C``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures, EditDistance, compile_example, softmax_margin
+    >>> y_true = np.array([0, 1, 1])
+    >>> ex = compile_example(None, y_true, EditDistance(), BigramFeatures(2))
+    >>> w = np.random.default_rng(0).normal(size=4)
+    >>> # the lattice is built once, reused per w
+    >>> value, grad = ex.value_and_grad(w)
+    >>> bool(np.isclose(value, softmax_margin(w, None, y_true, EditDistance(), BigramFeatures(2))[0]))
+    True
+    >>> ex.psi_true
+    array([0., 1., 0., 1.])
     """
 
     def __init__(self, x: Any, y_true: np.ndarray, loss: SequenceLoss, features: MarkovFeatures,
@@ -93,7 +107,16 @@ class CompiledExample:
 
 def compile_example(x: Any, y_true: ArrayLike, loss: SequenceLoss, features: MarkovFeatures,
                     method: str = "automata", max_states: int = 500_000) -> CompiledExample:
-    """Validate one example and return its :class:`CompiledExample`."""
+    """Validate one example and return its :class:`CompiledExample`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures, HammingLoss, compile_example
+    >>> ex = compile_example(None, np.array([0, 1, 1]), HammingLoss(), BigramFeatures(2))
+    >>> type(ex).__name__, ex.psi_true
+    ('CompiledExample', array([0., 1., 0., 1.]))
+    """
     _check_loss_features(loss, features)
     check_choice(method, "method", METHODS, owner="softmax_margin")
     y_true = check_sequence(y_true, "y_true", features.alphabet_size)
@@ -144,6 +167,23 @@ def softmax_margin(w: ArrayLike, x: Any, y_true: ArrayLike, loss: SequenceLoss,
     value : float
     gradient : array, shape (d,)
     info : dict (only if ``return_info``)
+
+    Examples
+    --------
+    >>> import itertools
+    >>> import numpy as np
+    >>> from scipy.special import logsumexp
+    >>> from structlp.sequence import BigramFeatures, HammingLoss, softmax_margin
+    >>> f, y_true = BigramFeatures(2), np.array([0, 1, 1])
+    >>> w = np.random.default_rng(0).normal(size=4)
+    >>> value, grad = softmax_margin(w, None, y_true, HammingLoss(), f)
+    >>> print(f"{value:.6f}")
+    4.550244
+    >>> def term(y):                 # brute force over the 8 outputs y
+    ...     y = np.array(y)
+    ...     return HammingLoss()(y, y_true) - w @ (f.joint_feature(None, y_true) - f.joint_feature(None, y))
+    >>> print(f"{logsumexp([term(y) for y in itertools.product(range(2), repeat=3)]):.6f}")
+    4.550244
     """
     _check_loss_features(loss, features)
     w = check_weights(w, features)

@@ -39,6 +39,18 @@ def viterbi(w: ArrayLike, x: Any, features: MarkovFeatures,
     Returns
     -------
     y : int array, shape (l,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures, viterbi
+    >>> # bigram weights: repeating a symbol scores 1
+    >>> w = np.array([1.0, -1.0, -1.0, 1.0])
+    >>> viterbi(w, None, BigramFeatures(2), length=4)
+    array([0, 0, 0, 0])
+    >>> # changing scores 1: alternate
+    >>> viterbi(-w, None, BigramFeatures(2), length=4)
+    array([0, 1, 0, 1])
     """
     _check_loss_features(ZeroLoss(), features)
     w = check_weights(w, features)
@@ -71,6 +83,15 @@ def loss_augmented_viterbi(w: ArrayLike, x: Any, y_true: ArrayLike, loss: Sequen
     y : int array, shape (l,) with ``l = len(y_true)``
     value : float
         ``w . Psi(x, y) + L(y, y_true)`` at the maximizer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures, HammingLoss, loss_augmented_viterbi
+    >>> w = np.array([1.0, -1.0, -1.0, 1.0])           # rewards repeating a symbol
+    >>> y, value = loss_augmented_viterbi(w, None, np.array([0, 0, 0]), HammingLoss(), BigramFeatures(2))
+    >>> y, value                       # all ones: 3 mistakes and 2 repeats
+    (array([1, 1, 1]), 5.0)
     """
     _check_loss_features(loss, features)
     w = check_weights(w, features)
@@ -87,6 +108,16 @@ def structured_hinge(w: ArrayLike, x: Any, y_true: ArrayLike, loss: SequenceLoss
     value : float
     subgradient : array, shape (d,)
         ``Psi(x, y_hat) - Psi(x, y_true)`` at the loss-augmented maximizer ``y_hat``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.sequence import BigramFeatures, HammingLoss, structured_hinge
+    >>> w = np.array([1.0, -1.0, -1.0, 1.0])
+    >>> h, g = structured_hinge(w, None, np.array([0, 0, 0]), HammingLoss(), BigramFeatures(2))
+    >>> # max_y [w.Psi(y) + L] - w.Psi(y_true) = 5 - 2
+    >>> h, g
+    (3.0, array([-2.,  0.,  0.,  2.]))
     """
     _check_loss_features(loss, features)
     w = check_weights(w, features)

@@ -83,6 +83,18 @@ def grid_edges(rows: int, cols: int) -> np.ndarray:
     ------
     InvalidParameterError
         ``rows`` or ``cols`` not an int >= 1.
+
+    Examples
+    --------
+    >>> from structlp.structures import grid_edges
+    >>> grid_edges(2, 3)          # horizontal edges first, then vertical ones
+    array([[0, 1],
+           [1, 2],
+           [3, 4],
+           [4, 5],
+           [0, 3],
+           [1, 4],
+           [2, 5]])
     """
     rows = check_scalar(rows, "rows", kind=numbers.Integral, low=1, owner="grid_edges")
     cols = check_scalar(cols, "cols", kind=numbers.Integral, low=1, owner="grid_edges")
@@ -107,6 +119,15 @@ def grid_example(node_features: Any, edge_features: Any = None) -> Dict[str, Any
     InvalidInputError
         ``node_features`` not a finite real image, or ``edge_features`` not a finite real
         array with one row per grid edge.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.structures import grid_example
+    >>> # a 2 x 3 image, 4 features per pixel
+    >>> x = grid_example(np.zeros((2, 3, 4)))
+    >>> x["node_features"].shape, x["edges"].shape, x["edge_features"].shape
+    ((6, 4), (7, 2), (7, 2))
     """
     V = check_finite_array(node_features, "node_features")
     if V.ndim == 2:

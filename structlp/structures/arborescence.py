@@ -28,6 +28,17 @@ def arc_index(n: int, root: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     ------
     InvalidParameterError
         ``n`` not an int >= 1 or ``root`` not an int in ``0..n-1``.
+
+    Examples
+    --------
+    >>> from structlp.structures import arc_index
+    >>> heads, mods, index = arc_index(3, root=0)
+    >>> list(zip(heads.tolist(), mods.tolist()))
+    [(0, 1), (0, 2), (1, 2), (2, 1)]
+    >>> index
+    array([[-1,  0,  1],
+           [-1, -1,  2],
+           [-1,  3, -1]])
     """
     n, root = _check_n_root(n, root, "arc_index", low=1)
     H, M = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -73,6 +84,13 @@ def flow_polytope(n: int, root: int) -> Polytope:
     ------
     InvalidParameterError
         ``n`` not an int >= 2 or ``root`` not an int in ``0..n-1``.
+
+    Examples
+    --------
+    >>> from structlp.structures import flow_polytope
+    >>> P = flow_polytope(4, root=0)
+    >>> P.n_parts, P.n_aux
+    (9, 27)
     """
     return _flow_polytope(*_check_n_root(n, root, "flow_polytope", low=2))
 
@@ -134,6 +152,17 @@ def check_heads(heads: Any, n: int, root: int, name: str = "y") -> np.ndarray:
 
     Raises
     ------
+    InvalidOutputError
+
+    Examples
+    --------
+    >>> from structlp.structures import check_heads
+    >>> check_heads([-1, 0, 1], n=3, root=0)
+    array([-1,  0,  1])
+    >>> try:
+    ...     check_heads([-1, 2, 1], n=3, root=0)           # 1 and 2 head each other: a cycle
+    ... except ValueError as e:
+    ...     print(type(e).__name__)
     InvalidOutputError
     """
     try:

@@ -42,6 +42,18 @@ def check_segments(y: Any, T: int, n_labels: int, max_length: int,
     InvalidOutputError
         Naming the first segment that is malformed, out of range, too long, or that
         overlaps another or leaves a gap.
+
+    Examples
+    --------
+    >>> from structlp.structures import check_segments
+    >>> check_segments([(2, 5, 1), (0, 2, 0)], T=5, n_labels=2, max_length=3)
+    array([[0, 2, 0],
+           [2, 5, 1]])
+    >>> try:
+    ...     check_segments([(0, 2, 0), (3, 5, 1)], T=5, n_labels=2, max_length=3)   # 2 left out
+    ... except ValueError as e:
+    ...     print(type(e).__name__)
+    InvalidOutputError
     """
     want = f"{name} must be a list of (start, end, label) segments covering 0..{T}"
     try:
@@ -334,6 +346,13 @@ def segment_polytope(T: int, L: int, K: int) -> Polytope:
     ------
     InvalidParameterError
         ``T``, ``L`` or ``K`` not an int >= 1, or ``L > T``.
+
+    Examples
+    --------
+    >>> from structlp.structures import segment_polytope
+    >>> P = segment_polytope(T=4, L=2, K=2)
+    >>> P.n_parts, P.n_eq                  # 1 + 2 (T - 1) K equalities
+    (26, 13)
     """
     T = check_scalar(T, "T", kind=numbers.Integral, low=1, owner="segment_polytope")
     K = check_scalar(K, "K", kind=numbers.Integral, low=1, owner="segment_polytope")

@@ -41,7 +41,19 @@ def get_logger(name: str) -> logging.Logger:
 
 
 def check_verbose(verbose: Any, owner: Optional[str] = None) -> int:
-    """``verbose`` as an int >= 0 (bools allowed: True is 1)."""
+    """``verbose`` as an int >= 0 (bools allowed: True is 1).
+
+    Examples
+    --------
+    >>> from structlp.utils import check_verbose
+    >>> check_verbose(True), check_verbose(2)
+    (1, 2)
+    >>> try:
+    ...     check_verbose(-1, owner="MyLearner")
+    ... except ValueError as e:
+    ...     print(type(e).__name__)
+    InvalidParameterError
+    """
     if isinstance(verbose, (bool, numbers.Integral)) and not isinstance(verbose, float) \
             and int(verbose) >= 0:
         return int(verbose)
@@ -51,7 +63,20 @@ def check_verbose(verbose: Any, owner: Optional[str] = None) -> int:
 
 
 def check_callback(callback: Any, owner: Optional[str] = None) -> Optional[Callable]:
-    """``callback`` is None or a callable taking one dict."""
+    """``callback`` is None or a callable taking one dict.
+
+    Examples
+    --------
+    >>> import structlp
+    >>> from structlp.utils import check_callback
+    >>> check_callback(None) is None, check_callback(print) is print
+    (True, True)
+    >>> try:
+    ...     check_callback(3, owner="MyLearner")
+    ... except structlp.InvalidParameterError as e:
+    ...     print(e)
+    The 'callback' parameter of MyLearner must be None or a callable callback(info); got int.
+    """
     if callback is None or callable(callback):
         return callback
     where = f" of {owner}" if owner else ""
@@ -112,6 +137,17 @@ class Progress:
         The iteration budget (for the bar).
     logger : logging.Logger or None
         Defaults to the owner's module logger.
+
+    Examples
+    --------
+    >>> from structlp.utils import Progress
+    >>> seen = []
+    >>> progress = Progress("MyLearner", verbose=0, callback=seen.append, total=3)
+    >>> stops = [progress.update(iteration=i, objective=1.0 / (i + 1)) for i in range(3)]
+    >>> progress.close()
+    >>> # the callback saw every iteration
+    >>> len(seen), seen[-1]["iteration"], stops
+    (3, 2, [False, False, False])
     """
 
     def __init__(self, owner: Any, verbose: int = 0, callback: Optional[Callable] = None,

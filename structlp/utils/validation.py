@@ -271,7 +271,16 @@ def row_norm_sums(M: Any, starts: Any, sq: Optional[np.ndarray] = None) -> np.nd
     to the end), ``starts`` non-decreasing; shape (len(starts),).  The squares are summed
     in one pass; rows whose squares overflow are normed again by scaling (inf for a row
     that is not finite).  Summed in row order, so a segment's sum does not depend on the
-    rows around it.  ``sq``: the rows' sums of squares of a dense ``M``, when at hand."""
+    rows around it.  ``sq``: the rows' sums of squares of a dense ``M``, when at hand.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlp.utils.validation import row_norm_sums
+    >>> M = np.array([[3.0, 4.0], [0.0, 1.0], [6.0, 8.0]])
+    >>> row_norm_sums(M, np.array([0, 2]))       # rows 0-1: 5 + 1; row 2: 10
+    array([ 6., 10.])
+    """
     starts = np.asarray(starts, dtype=np.int64)
     with np.errstate(over="ignore", invalid="ignore"):
         if sq is not None:

@@ -61,6 +61,34 @@ def test_every_public_name_has_its_own_page(site):
     assert "KERNELS" not in text(site / "api.html")           # build internals are not listed
 
 
+def signatures(page):
+    """The text of each object signature of an API page (name and parameters)."""
+    for sig in re.findall(r'<dt class="sig sig-object py"[^>]*>(.*?)</dt>', page, re.S):
+        plain = html.unescape(re.sub(r"<[^>]+>", "", sig))
+        yield re.sub(r"\s+", " ", plain.replace("¶", "").replace("[source]", "")).strip()
+
+
+def test_signatures_read(site):
+    """No class or function signature runs past about three lines at 1280 px (long ones end
+    in "…"; the Parameters section lists every parameter)."""
+    long = [(p.name, len(s)) for p in (site / "generated").glob("*.html")
+            for s in signatures(text(p)) if len(s) > 230 and "=" not in s.split("(")[0]]
+    assert not long
+
+
+def test_public_classes_and_functions_have_examples(site):
+    """Every class and function page of the API shows an example (data attributes and
+    modules excepted)."""
+    missing = []
+    for p in (site / "generated").glob("*.html"):
+        page = text(p)
+        if not re.search(r'<dl class="py (class|function|exception)">', page):
+            continue
+        if "Examples" not in page or "&gt;&gt;&gt;" not in page:
+            missing.append(p.stem)
+    assert not missing
+
+
 def html_files(site):
     return [p for p in site.rglob("*.html") if "_modules" not in p.parts]
 
