@@ -159,6 +159,17 @@ class _Rows:
     def nonzeros(self, i):
         return self.vecs.nonzeros(int(self.idx[i]))
 
+    def concatenated(self):
+        """The partition's rows' nonzeros in one array each, ``(idx, vals, offsets)``, as
+        :meth:`structlp.compiler.SparseVectors.concatenated` gives all of them."""
+        idx, val, off = self.vecs.concatenated()
+        starts = off[self.idx]
+        lens = off[self.idx + 1] - starts
+        new_off = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=new_off[1:])
+        sel = np.repeat(starts - new_off[:-1], lens) + np.arange(new_off[-1], dtype=np.int64)
+        return idx[sel], val[sel], new_off
+
 
 class _Part:
     """What a tree store reads of the prepared data, for the examples ``idx`` only."""
