@@ -155,14 +155,14 @@ class FrankWolfeLearner(_FirstOrderLearner):
         soon as one raises the dual objective by less than a share of what the epoch
         of oracle calls did (5%; 10% on tree labellings).  On tree labellings a block
         takes up to 3 such steps per visit (its labellings' values computed once, then
-        moved by their Gram matrix), and a pass after the first one following an epoch
+        moved by their Gram matrix), a pass after the first one following an epoch
         visits only the blocks whose best and worst active outputs were left at least
-        the mean of those gaps apart: on OCR letters (fold 1, C = 0.1, tol = 1e-3) a pass
-        costs about 0.4 of a bare oracle pass, and the fit takes about 47 epochs instead
-        of 73 with one step per block, every block visited and 50%.  0 disables them.  They run only when the active outputs
-        keep their joint features (up to 256 features or 4 times an output's
-        nonzeros, or a costly oracle), where a whole pass is one compiled kernel call costing a small
-        share of an epoch: on noisy bipartite data (m = 1000, 10 x 10, d = 20, C = 0.1;
+        the mean of those gaps apart, and the passes after an epoch visit the blocks in
+        a random order drawn afresh for that epoch (from ``random_state``; passes in one
+        fixed order needed more epochs).  0 disables them.  They run only when the
+        active outputs keep their joint features (up to 256 features or 4 times an
+        output's nonzeros, or a costly oracle), where a whole pass is one compiled kernel
+        call costing a small share of an epoch: on noisy bipartite data (m = 1000, 10 x 10, d = 20, C = 0.1;
         random_state 0-5) they cut the epochs from 34-46 (at most 10 passes) to
         23-27, and on small chains (k = 4, 4 node features, C = 1) from 112 (at most 10)
         to about 32.  Without joint features a visit needs the block's part scores,
@@ -380,8 +380,11 @@ class FrankWolfeLearner(_FirstOrderLearner):
             gain, dual_before = dual_now - dual_before, dual_now
             # (in psi mode only: otherwise a visit costs a part-score product, about what
             # the oracle's step costs, and on OCR the passes cost more than they gained)
+            # (on tree labellings in a random order of the blocks, drawn afresh each epoch:
+            # the passes in one fixed order took more epochs)
+            order = rng.permutation(m).astype(np.int64) if tree and max_cache_passes else None
             ell, dual_before = run_cache_passes(blocks, w, C, ell, dual_before, gain,
-                                                max_cache_passes)
+                                                max_cache_passes, order)
             self._after_epoch(epoch, w)
             gap_est = float(g_est.sum())
             # the duality gap is the sum of the block gaps: F(w) = D(m) + gap
