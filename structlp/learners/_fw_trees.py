@@ -496,13 +496,12 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
 
 def _cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, edge_of, ns, so,
                 go, cap, Y, alpha, lv, G, act, before, coef, SC, blocks):
-    """A pass without oracle over the blocks in the order ``blocks`` (a permutation of
-    them): each block with two or more active outputs and ``hg[i] >= thr`` takes up to
-    ``steps`` pairwise steps between its best and worst at the current ``w`` (values
-    ``psi_s . w + lv_s`` (:func:`_block_values`), then moved by the Gram matrix); ``hg[i]``
-    receives the gap left between its best and worst active outputs (``C`` times their
-    difference of values; 0 with fewer than two).  Returns ``ell`` and the number of blocks
-    visited."""
+    """A pass without oracle over the blocks in the order ``blocks`` (a permutation): each
+    block with two or more active outputs and ``hg[i] >= thr`` takes up to ``steps``
+    pairwise steps between its best and worst at the current ``w`` (values ``psi_s . w +
+    lv_s`` (:func:`_block_values`), then moved by the Gram matrix); ``hg[i]`` receives the
+    gap left between its best and worst active outputs (``C`` times their difference of
+    values; 0 with fewer than two).  Returns ``ell`` and the number of blocks visited."""
     Yf = Y.reshape(-1)
     visits = 0
     for t in range(blocks.shape[0]):
@@ -551,29 +550,24 @@ def _tree_cache_passes(w, C, ell, dual, gain, share, max_passes, steps, skip, th
     visits (one kernel call for all the passes after an epoch: a call's checks in front of
     the compiled code cost more than a pass skipping most blocks)."""
     m = ns.shape[0]
-    done = 0
-    visits = 0
+    done = visits = 0
     for _ in range(max_passes):
         ell, v = _cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents,
                              edge_of, ns, so, go, cap, Y, alpha, lv, G, act, before, coef, SC,
                              blocks)
-        visits += v
-        done += 1
+        visits, done = visits + v, done + 1
         ww = 0.0
         for t in range(w.shape[0]):
             ww += w[t] * w[t]
         now = ell - 0.5 * ww
-        passed = now - dual
-        dual = now
+        passed, dual = now - dual, now
         if passed < share * gain:
             break
         tot = 0.0
         for i in range(m):
             tot += hg[i]
         thr = skip * tot / m
-    out[0] = dual
-    out[1] = done
-    out[2] = visits
+    out[0], out[1], out[2] = dual, done, visits
     return ell
 
 
