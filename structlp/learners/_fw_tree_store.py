@@ -82,7 +82,7 @@ class _TreeBlocks:
 
     def _pack(self, data):
         k = self.k
-        X = data.X
+        X = list(data.X)       # the examples made once (a prepared set makes them on access)
         self.dv = int(X[0].node_features.shape[1])
         self.de = int(X[0].edge_features.shape[1])
         sizes = np.array([x.n_nodes for x in X], dtype=np.int64)
