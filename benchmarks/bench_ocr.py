@@ -16,6 +16,8 @@ processes:
   lower bound of the run), and of the whole certified fit (``tol=1e-3``: the learner's own
   duality gap), with the process's import CPU seconds beside;
 * the peak RSS of the process (``/usr/bin/time``-equivalent ``ru_maxrss``, imports included);
+* the epochs, and the passes without oracle and their block visits (deterministic counts,
+  where the learner records them);
 * the **floor**: one loss-augmented Viterbi pass over the words written independently here
   (numba: the unary scores as one matrix product, Viterbi with back-pointers per word), and
   structlp's bare oracle pass, epoch and pass without oracle at the fitted state, measured in
@@ -349,6 +351,10 @@ def child(name, spec, data, tol_rel, budget):
            "load_average": list(os.getloadavg()),
            "n_words": len(X), "n_letters": int(sum(len(y) for y in Y))}
     out["process_cpu"] = process_cpu
+    blocks = (getattr(est, "_warm", None) or (None, None))[1]
+    if hasattr(blocks, "n_visits"):    # the passes without oracle: passes, block visits
+        out["cache_passes"] = int(blocks.n_passes)
+        out["pass_visits"] = int(blocks.n_visits)
     import structlp.compiled
     out["kernels"] = structlp.compiled.status()     # ahead of time, or numba's JIT
     out["kernels_target"] = getattr(structlp.compiled, "target", lambda: None)()  # (older)
@@ -419,6 +425,9 @@ def summarize(runs, data):
                "load_average_1min": med_load(rs),
                "final_F_over_lower_minus_1": float(np.median([r["curve"][-1][2] / low - 1
                                                               for r in rs]))}
+        if all("pass_visits" in r for r in rs):
+            row["cache_passes"] = med("cache_passes")
+            row["pass_visits_per_example"] = med("pass_visits") / rs[0]["n_words"]
         if all(r.get("oracle_calls") is not None for r in rs):
             row["oracle_calls"] = med("oracle_calls")
             row["oracle_calls_per_example"] = row["oracle_calls"] / rs[0]["n_words"]

@@ -89,7 +89,8 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "float64, float64, float64[::1], int64, int64, int64, float64[:, ::1], "
         "float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
         "int64[::1], int64[::1], int64[:, ::1], float64[::1], float64[::1], float64[::1], "
-        "float64[::1], float64[::1], float64[:, ::1], float64[:, ::1], float64[::1])"),
+        "float64[::1], float64[::1], float64[:, ::1], float64[:, ::1], float64[::1], "
+        "int64[::1])"),
     "tree_check": (
         "structlp.learners._fw_trees", "_tree_check",
         "void(float64[::1], float64, float64[::1], float64[::1], float64[::1], int64, "

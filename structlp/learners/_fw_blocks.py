@@ -397,14 +397,16 @@ class _PsiBlocks:
                            minlength=L)
 
 
-def run_cache_passes(blocks, w, C, ell, dual_before, gain, max_passes):
+def run_cache_passes(blocks, w, C, ell, dual_before, gain, max_passes, order=None):
     """Passes without oracle (Shah et al. 2015): pairwise steps inside each block's active
     set at the current ``w``, while a pass gains at least ``blocks.cache_share`` of what the
-    epoch of oracle calls gained in the dual (``gain``).  Returns ``(ell, dual_before)``
-    after the passes."""
+    epoch of oracle calls gained in the dual (``gain``).  Where the store passes all in one
+    kernel call (tree labellings), its passes visit the blocks in the order ``order`` (a
+    permutation of them; None: by index).  Returns ``(ell, dual_before)`` after the
+    passes."""
     run = getattr(blocks, "run_passes", None)
     if run is not None and max_passes > 0:      # all the passes in one kernel call
-        return run(w, C, ell, dual_before, gain, max_passes)
+        return run(w, C, ell, dual_before, gain, max_passes, order)
     for _ in range(max_passes if blocks.cache_passes else 0):
         ell = blocks.cache_pass(w, C, ell)
         dual_now = ell - 0.5 * float(w.dot(w))

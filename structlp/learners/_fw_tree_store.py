@@ -58,6 +58,7 @@ class _TreeBlocks:
         self.act = np.zeros(8)
         self.before = np.zeros(8)
         self.hg = np.full(m, np.inf)             # gaps left in the active sets (passes)
+        self.n_passes = self.n_visits = 0        # passes without oracle, their block visits
 
     @staticmethod
     def applicable(model, data):
@@ -86,7 +87,7 @@ class _TreeBlocks:
         if _packed_trees(data):         # the arrays of prepare_batch: no object per example
             sizes, self.noff, V, E, parents, order, edge_of = data.X.concatenated()
         else:
-            X = data.X
+            X = list(data.X)   # the examples made once (a prepared set makes them on access)
             sizes = np.array([x.n_nodes for x in X], dtype=np.int64)
             self.noff = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
             de = int(X[0].edge_features.shape[1])
@@ -178,33 +179,50 @@ class _TreeBlocks:
                 return ell
             self._grow(perm[pos])
 
-    def cache_pass(self, w, C, ell, steps=None):
+    def cache_pass(self, w, C, ell, steps=None, order=None):
         """One pass without oracle, up to ``steps`` (default :attr:`pass_steps`) pairwise
-        steps per block (see :func:`_cache_pass`).  The first pass after an epoch visits
-        every block with two or more active outputs; a later one only those whose gap
-        between their best and worst active outputs, left by their last visit, is at least
-        :attr:`skip_share` of the mean of those gaps."""
+        steps per block (see :func:`_cache_pass`), the blocks visited in the order
+        ``order`` (a permutation of them; default: by index).  The first pass after an
+        epoch visits every block with two or more active outputs; a later one only those
+        whose gap between their best and worst active outputs, left by their last visit, is
+        at least :attr:`skip_share` of the mean of those gaps."""
         hg = self.hg
         thr = self.skip_share * float(hg.mean()) if np.isfinite(hg).all() else 0.0
-        ell, _ = self._passes(w, C, ell, 0.0, 0.0, 1, steps, thr)
+        ell, _ = self._passes(w, C, ell, 0.0, 0.0, 1, steps, thr, order)
         return ell
 
-    def run_passes(self, w, C, ell, dual, gain, max_passes):
+    def run_passes(self, w, C, ell, dual, gain, max_passes, order=None):
         """Passes without oracle after an epoch, in one kernel call, while one raises the
         dual (``dual`` before the first) by at least :attr:`cache_share` of the epoch's
-        ``gain``, at most ``max_passes``: see :func:`._fw_blocks.run_cache_passes`.
-        Returns ``ell`` and the dual after the passes."""
+        ``gain``, at most ``max_passes``, each visiting the blocks in the order ``order`` (a
+        permutation of them, drawn afresh after each epoch by the learner: passes in one
+        fixed order took more epochs; default: by index): see
+        :func:`._fw_blocks.run_cache_passes`.  Returns ``ell`` and the dual after the
+        passes."""
         hg = self.hg
         thr = self.skip_share * float(hg.mean()) if np.isfinite(hg).all() else 0.0
-        return self._passes(w, C, ell, dual, self.cache_share * gain, max_passes, None, thr)
+        return self._passes(w, C, ell, dual, self.cache_share * gain, max_passes, None, thr,
+                            order)
 
-    def _passes(self, w, C, ell, dual, least, max_passes, steps, thr):
-        out = np.zeros(2)
+    def _passes(self, w, C, ell, dual, least, max_passes, steps, thr, order):
+        m = len(self.ns)
+        if order is None:
+            order = np.arange(m, dtype=np.int64)
+        else:   # the compiled passes index by it unchecked
+            order = np.ascontiguousarray(order)
+            if (order.dtype != np.int64 or order.shape != (m,)
+                    or not np.array_equal(np.sort(order), np.arange(m))):
+                raise ValueError(f"order must be a permutation of the {m} blocks (int64 array "
+                                 f"of shape ({m},)); got a {order.dtype} array of shape "
+                                 f"{order.shape} that is not one.")
+        out = np.zeros(3)
         ell = _kernels()["_tree_cache_passes"](
             w, C, ell, dual, least, 1.0, max_passes,
             self.pass_steps if steps is None else steps, self.skip_share, thr, self.hg,
             *self._data(), self.parents, self.edge_of, *self._store(), self.Y, self.alpha,
-            self.lv, self.G, self.act, self.before, self.coef, self.SC, out)
+            self.lv, self.G, self.act, self.before, self.coef, self.SC, out, order)
+        self.n_passes += int(out[1])            # counts for measurements
+        self.n_visits += int(out[2])
         return ell, float(out[0])
 
     def check(self, w, C, dd):

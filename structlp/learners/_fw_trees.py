@@ -495,20 +495,24 @@ def _tree_epoch(perm, start, w, C, inner_steps, ell, g_est, k, dv, de, V, E, nof
 
 
 def _cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, edge_of, ns, so,
-                go, cap, Y, alpha, lv, G, act, before, coef, SC):
-    """A pass without oracle: each block with two or more active outputs and ``hg[i] >=
-    thr`` takes up to ``steps`` pairwise steps between its best and worst at the current
-    ``w`` (values ``psi_s . w + lv_s`` (:func:`_block_values`), then moved by the Gram
-    matrix); ``hg[i]`` receives the gap left between its best and worst active outputs
-    (``C`` times their difference of values; 0 with fewer than two)."""
+                go, cap, Y, alpha, lv, G, act, before, coef, SC, blocks):
+    """A pass without oracle over the blocks in the order ``blocks`` (a permutation): each
+    block with two or more active outputs and ``hg[i] >= thr`` takes up to ``steps``
+    pairwise steps between its best and worst at the current ``w`` (values ``psi_s . w +
+    lv_s`` (:func:`_block_values`), then moved by the Gram matrix); ``hg[i]`` receives the
+    gap left between its best and worst active outputs (``C`` times their difference of
+    values; 0 with fewer than two).  Returns ``ell`` and the number of blocks visited."""
     Yf = Y.reshape(-1)
-    for i in range(ns.shape[0]):
+    visits = 0
+    for t in range(blocks.shape[0]):
+        i = blocks[t]
         ni = ns[i]
         if ni < 2:
             hg[i] = 0.0
             continue
         if hg[i] < thr:
             continue
+        visits += 1
         b = noff[i]
         n = noff[i + 1] - b
         o = so[i]
@@ -532,41 +536,40 @@ def _cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, edge_
             _finish(i, b, n, k, dv, de, C, w, V, E, parents, edge_of, ns, so, go, cap, Y,
                     alpha, lv, G, before, coef)
             ell += C * dl
-    return ell
-
+    return ell, visits
 
 
 def _tree_cache_passes(w, C, ell, dual, gain, share, max_passes, steps, skip, thr, hg, k, dv,
                        de, V, E, noff, parents, edge_of, ns, so, go, cap, Y, alpha, lv, G, act,
-                       before, coef, SC, out):
-    """Up to ``max_passes`` passes without oracle (:func:`_cache_pass`), the first visiting
-    the blocks with ``hg[i] >= thr``, a later one those with at least ``skip`` times the
-    mean of ``hg``, while a pass raises the dual ``ell - |w|^2 / 2`` (``dual`` before the
-    first) by at least ``share * gain``.  Returns ``ell``; ``out[0]`` receives the dual after
-    the passes, ``out[1]`` their number (one kernel call for all the passes after an epoch:
-    a call's checks in front of the compiled code cost more than a pass skipping most
-    blocks)."""
+                       before, coef, SC, out, blocks):
+    """Up to ``max_passes`` passes without oracle (:func:`_cache_pass`, each in the order
+    ``blocks``), the first visiting the blocks with ``hg[i] >= thr``, a later one those with
+    at least ``skip`` times the mean of ``hg``, while a pass raises the dual ``ell - |w|^2 /
+    2`` (``dual`` before the first) by at least ``share * gain``.  Returns ``ell``; ``out[0]``
+    receives the dual after the passes, ``out[1]`` their number and ``out[2]`` their block
+    visits (one kernel call for all the passes after an epoch: a call's checks in front of
+    the compiled code cost more than a pass skipping most blocks)."""
     m = ns.shape[0]
-    done = 0
+    done = visits = 0
     for _ in range(max_passes):
-        ell = _cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents, edge_of,
-                          ns, so, go, cap, Y, alpha, lv, G, act, before, coef, SC)
-        done += 1
+        ell, v = _cache_pass(w, C, ell, steps, thr, hg, k, dv, de, V, E, noff, parents,
+                             edge_of, ns, so, go, cap, Y, alpha, lv, G, act, before, coef, SC,
+                             blocks)
+        visits, done = visits + v, done + 1
         ww = 0.0
         for t in range(w.shape[0]):
             ww += w[t] * w[t]
         now = ell - 0.5 * ww
-        passed = now - dual
-        dual = now
+        passed, dual = now - dual, now
         if passed < share * gain:
             break
         tot = 0.0
         for i in range(m):
             tot += hg[i]
         thr = skip * tot / m
-    out[0] = dual
-    out[1] = done
+    out[0], out[1], out[2] = dual, done, visits
     return ell
+
 
 def _tree_check(w, C, dd, hinge, g_est, k, dv, de, V, E, noff, order, parents, edge_of, cn,
                 ytrue, ns, so, Y, alpha, S, msg, back, ybuf):

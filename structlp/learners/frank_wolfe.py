@@ -148,7 +148,9 @@ class FrankWolfeLearner(_FirstOrderLearner):
         over the blocks without any oracle call, each block taking a pairwise step
         between its best and worst active outputs at the current ``w`` (multi-plane
         BCFW, Shah, Kolmogorov & Lampert 2015); they stop early once a pass gains
-        little dual objective compared with the epoch before it.  0 disables them.
+        little dual objective compared with the epoch before it, and visit the blocks
+        in a random order drawn afresh after each epoch (from ``random_state``).
+        0 disables them.
         They run only where the active outputs keep their joint features (see
         :doc:`/guide/learners`, "Passes without oracle", for when that is and what
         they save).
@@ -366,8 +368,11 @@ class FrankWolfeLearner(_FirstOrderLearner):
             gain, dual_before = dual_now - dual_before, dual_now
             # (in psi mode only: otherwise a visit costs a part-score product, about what
             # the oracle's step costs, and on OCR the passes cost more than they gained)
+            # (on tree labellings in a random order of the blocks, drawn afresh each epoch:
+            # the passes in one fixed order took more epochs)
+            order = rng.permutation(m).astype(np.int64) if tree and max_cache_passes else None
             ell, dual_before = run_cache_passes(blocks, w, C, ell, dual_before, gain,
-                                                max_cache_passes)
+                                                max_cache_passes, order)
             self._after_epoch(epoch, w)
             gap_est = float(g_est.sum())
             # the duality gap is the sum of the block gaps: F(w) = D(m) + gap

@@ -1157,3 +1157,87 @@ def test_tree_passes_in_one_call_are_the_single_passes(rng, monkeypatch, use_num
     e4 = other.cache_pass(w2, C, ell2)
     np.testing.assert_allclose(w3, w2, rtol=1e-12, atol=1e-14)
     assert e3 == pytest.approx(e4, rel=1e-12)
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+def test_tree_pass_visits_the_blocks_in_the_given_order(rng, monkeypatch, use_numba):
+    """A pass in the order ``order`` is the blocks' single visits one after the other in
+    that order (each emulated by a pass that skips every other block), not those by index;
+    it counts its passes and visits."""
+    import copy
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
+    X, Y, model = tree_data(rng, m=6, n=4, k=3)
+    data, blocks = tree_store(model, X, Y)
+    C = 20.0
+    w, ell = blocks.primal(None, None, data.d, C, None)
+    g = np.zeros(6)
+    r = np.random.default_rng(7)
+    for _ in range(3):
+        ell = blocks.epoch(r.permutation(6).astype(np.int64), w, C, 0, ell, g)
+    multi = np.flatnonzero(blocks.ns >= 2)
+    assert len(multi) >= 3
+    order = np.array([5, 2, 0, 4, 1, 3], dtype=np.int64)
+    single, w2 = copy.deepcopy(blocks), w.copy()
+    by_index, w3 = copy.deepcopy(blocks), w.copy()
+    visits = blocks.n_visits
+    ell1 = blocks.cache_pass(w, C, ell, order=order)
+    assert blocks.n_visits - visits == len(multi)
+    ell2 = ell
+    for i in order:
+        if single.ns[i] >= 2:
+            single.hg[:] = 0.0
+            single.hg[i] = 1.0          # the mean 1/6: block i alone is visited
+            ell2 = single.cache_pass(w2, C, ell2)
+    np.testing.assert_allclose(w, w2, rtol=1e-12, atol=1e-14)
+    assert ell1 == pytest.approx(ell2, rel=1e-12)
+    for i in range(6):
+        np.testing.assert_allclose(blocks.weights(i), single.weights(i), atol=1e-14)
+    by_index.cache_pass(w3, C, ell)
+    assert np.abs(w3 - w).max() > 1e-9          # the order matters: the test can fail
+
+
+@pytest.mark.parametrize("order", [np.array([0, 1, 2, 3, 4, 4]), np.arange(5),
+                                   np.arange(6.0), np.arange(6, dtype=np.int32),
+                                   np.array([0, 1, 2, 3, 4, 6])])
+def test_tree_pass_refuses_an_order_that_is_not_a_permutation(rng, order):
+    X, Y, model = tree_data(rng, m=6, n=4, k=3)
+    data, blocks = tree_store(model, X, Y)
+    w, ell = blocks.primal(None, None, data.d, 1.0, None)
+    with pytest.raises(ValueError, match="order must be a permutation of the 6 blocks"):
+        blocks.cache_pass(w, 1.0, ell, order=order)
+    with pytest.raises(ValueError, match="order must be a permutation"):
+        blocks.run_passes(w, 1.0, ell, ell - 0.5 * w @ w, 0.0, 2, order)
+
+
+def test_tree_fit_draws_each_epochs_pass_order_from_random_state(rng, monkeypatch):
+    """The learner's passes visit the blocks in a random order drawn afresh each epoch from
+    ``random_state``: reruns draw the same orders and give identical iterates; the fit is
+    certified against the joint QP."""
+    from structlp.learners._fw_tree_store import _TreeBlocks
+    X, Y, model = tree_data(rng, m=12, n=5, k=3)
+    seen = []
+    run = _TreeBlocks.run_passes
+
+    def record(self, w, C, ell, dual, gain, max_passes, order=None):
+        seen[-1].append(None if order is None else order.copy())
+        return run(self, w, C, ell, dual, gain, max_passes, order)
+
+    monkeypatch.setattr(_TreeBlocks, "run_passes", record)
+    fits = []
+    for _ in range(2):
+        seen.append([])
+        fits.append(FrankWolfeLearner(model, C=1.0, tol=1e-6, max_iter=3000,
+                                      random_state=3).fit(X, Y))
+    a, b = fits
+    assert isinstance(a._warm[1], _TreeBlocks)
+    assert len(seen[0]) == a.n_iter_ >= 3
+    for o in seen[0]:
+        np.testing.assert_array_equal(np.sort(o), np.arange(12))
+    assert len({tuple(o) for o in seen[0]}) > 1             # afresh each epoch
+    assert all(np.array_equal(o, p) for o, p in zip(seen[0], seen[1]))
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.duality_gap_ == b.duality_gap_
+    qp = MaxMarginLearner(model, C=1.0).fit(X, Y)
+    assert a.converged_
+    check_certified(a, qp.objective_, atol=1e-6)
