@@ -30,7 +30,8 @@ propositions of test.wsj per split, drawn at random (``seed``):
 Time is what sets ``n_train`` (default 200; the SRL guide gives the measured run
 times): the exact AGM solves one inner LP per training tree and round (a pruned tree has
 18 nodes on average, so 9 x 18 node and 81 x 17 edge marginals), tens of rounds per fit,
-and cross-validation chooses smaller ``reg`` (more rounds) on larger training sets.
+and its master QP grows with the vertices kept; cross-validation chooses smaller ``reg``
+(more rounds, more vertices) on larger training sets.
 
 The feature vocabularies (frequent head words, paths, ...) come from the inputs of
 all of test.wsj (no labels).  The regularization of each model is chosen once, by
