@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))   # this checkout's structlp, not an installed one
 sys.path.insert(0, str(ROOT / "problems"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import report  # benchmarks/report.py: the results schema
