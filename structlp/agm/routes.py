@@ -34,6 +34,11 @@ from .polytopes import lp_encode, lp_features
 #: The cutting plane's vertex rows left at weight 0 for this many consecutive rounds leave
 #: its master (the master stays a relaxation: its value a lower bound).
 INACTIVE_ROUNDS = 5
+#: While the cutting plane's largest violation exceeds ``TIGHT_BELOW * tol`` its master is
+#: solved only to ``MASTER_SHARE`` of that violation; below, and before it may stop, to
+#: ``1e-3 tol`` (any weights of the master's dual give a lower bound: only the path changes).
+MASTER_SHARE = 5e-2
+TIGHT_BELOW = 20.0
 
 
 def fit_subgradient(est, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
@@ -153,6 +158,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     idle = np.zeros(size, dtype=np.int64)       # rounds each row has spent at weight 0
     theta, xi, lower = np.zeros(D), np.zeros(m), 0.0
     converged = False
+    master_tight = True      # the last master was solved to 1e-3 tol (none yet: its value 0)
     it = n_dropped = 0
     with single_threaded_blas():
         for it in range(1, int(est.max_iter) + 1):
@@ -169,20 +175,24 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             stop = progress.update(iteration=it, objective=float(objective),
                                    lower_bound=lower, max_violation=float(viol.max()),
                                    n_constraints=T - m)
-            if viol.max() <= tol:
+            tight = viol.max() <= TIGHT_BELOW * tol
+            if viol.max() <= tol and master_tight:
                 converged = True
                 break
             if stop or it == int(est.max_iter):
                 break
+            # (none when every violation is within tol but the last master was loose: it
+            # is then solved again to 1e-3 tol, and the next round's LPs decide)
             new = np.flatnonzero(viol > tol)
             # the new rows in one product: the vertices' marginal parts times Phi
             lens = cuts[new + 1] - cuts[new]
-            cols = np.concatenate([np.arange(cuts[i], cuts[i + 1]) for i in new])
-            vals = np.concatenate([X[i][:cuts[i + 1] - cuts[i]] for i in new])
+            cols = np.concatenate([np.arange(cuts[i], cuts[i + 1]) for i in new]
+                                  + [np.zeros(0, dtype=np.int64)])
+            vals = np.concatenate([X[i][:cuts[i + 1] - cuts[i]] for i in new] + [np.zeros(0)])
             S = sp.csr_array((vals, (np.repeat(np.arange(len(new)), lens), cols)),
                              shape=(len(new), F_all.shape[0]))
             g = Psi[new] - (FT_all @ S.T).T
-            bv = np.array([X[i][cuts[i + 1] - cuts[i]:].sum() for i in new])
+            bv = np.array([X[i][cuts[i + 1] - cuts[i]:].sum() for i in new], dtype=float)
             T1 = T + len(new)
             if T1 > len(R):
                 grow = max(T1, 2 * len(R))
@@ -198,8 +208,11 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             Gram[T:T1, :T1] = cross.T
             T = T1
             alpha = np.concatenate([alpha, np.zeros(len(new))])
+            master_tol = 1e-3 * tol if tight else max(1e-3 * tol,
+                                                      MASTER_SHARE * float(viol.max()))
+            master_tight = master_tol <= 1e-3 * tol
             alpha, grad, dual, _ = solve_master_dual(Gram[:T, :T], b[:T], group[:T], cap,
-                                                     alpha=alpha, tol=1e-3 * tol)
+                                                     alpha=alpha, tol=master_tol)
             theta = R[:T].T @ alpha
             xi = np.full(m, -np.inf)
             np.maximum.at(xi, group[:T], grad)

@@ -452,3 +452,25 @@ def test_cutting_plane_bad_parameters(rng):
             AdversarialGraphicalModel(3, method="cutting_plane", max_iter=bad).fit(X, Y)
     with pytest.raises(InvalidParameterError, match="'method'"):
         AdversarialGraphicalModel(3, method="cutting-plane").fit(X, Y)
+
+
+def test_cutting_plane_loose_masters_keep_the_optimum(rng, monkeypatch):
+    """Masters solved loosely while the violation is large (MASTER_SHARE of it) change the
+    path only: the fit certifies the QP's optimum (a general loss matrix, as the SRL
+    problem's permuted ordinal loss), its last master solved to 1e-3 tol before it stops."""
+    from structlp.agm import routes
+    X, Y = random_tree_data(rng, 10, 6, chain=False)
+    order = rng.permutation(3)
+    L = np.abs(order[:, None] - order[None, :]) / 2.0
+    kw = dict(loss=L, reg=0.03, normalize_weights=True)
+    qp = AdversarialGraphicalModel(3, method="qp", **kw).fit(X, Y)
+    fits = {}
+    for share, below in ((routes.MASTER_SHARE, routes.TIGHT_BELOW), (0.9, 1.0)):
+        monkeypatch.setattr(routes, "MASTER_SHARE", share)
+        monkeypatch.setattr(routes, "TIGHT_BELOW", below)
+        fits[share] = est = AdversarialGraphicalModel(3, method="cutting_plane", **kw).fit(X, Y)
+        assert est.converged_
+        assert est.lower_bound_ <= est.objective_ <= est.lower_bound_ + 1e-7
+        assert est.objective_ == pytest.approx(qp.objective_, rel=1e-7)
+        assert est.lower_bound_ <= qp.objective(X, Y) * (1 + 1e-7)
+    assert len(set(est.n_iter_ for est in fits.values())) == 2      # another path
