@@ -1036,22 +1036,31 @@ def explicit_values(model, data, blocks, i, w):
     return np.array([(Phi @ w + c) @ model.encode(x, y) for y in blocks.labellings(i)])
 
 
+def warmed_tree_store(rng, monkeypatch, use_numba, m, seed, epochs):
+    """A tree store of ``m`` random trees (4 nodes, 3 labels, C = 20) after ``epochs``
+    epochs in random orders (Python or compiled kernels, as ``use_numba`` says): its model,
+    data, blocks, C, w, ell and the block gaps."""
+    from structlp.learners import _fw_trees
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
+    X, Y, model = tree_data(rng, m=m, n=4, k=3)
+    data, blocks = tree_store(model, X, Y)
+    C = 20.0
+    w, ell = blocks.primal(None, None, data.d, C, None)
+    g = np.zeros(m)
+    r = np.random.default_rng(seed)
+    for _ in range(epochs):
+        ell = blocks.epoch(r.permutation(m).astype(np.int64), w, C, 0, ell, g)
+    return model, data, blocks, C, w, ell, g
+
+
 @pytest.mark.parametrize("use_numba", [True, False])
 def test_tree_pass_without_oracle_leaves_the_enumerated_gaps(rng, monkeypatch, use_numba):
     """A pass without oracle records in ``hg`` the gap ``C (max - min)`` between a block's
     best and worst active labellings after its steps: for the last block visited, at the
     final ``w``, against the explicit part features; the dual does not decrease, ``w`` stays
     the one of the blocks, and the node-score scratch is NaN again."""
-    from structlp.learners import _fw_trees
-    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
-    X, Y, model = tree_data(rng, m=4, n=4, k=3)
-    data, blocks = tree_store(model, X, Y)
-    C = 20.0
-    w, ell = blocks.primal(None, None, data.d, C, None)
-    g = np.zeros(4)
-    r = np.random.default_rng(3)
-    for _ in range(4):
-        ell = blocks.epoch(r.permutation(4).astype(np.int64), w, C, 0, ell, g)
+    model, data, blocks, C, w, ell, g = warmed_tree_store(rng, monkeypatch, use_numba, m=4,
+                                                          seed=3, epochs=4)
     assert np.isinf(blocks.hg).all()                 # an epoch: the next pass visits all
     assert blocks.ns.max() >= 3
     dual = ell - 0.5 * w @ w
@@ -1071,16 +1080,8 @@ def test_tree_pass_without_oracle_leaves_the_enumerated_gaps(rng, monkeypatch, u
 def test_tree_later_pass_skips_the_blocks_left_below_the_mean_gap(rng, monkeypatch, use_numba):
     """With the gaps of a previous pass known, a pass visits only the blocks whose gap is at
     least ``skip_share`` times their mean: the others keep their weights and gaps."""
-    from structlp.learners import _fw_trees
-    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
-    X, Y, model = tree_data(rng, m=6, n=4, k=3)
-    data, blocks = tree_store(model, X, Y)
-    C = 20.0
-    w, ell = blocks.primal(None, None, data.d, C, None)
-    g = np.zeros(6)
-    r = np.random.default_rng(4)
-    for _ in range(4):
-        ell = blocks.epoch(r.permutation(6).astype(np.int64), w, C, 0, ell, g)
+    model, data, blocks, C, w, ell, g = warmed_tree_store(rng, monkeypatch, use_numba, m=6,
+                                                          seed=4, epochs=4)
     multi = np.flatnonzero(blocks.ns >= 2)
     assert len(multi) >= 2
     skipped, visited = multi[::2], multi[1::2]
@@ -1129,16 +1130,8 @@ def test_tree_passes_in_one_call_are_the_single_passes(rng, monkeypatch, use_num
     """The passes after an epoch run in one kernel call: the same iterates as single passes
     one after the other, and they stop at the first pass gaining less than the share."""
     import copy
-    from structlp.learners import _fw_trees
-    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
-    X, Y, model = tree_data(rng, m=6, n=4, k=3)
-    data, blocks = tree_store(model, X, Y)
-    C = 20.0
-    w, ell = blocks.primal(None, None, data.d, C, None)
-    g = np.zeros(6)
-    r = np.random.default_rng(5)
-    for _ in range(3):
-        ell = blocks.epoch(r.permutation(6).astype(np.int64), w, C, 0, ell, g)
+    model, data, blocks, C, w, ell, g = warmed_tree_store(rng, monkeypatch, use_numba, m=6,
+                                                          seed=5, epochs=3)
     other, w2 = copy.deepcopy(blocks), w.copy()
     dual = ell - 0.5 * w @ w
     ell1, dual1 = blocks.run_passes(w, C, ell, dual, 0.0, 3)   # gain 0: all three run
@@ -1165,16 +1158,8 @@ def test_tree_pass_visits_the_blocks_in_the_given_order(rng, monkeypatch, use_nu
     that order (each emulated by a pass that skips every other block), not those by index;
     it counts its passes and visits."""
     import copy
-    from structlp.learners import _fw_trees
-    monkeypatch.setattr(_fw_trees, "USE_NUMBA", use_numba)
-    X, Y, model = tree_data(rng, m=6, n=4, k=3)
-    data, blocks = tree_store(model, X, Y)
-    C = 20.0
-    w, ell = blocks.primal(None, None, data.d, C, None)
-    g = np.zeros(6)
-    r = np.random.default_rng(7)
-    for _ in range(3):
-        ell = blocks.epoch(r.permutation(6).astype(np.int64), w, C, 0, ell, g)
+    model, data, blocks, C, w, ell, g = warmed_tree_store(rng, monkeypatch, use_numba, m=6,
+                                                          seed=7, epochs=3)
     multi = np.flatnonzero(blocks.ns >= 2)
     assert len(multi) >= 3
     order = np.array([5, 2, 0, 4, 1, 3], dtype=np.int64)
