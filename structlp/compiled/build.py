@@ -68,14 +68,14 @@ def compile_into(directory: str, modules: Optional[Dict[str, str]] = None) -> No
     :func:`targets`) into ``directory`` (the package's)."""
     from numba.pycc import compiler
     flags = compiler.Flags
-    compiler.Flags = _ReleasingGil(flags)
+    setattr(compiler, "Flags", _ReleasingGil(flags))
     try:
         for name, cpu in (targets() if modules is None else modules).items():
             cc = _cc(name, cpu)
             cc.output_dir = str(directory)
             cc.compile()
     finally:
-        compiler.Flags = flags
+        setattr(compiler, "Flags", flags)
 
 
 def _ReleasingGil(flags: Any) -> Any:
