@@ -267,8 +267,10 @@ def add_run(path, run):
     path = Path(path)
     raw = path.parent / "raw" / path.name
     doc = json.loads(raw.read_text()) if raw.exists() else {"name": "sharded", "runs": []}
-    key = tuple(run.get(k) or 0 for k in RUN_KEY)
-    doc["runs"] = [r for r in doc["runs"] if tuple(r.get(k) or 0 for k in RUN_KEY) != key]
+    def key(r):     # (runs recorded before chains were benchmarked name no model)
+        return tuple((r.get(k) or ("assignment" if k == "model" else 0)) for k in RUN_KEY)
+
+    doc["runs"] = [r for r in doc["runs"] if key(r) != key(run)]
     doc["runs"].append(run)
     raw.parent.mkdir(parents=True, exist_ok=True)
     raw.write_text(json.dumps(doc, indent=1) + "\n")
@@ -371,7 +373,7 @@ def main(argv=None):
         worker_peak_rss_mb=sorted(rss_workers.values()),
         worker_prepared=[dict(prepared[k], peak_rss_mb=rss_workers[k],
                               idle_rss_mb=(rss_warm or rss_idle).get(k))
-                         for k in sorted(prepared)],
+                         for k in sorted(prepared) if k in rss_workers],   # (not a killed one)
         warmup=bool(args.warmup),
         worker_rss_idle_mb=sorted(rss_idle.values()),
         bytes_per_round=est.bytes_per_round_,
