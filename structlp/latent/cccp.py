@@ -81,6 +81,20 @@ class _Examples:
     def __len__(self) -> int:
         return len(self.X)
 
+    def call_hook(self, name: str, signature: str, error: type, i: int, *args: Any) -> Any:
+        """The latent model's hook ``name`` called on example ``i``: a structlp error it
+        raises is given the example's index, any other (but memory and recursion errors)
+        becomes ``error`` naming ``signature`` and the example."""
+        try:
+            return getattr(self.model, name)(*args)
+        except StructlpError as exc:
+            raise naming(exc, f"Y[{i}]") from None
+        except (MemoryError, RecursionError):
+            raise
+        except Exception as exc:
+            raise error(f"{self.cls}.{signature} raised {type(exc).__name__} on X[{i}], "
+                        f"Y[{i}]: {exc}") from exc
+
     def polytope(self, i: int) -> Polytope:
         if self.polys[i] is None:
             if self.cache is None:
@@ -105,15 +119,8 @@ class _Examples:
         P = self.polytope(i)
         L = P.n_parts
         mu = cp.Variable(L, name="mu")
-        try:
-            cons = self.model.observe(self.X[i], mu, self.Y[i])
-        except StructlpError as exc:
-            raise naming(exc, f"Y[{i}]") from None
-        except (MemoryError, RecursionError):
-            raise
-        except Exception as exc:
-            raise DeclarationError(f"{self.cls}.observe(x, mu, y) raised "
-                                   f"{type(exc).__name__} on X[{i}], Y[{i}]: {exc}") from exc
+        cons = self.call_hook("observe", "observe(x, mu, y)", DeclarationError, i,
+                              self.X[i], mu, self.Y[i])
         if isinstance(cons, cp.constraints.constraint.Constraint):
             cons = [cons]
         cons = list(cons or [])
@@ -159,15 +166,7 @@ class _Examples:
         for the part scores ``s``, as its 0/1 part vector (checked)."""
         x, y, L = self.X[i], self.Y[i], len(s)
         if self.hook:
-            try:
-                mu = self.model.complete(x, s, y)
-            except StructlpError as exc:
-                raise naming(exc, f"Y[{i}]") from None
-            except (MemoryError, RecursionError):
-                raise
-            except Exception as exc:
-                raise OracleError(f"{self.cls}.complete(x, scores, y) raised "
-                                  f"{type(exc).__name__} on X[{i}], Y[{i}]: {exc}") from exc
+            mu = self.call_hook("complete", "complete(x, scores, y)", OracleError, i, x, s, y)
             mu = self.model.check_parts(mu, L, "complete", i)
         else:
             from ..inference import solve_stacked_lp

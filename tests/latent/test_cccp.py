@@ -242,6 +242,32 @@ def test_observe_inconsistent_with_label_is_refused():
         LatentSSVM(_Loose(), random_state=0).fit(X, [0, 1, 0, 1])
 
 
+class _ObserveFails(LatentMulticlass):
+    def observe(self, x, mu, y):
+        raise KeyError("no such label")
+
+
+class _CompleteFails(LatentMulticlass):
+    def complete(self, x, scores, y):
+        raise ZeroDivisionError("broken completion")
+
+
+def test_latent_hooks_that_raise_are_named_with_the_example():
+    """A latent hook's own exception becomes structlp's error naming the hook and the
+    example (observe: DeclarationError; complete: OracleError)."""
+    from structlp import OracleError
+    rng = np.random.default_rng(0)
+    X = [rng.standard_normal(2) for _ in range(4)]
+    with pytest.raises(DeclarationError,
+                       match=r"_ObserveFails\.observe\(x, mu, y\) raised KeyError on X\[\d\], "
+                             r"Y\[\d\]: 'no such label'"):
+        LatentSSVM(_ObserveFails(), random_state=0).fit(X, [0, 1, 0, 1])
+    with pytest.raises(OracleError,
+                       match=r"_CompleteFails\.complete\(x, scores, y\) raised "
+                             r"ZeroDivisionError on X\[\d\], Y\[\d\]: broken completion"):
+        LatentSSVM(_CompleteFails(), random_state=0).fit(X, [0, 1, 0, 1])
+
+
 @pytest.mark.parametrize("bad", ["frank_wolfe", GraphLabeling, GraphLabeling(2), object()])
 def test_learner_of_a_wrong_type_is_refused(bad):
     X, Y = xor_data(5, seed=0)
