@@ -22,7 +22,7 @@ import structlp.compiled as compiled
 from structlp import ConvergenceWarning, FrankWolfeLearner
 from structlp.graphical import dual_decomposition as dd
 from structlp.graphical import maxsum, roof_duality
-from structlp.learners import _fw_kernels, _fw_trees
+from structlp.learners import _fw_kernels, _fw_rounds, _fw_trees
 from structlp.structures import BipartiteMatching, TreeLabeling
 from structlp.structures import _semi_markov_dp as semi_markov
 from structlp.structures._graph import Decomposition, _forest_potentials
@@ -256,6 +256,8 @@ def _use(monkeypatch, module):
     monkeypatch.setattr(compiled, "_state", state)
     monkeypatch.setattr(_fw_kernels, "_COMPILED", {})
     monkeypatch.setattr(_fw_trees, "_CACHE", {})
+    monkeypatch.setattr(_fw_rounds, "_CACHE", {k: v for k, v in _fw_rounds._CACHE.items()
+                                               if k == "jitable"})
 
 
 def _fit(est, X, Y):
@@ -333,8 +335,11 @@ def _compare(built, monkeypatch):
             _fit(FrankWolfeLearner(TreeLabeling(3), C=1.0, tol=1e-5, max_iter=1000,
                                    random_state=0), chains, labels),
             _fit(FrankWolfeLearner(GraphLabeling(2, mode="relaxed"), C=1.0, tol=1e-5,
-                                   max_iter=1000, random_state=0), grids, pixels)]
-    for exact, a, j in zip((True, False, True), fits["aot"], fits["jit"]):
+                                   max_iter=1000, random_state=0), grids, pixels),
+            # two threads meeting inside the compiled rounds (_fw_rounds)
+            _fit(FrankWolfeLearner(TreeLabeling(3), C=1.0, tol=1e-5, max_iter=1000,
+                                   random_state=0, n_jobs=2), chains, labels)]
+    for exact, a, j in zip((True, False, True, False), fits["aot"], fits["jit"]):
         assert a.converged_ and j.converged_
         if exact:
             np.testing.assert_array_equal(a.coef_, j.coef_)

@@ -105,6 +105,27 @@ KERNELS: Dict[str, Tuple[str, str, str]] = {
         "int64[::1], int64[::1], int64[::1], int64[::1], int64[::1], int64[:, ::1], "
         "float64[::1], float64[::1], boolean, float64[::1], int64[::1], float64[::1], "
         "int64[::1], float64[::1])"),
+    "tree_rounds": (
+        "structlp.learners._fw_rounds", "_tree_rounds",
+        "int64(int64, int64, int64, boolean, int64[::1], float64[::1], float64[::1], "
+        "float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], float64, "
+        "int64, float64[::1], int64, int64, int64, float64[:, ::1], float64[:, ::1], "
+        "int64[::1], int64[::1], int64[::1], int64[::1], float64[:, ::1], float64[::1], "
+        "int64[::1], float64[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
+        "int64[::1], int64[::1], int64[::1], int64[:, ::1], float64[::1], float64[::1], "
+        "float64[::1], float64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], "
+        "float64[::1], float64[::1], float64[:, ::1])"),
+    "tree_pass_rounds": (
+        "structlp.learners._fw_rounds", "_tree_pass_rounds",
+        "int64(int64, int64, boolean, int64[::1], float64[::1], float64[::1], "
+        "float64[:, ::1], float64[:, ::1], float64, int64, float64, float64, int64, "
+        "float64[::1], int64, int64, int64, float64[:, ::1], float64[:, ::1], int64[::1], "
+        "int64[::1], int64[::1], int64[::1], int64[::1], int64[::1], int64[::1], "
+        "int64[:, ::1], float64[::1], float64[::1], float64[::1], float64[::1], "
+        "float64[::1], float64[:, ::1], float64[:, ::1], int64[::1])"),
+    "combine": (
+        "structlp.learners._fw_rounds", "_combine",
+        "void(int64, float64[::1], float64[:, ::1], float64[:, ::1], float64[::1], float64)"),
     "semi_markov_viterbi": (
         "structlp.structures._semi_markov_dp", "_sm_viterbi",
         "Tuple((int64[::1], float64, boolean))(float64[::1], int64, int64, int64)"),
@@ -132,6 +153,12 @@ WRITES: Dict[str, Tuple[str, ...]] = {
                           "SC", "out"),
     "tree_check": ("hinge", "g_est", "S", "msg", "back", "ybuf"),
     "tree_primal": ("w", "alpha", "Kn", "Ke", "G"),
+    "tree_rounds": ("sync", "st", "W", "WL", "stats", "pos", "g_est", "ns", "so", "go", "cap",
+                    "top", "Y", "alpha", "lv", "G", "S", "msg", "back", "ybuf", "act", "before",
+                    "coef"),
+    "tree_pass_rounds": ("sync", "st", "W", "WL", "stats", "hg", "ns", "Y", "alpha", "lv", "G",
+                         "act", "before", "coef", "SC"),
+    "combine": ("W", "st"),
     "semi_markov_viterbi": (),
     "semi_markov_marginals": (),
     "semi_markov_sample": (),
@@ -153,7 +180,7 @@ VALUE_CHECKS: Dict[str, Tuple[str, str]] = {
 #: the wheel's second build of the kernels, for x86-64-v3 CPUs (:func:`target`)
 V3_MODULE = "_kernels_v3"
 #: modules the kernels compile in without exporting a kernel of their own
-_HELPER_MODULES = ("structlp.compiled.prefetch",)
+_HELPER_MODULES = ("structlp.compiled.prefetch", "structlp.compiled.barrier")
 _PACKAGE = Path(__file__).resolve().parents[1]
 _state: Dict[str, Any] = {}
 _UNSET: Any = object()

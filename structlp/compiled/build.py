@@ -29,6 +29,7 @@ from . import KERNELS, V3_MODULE, source_hash
 #: helpers to numba functions (max-sum and Dinic call none).
 _SETUP = {"structlp.graphical.dual_decomposition": "_jit",
           "structlp.learners._fw_kernels": "_jit_helpers",
+          "structlp.learners._fw_rounds": "_jit_helpers",
           "structlp.learners._fw_trees": "_jit_helpers",
           "structlp.structures._semi_markov_dp": "_jit_helpers"}
 

@@ -6,43 +6,47 @@ from the fit's random generator, cut where the partitions hold about equal numbe
 nodes), each with a compiled block store of its own (:class:`._fw_tree_store._TreeBlocks`
 over its examples).  An epoch hands each partition the blocks of the epoch's order that it
 owns (in that order), cut into short rounds (:attr:`_ThreadedTreeBlocks.round_blocks`
-blocks per partition); in a round each thread runs the compiled epoch kernel over its
-blocks on the CoCoA+ local subproblem of its partition (:func:`tree_local_round`: the
-ordinary BCFW dual of its blocks with ``C' = sigma' C``, from a copy of the global ``w``),
-the same local solve as a worker of
-:class:`~structlp.learners.sharded.ShardedFrankWolfeLearner` (``sigma' = K`` there).  Then
-the partitions' changes are added (CoCoA+ "adding", Ma et al. 2015): a partition's local
-iterate moved by ``w_p' - w = sigma' Delta w_p``, so the new ``w = w + sum_p (w_p' - w) /
-sigma'`` is ``w(m)`` of the new block variables exactly, and ``ell`` moves by ``sum_p Delta
-ell_p' / sigma'`` (the local ``ell`` is in units of ``C'``).  With ``sigma' = K`` the dual
-never decreases (``|sum_p v_p|^2 <= K sum_p |v_p|^2``); ``sigma'`` follows the measured
-alignment of the last round's changes (:meth:`_ThreadedTreeBlocks._combine`), which the
-partitions' changes mostly undershoot (they point apart).  Whatever ``sigma'``, each block
-holds a feasible distribution and ``w = w(m)``, so the exact duality gap (each partition's
-check pass, in its thread) certifies the result as in a serial fit.  The passes without
-oracle are rounds too, one pass each (:func:`._fw_blocks.run_cache_passes`).
+blocks per partition); in a round each thread runs the BCFW steps of its blocks on the
+CoCoA+ local subproblem of its partition (the ordinary BCFW dual of its blocks with ``C' =
+sigma' C``, from a copy of the global ``w``: :func:`tree_local_round` states it), the same
+local solve as a worker of :class:`~structlp.learners.sharded.ShardedFrankWolfeLearner`
+(``sigma' = K`` there).  Then the partitions' changes are added (CoCoA+ "adding", Ma et
+al. 2015): a partition's local iterate moved by ``w_p' - w = sigma' Delta w_p``, so the
+new ``w = w + sum_p (w_p' - w) / sigma'`` is ``w(m)`` of the new block variables exactly,
+and ``ell`` moves by ``sum_p Delta ell_p' / sigma'`` (the local ``ell`` is in units of
+``C'``).  With ``sigma' = K`` the dual never decreases (``|sum_p v_p|^2 <= K sum_p
+|v_p|^2``); ``sigma'`` follows the measured alignment of the last round's changes
+(:func:`._fw_rounds._combine`), which the partitions' changes mostly undershoot (they point
+apart).  Whatever ``sigma'``, each block holds a feasible distribution and ``w = w(m)``, so
+the exact duality gap (each partition's check pass, in its thread) certifies the result as
+in a serial fit.  The passes without oracle after an epoch are rounds too, one pass of
+every partition each.
 
-Why short rounds: run apart for a whole epoch, the partitions' changes cancel more and
-more (on OCR letters the fit then took several times the epochs of one thread); rounds of
-32 blocks cost a few more epochs than one thread and two lock hand-offs each.
+The rounds of an epoch (and the passes after it) run inside one compiled call per thread
+(:mod:`._fw_rounds`): the threads meet twice a round in the compiled code
+(:mod:`structlp.compiled.barrier`), without the GIL and without returning to Python.  Why
+short rounds: run apart for a whole epoch, the partitions' changes cancel more and more (on
+OCR letters the fit then took several times the epochs of one thread).
 
-The kernels run without the GIL (numba's ``nogil``; the ahead-of-time build releases it as
-well), so the threads run on separate cores.  The iterates depend on ``random_state`` and
-``K`` only: the partition, the epochs' order of the blocks, the rounds and the order in
-which the changes are added are fixed by them.
+The iterates depend on ``random_state`` and ``K`` only: the partition, the epochs' order of
+the blocks, the rounds and the order in which the changes are added are fixed by them.
+Without numba the same kernels run as Python, the partitions one after another in one
+thread, with the same iterates as the threads' (to rounding).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import time
+from types import SimpleNamespace
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
+from ..compiled.barrier import new_sync
 from ._fw_blocks import run_cache_passes
-from ._fw_tree_store import _TreeBlocks
+from ._fw_rounds import _kernels as _round_kernels
+from ._fw_tree_store import _packed_trees, _TreeBlocks
 
 _CREWS: Dict[Tuple[int, int], "_Crew"] = {}
 _LOCK = threading.Lock()
@@ -144,10 +148,12 @@ def tree_local_round(blocks, w, C, K, perms, inner_steps, cache_passes, g_est, g
     return w_loc, ell
 
 
-def _change(w, w_loc, ell):
-    """``(d, |d|^2, ell)`` of a local iterate, ``d = w_loc - w`` (in ``w_loc``'s memory)."""
-    w_loc -= w
-    return w_loc, float(w_loc.dot(w_loc)), ell
+def _ranges(starts, lens):
+    """The concatenated index ranges ``starts[j] + arange(lens[j])`` (int64), and their
+    offsets (len(lens) + 1,)."""
+    off = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=off[1:])
+    return np.repeat(starts - off[:-1], lens) + np.arange(off[-1], dtype=np.int64), off
 
 
 class _Rows:
@@ -163,20 +169,38 @@ class _Rows:
         """The partition's rows' nonzeros in one array each, ``(idx, vals, offsets)``, as
         :meth:`structlp.compiler.SparseVectors.concatenated` gives all of them."""
         idx, val, off = self.vecs.concatenated()
-        starts = off[self.idx]
-        lens = off[self.idx + 1] - starts
-        new_off = np.zeros(len(lens) + 1, dtype=np.int64)
-        np.cumsum(lens, out=new_off[1:])
-        sel = np.repeat(starts - new_off[:-1], lens) + np.arange(new_off[-1], dtype=np.int64)
+        sel, new_off = _ranges(off[self.idx], off[self.idx + 1] - off[self.idx])
         return idx[sel], val[sel], new_off
+
+
+class _Trees:
+    """A partition's examples of packed trees (``TreeLabeling.prepare_batch``): what the
+    tree store reads of them, ``concatenated()`` (their rows copied out of the packed
+    arrays), without an object per example."""
+
+    def __init__(self, trees, idx):
+        self.trees, self.idx = trees, idx
+        self.n = trees.n[idx]
+
+    def concatenated(self):
+        n, noff, V, E, parents, order, edge_of = self.trees.concatenated()
+        starts = noff[self.idx]
+        rows, new_noff = _ranges(starts, self.n)
+        edges, _ = _ranges(starts - self.idx, self.n - 1)
+        return (self.n, new_noff, V[rows], E[edges], parents[rows], order[rows],
+                edge_of[rows])
 
 
 class _Part:
     """What a tree store reads of the prepared data, for the examples ``idx`` only."""
 
     def __init__(self, data, idx):
-        self.X = [data.X[i] for i in idx]
-        self.Phi = [data.Phi[i] for i in idx]
+        if _packed_trees(data):
+            self.X: Any = _Trees(data.X, idx)
+            self.Phi: Any = SimpleNamespace(trees=self.X)    # packed: _pack reads X only
+        else:
+            self.X = [data.X[i] for i in idx]
+            self.Phi = [data.Phi[i] for i in idx]
         self.c = _Rows(data.c, idx)
         self.mu_true = _Rows(data.mu_true, idx)
         self.n_examples = len(idx)
@@ -200,18 +224,20 @@ class _ThreadedTreeBlocks:
 
     cache_passes = True
     # passes without oracle while one gains this share of the epoch's gain: on OCR letters
-    # (6,251 words, 2 threads) 0.05 took 63 epochs, 0.1 (one thread's share) 68, 0.02-0.03
-    # 59 with more passes and no less CPU; fold 1: 47 against 59
+    # (6,251 words, C = 0.1, tol = 1e-3, 2 threads) 0.05 took 54 epochs, 0.1 (one
+    # thread's share) 58 in about the same time, 0.2 69 and more time
     cache_share = 0.05
-    # blocks per partition in a round: on OCR letters (C = 0.1, tol = 1e-3, 2 threads) 32
-    # took 65-67 epochs on the 6,251 words (one thread: 61), 128: about 100, a whole epoch
-    # per round: over 300 (the partitions' changes cancel more the longer they run apart)
+    # blocks per partition in a round: on the same fit 12-32 took 53-55 epochs (one thread:
+    # 51), with the least time at 24-32 (below 16 the meetings cost more than the epochs
+    # saved); a whole epoch per round took several times the epochs (the partitions'
+    # changes cancel more the longer they run apart)
     round_blocks = 32
 
     def __init__(self, model, data, K, rng):
         self.K = int(K)
         m = data.n_examples
-        self.parts = split([x.n_nodes for x in data.X], self.K, rng)
+        sizes = data.X.n if _packed_trees(data) else [x.n_nodes for x in data.X]
+        self.parts = split(sizes, self.K, rng)
         self.owner = np.empty(m, dtype=np.int64)
         self.local = np.empty(m, dtype=np.int64)
         for p, idx in enumerate(self.parts):
@@ -219,94 +245,148 @@ class _ThreadedTreeBlocks:
             self.local[idx] = np.arange(len(idx))
         self.stores = [_TreeBlocks(model, _Part(data, idx)) for idx in self.parts]
         self.n_features = self.stores[0].n_features
-        self.sigma = float(self.K)     # the next round's sigma' (see _combine): safe at first
-        self.overlap_cpu = 0.0
+        self.sigma = float(self.K)     # the next round's sigma' (_combine): safe at first
+        # what the threads share in a launch (._fw_rounds)
+        self.sync = new_sync(self.K)
+        self.st = np.zeros(5)
+        self.stats = np.zeros((self.K, 4))
+        self.W: Any = None
+        self.WL: Any = None
+        self.least = -np.inf
 
     def _map(self, fn):
         """``[fn(p) for p in range(K)]``: partition 0 in this thread, the others in the
-        crew's.  :attr:`overlap_cpu` adds the thread CPU seconds of all but the longest
-        (what a machine with K free cores runs alongside: the process's CPU time minus
-        it is the critical path, whatever else the machine runs)."""
-        clock = time.thread_time
-
-        def timed(p):
-            t = clock()
-            out = fn(p)
-            return out, clock() - t
-
-        outs = crew(self.K).run(timed)
-        cpu = [t for _, t in outs]
-        self.overlap_cpu += sum(cpu) - max(cpu)
-        return [o for o, _ in outs]
+        crew's."""
+        return crew(self.K).run(fn)
 
     def restart(self, data):
         """Warm start: each partition's data made afresh (the features may differ)."""
         for idx, s in zip(self.parts, self.stores):
             s.restart(_Part(data, idx))
 
-    def _combine(self, w, ell, outs, sigma):
-        """CoCoA+ adding of the partitions' changes ``d_p = w_p' - w`` of their local
-        iterates made with ``sigma`` (``outs``: ``(d_p, |d_p|^2, ell_p')`` in partition
-        order): ``w += sum_p d_p / sigma`` in place; returns ``ell + sum_p ell_p' / sigma``.
+    def _launch(self, kernel, args):
+        """``kernel(p, K, *args(p))`` for every partition ``p``: on the crew's threads at
+        once when the kernels are compiled (they meet inside the compiled code,
+        :mod:`._fw_rounds`), else one partition after another with :func:`._fw_rounds._combine`
+        after them (the same iterates).  Returns partition 0's result."""
+        fns = _round_kernels()
+        K = self.K
+        if not fns["together"]:
+            outs = [fns[kernel](p, K, *args(p, False)) for p in range(K)]
+            fns["_combine"](K, self.W, self.WL, self.stats, self.st, self.least)
+            return outs[0]
+        sync = self.sync
+        sync[:] = 0
+        fn = fns[kernel]
 
-        Then the next round's ``sigma' = min(K, max(1, a))`` with ``a = |sum_p d_p|^2 /
-        sum_p |d_p|^2``: CoCoA+'s data-dependent bound (``sigma' >= a`` makes the local
-        gains add up to at most the global one), measured on this round's changes instead
-        of bounded by ``K``.  Any ``sigma'`` keeps the dual point feasible (each block takes
-        its partition's new value); the certificate holds whatever it is."""
-        step = outs[0][0]
-        for d, _, _ in outs[1:]:              # in partition order: deterministic
-            step += d
-        sq = sum(q for _, q, _ in outs)
-        align = float(step.dot(step)) / sq if sq > 0.0 else 1.0
-        self.sigma = min(float(self.K), max(1.0, align))
-        step *= 1.0 / sigma
-        w += step
-        return ell + sum(e for _, _, e in outs) / sigma
+        def run(p):
+            try:
+                return fn(p, K, *args(p, True))
+            except BaseException:
+                sync[-1] = 1                  # abort: the others stop waiting for this one
+                raise
+
+        out = self._map(run)[0]
+        if out < 0:                           # pragma: no cover - a thread failed: raised
+            raise RuntimeError("a thread of the Frank-Wolfe rounds was aborted")
+        return out
+
+    def _begin(self, w, ell):
+        """The shared state of a launch from the learner's ``w`` and ``ell``."""
+        if self.W is None or self.W.shape[0] != len(w):
+            self.W = np.empty(len(w))
+            self.WL = np.empty((self.K, len(w)))
+        self.W[:] = w
+        self.st[0] = ell
+        self.st[1] = self.sigma
+        self.st[2:] = 0.0
+        self.stats[:] = 0.0
+
+    def _end(self, w):
+        w[:] = self.W
+        self.sigma = float(self.st[1])
+        return float(self.st[0])
 
     def epoch(self, perm, w, C, inner_steps, ell, g_est):
         """An epoch in CoCoA+ rounds: each partition's blocks of ``perm`` (in that order),
         cut into rounds of about :attr:`round_blocks` blocks per partition, a round in the
-        threads from the ``w`` the last one left.  ``g_est[i]`` receives the visited blocks'
-        gaps (in units of ``C``: measured at the local iterates)."""
+        threads from the ``w`` the last one left (:func:`._fw_rounds._tree_rounds`).
+        ``g_est[i]`` receives the visited blocks' gaps (in units of ``C``: measured at the
+        local iterates)."""
         K = self.K
         own = self.owner[perm]
-        perms = [self.local[perm[own == p]] for p in range(K)]
+        perms = [np.ascontiguousarray(self.local[perm[own == p]]) for p in range(K)]
         R = max(1, -(-max(len(q) for q in perms) // self.round_blocks))
         # each partition's blocks cut where the rounds hold equal shares of its nodes (the
         # threads then wait less for each other)
         ends = []
         for s, q in zip(self.stores, perms):
             work = np.cumsum(np.diff(s.noff)[q])
-            ends.append(np.searchsorted(work, work[-1] * np.arange(1, R + 1) / R, side="right")
+            ends.append(np.searchsorted(work, work[-1] * np.arange(1, R + 1) / R,
+                                        side="right").astype(np.int64)
                         if len(q) else np.zeros(R, dtype=np.int64))
-        gs = [g_est[idx] for idx in self.parts]     # the blocks not visited keep theirs
-        for r in range(R):
-            sig = self.sigma
-            cut = [q[(e[r - 1] if r else 0):e[r]] for q, e in zip(perms, ends)]
+        gs = [np.ascontiguousarray(g_est[idx]) for idx in self.parts]  # unvisited: theirs
+        for s in self.stores:
+            s.hg[:] = np.inf                  # the next pass without oracle visits all
+        self._begin(w, ell)
+        self.least = -np.inf
+        pos = np.zeros(K, dtype=np.int64)
+        r = 0
+        while r < R:
+            def args(p, together, r=r):
+                s = self.stores[p]
+                return (r, together, self.sync, self.st, self.W, self.WL, self.stats, pos,
+                        ends[p], perms[p], C, inner_steps, gs[p], *s._data(), s.order,
+                        s.parents, s.edge_of, s.cn, s.Kn, s.koff, s.Ke, s.keoff, s.uniform,
+                        *s._store(), s.top, s.Y, s.alpha, s.lv, s.G, s.S, s.msg, s.back,
+                        s.ybuf, s.act, s.before, s.coef)
 
-            def run(p):
-                out = tree_local_round(self.stores[p], w, C, sig, [cut[p]], inner_steps, 0,
-                                       gs[p])
-                gs[p][cut[p]] /= sig              # the local gaps in units of C
-                return _change(w, *out)
-
-            ell = self._combine(w, ell, self._map(run), sig)
+            r = self._launch("_tree_rounds", args)
+            for p in range(K):
+                if self.stats[p, 2]:          # no room for block perms[p][pos[p]]: grow
+                    self.stores[p]._grow(perms[p][pos[p]])
+            self.st[2] = 0.0
+            self.stats[:, 2] = 0.0
         for idx, g in zip(self.parts, gs):
             g_est[idx] = g
-        return ell
+        return self._end(w)
+
+    def run_passes(self, w, C, ell, dual, gain, max_passes, order=None):
+        """Passes without oracle after an epoch, each a CoCoA+ round of every partition's
+        pass in the threads (:func:`._fw_rounds._tree_pass_rounds`; the partition's blocks
+        in the order ``order`` restricted to them, default by index), while a pass raises
+        the dual (``dual`` before the first) by at least :attr:`cache_share` of ``gain``,
+        at most ``max_passes``.  Returns ``ell`` and the dual after the passes (the learner
+        calls it through :func:`._fw_blocks.run_cache_passes`)."""
+        m = len(self.owner)
+        order = np.arange(m, dtype=np.int64) if order is None else np.asarray(order)
+        own = self.owner[order]
+        orders = [np.ascontiguousarray(self.local[order[own == p]]) for p in range(self.K)]
+        self._begin(w, ell)
+        self.st[4] = dual
+        self.least = self.cache_share * gain
+        done = 0
+        while done < max_passes:
+            def args(p, together, left=max_passes - done):
+                s = self.stores[p]
+                return (together, self.sync, self.st, self.W, self.WL, self.stats, C,
+                        s.pass_steps, s.skip_share, self.least, left, s.hg, *s._data(),
+                        s.parents, s.edge_of, *s._store(), s.Y, s.alpha, s.lv, s.G, s.act,
+                        s.before, s.coef, s.SC, orders[p])
+
+            done += self._launch("_tree_pass_rounds", args)
+            if self.st[3]:
+                break
+        for p, s in enumerate(self.stores):
+            s.n_passes += done
+            s.n_visits += int(self.stats[p, 3])
+        return self._end(w), float(self.st[4])
 
     def cache_pass(self, w, C, ell, steps=None):
-        """One pass without oracle (:meth:`_TreeBlocks.cache_pass`) in every partition on
-        its CoCoA+ local subproblem, combined as an epoch's round is (the learner runs
-        these passes while one gains enough, :func:`._fw_blocks.run_cache_passes`)."""
-        sig = self.sigma
-
-        def run(p):
-            w_loc = np.array(w, dtype=float)
-            return _change(w, w_loc, self.stores[p].cache_pass(w_loc, sig * C, 0.0, steps))
-
-        return self._combine(w, ell, self._map(run), sig)
+        """One pass without oracle in every partition, combined as a round (see
+        :meth:`run_passes`)."""
+        ell, _ = self.run_passes(w, C, ell, -np.inf, 0.0, 1)
+        return ell
 
     def check(self, w, C, dd):
         """Exact hinge losses (m,) and block gaps (m,) at ``w``: each partition's pass in its

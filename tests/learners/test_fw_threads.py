@@ -165,6 +165,93 @@ def test_tree_kernels_release_the_gil():
         pytest.skip("kernels built ahead of time (the build releases the GIL)")
     for name in ("_tree_epoch", "_tree_cache_passes", "_tree_check", "_tree_primal"):
         assert kernels[name].targetoptions.get("nogil") is True, name
+    from structlp.learners import _fw_rounds
+    rounds = _fw_rounds._kernels()
+    assert rounds["together"] is True
+    for name in ("_tree_rounds", "_tree_pass_rounds", "_combine"):
+        assert rounds[name].targetoptions.get("nogil") is True, name
+
+
+def _fit_blocks(model, X, Y, C, epochs, round_blocks, seed=0, passes=20):
+    """Threaded blocks after ``epochs`` epochs, each followed by up to ``passes`` passes
+    without oracle: ``(w, ell, g, blocks)``."""
+    from structlp.compiler import prepare
+    from structlp.learners._fw_threads import _ThreadedTreeBlocks
+    data = prepare(model, X, Y, need_polytopes=False, operators=True)
+    blocks = _ThreadedTreeBlocks(model, data, 2, np.random.default_rng(seed))
+    blocks.round_blocks = round_blocks
+    w, ell = blocks.primal(None, None, data.d, C, None)
+    g = np.zeros(len(X))
+    r = np.random.default_rng(seed + 1)
+    dual = ell - 0.5 * w @ w
+    for _ in range(epochs):
+        ell = blocks.epoch(r.permutation(len(X)).astype(np.int64), w, C, 3, ell, g)
+        now = ell - 0.5 * w @ w
+        ell, dual = blocks.run_passes(w, C, ell, now, now - dual, passes,
+                                      r.permutation(len(X)).astype(np.int64))
+    return w, ell, g, blocks
+
+
+@pytest.mark.parametrize("tree", ["chain", "random"])
+def test_threads_equal_one_thread_running_the_rounds_in_turn(tree, monkeypatch):
+    """The threads meet inside the compiled code; run one partition after the other in
+    one thread (the same compiled kernels, not ``together``), the rounds give the same
+    iterates bit for bit, blocks that outgrew their slots included.  The Python kernels
+    (numba off) agree to rounding over epochs (with passes, whose choices between active
+    outputs of equal value the compiled sums' rounding decides, the paths part: both stay
+    exact, as the other tests check)."""
+    from structlp.learners import _fw_rounds, _fw_trees
+    X, Y, model = tree_data(8, m=60, n=6, k=4, tree=tree)
+    C = 5.0
+    w2, ell2, g2, b2 = _fit_blocks(model, X, Y, C, 6, 3)
+    assert max(int(s.cap.max()) for s in b2.stores) > 4        # some block outgrew 4 slots
+    assert sum(s.n_passes for s in b2.stores) > 12             # passes beyond the first
+    compiled = dict(_fw_rounds._kernels(), together=False)
+    monkeypatch.setitem(_fw_rounds._CACHE, "numba", compiled)
+    w1, ell1, g1, b1 = _fit_blocks(model, X, Y, C, 6, 3)
+    np.testing.assert_array_equal(w1, w2)
+    np.testing.assert_array_equal(g1, g2)
+    assert ell1 == ell2 and b1.sigma == b2.sigma
+    for s1, s2 in zip(b1.stores, b2.stores):
+        np.testing.assert_array_equal(s1.ns, s2.ns)
+        np.testing.assert_array_equal(s1.alpha, s2.alpha)
+    w3, ell3, _, b3 = _fit_blocks(model, X, Y, C, 6, 3, passes=0)
+    assert max(int(s.cap.max()) for s in b3.stores) > 4
+    monkeypatch.setattr(_fw_trees, "USE_NUMBA", False)
+    w0, ell0, _, _ = _fit_blocks(model, X, Y, C, 6, 3, passes=0)
+    np.testing.assert_allclose(w0, w3, rtol=1e-9, atol=1e-12)
+    assert ell0 == pytest.approx(ell3, rel=1e-12)
+
+
+def test_a_thread_that_fails_releases_the_others(monkeypatch):
+    """A thread that raises before it reaches the compiled rounds sets the abort flag: the
+    others stop waiting for it and the error reaches the caller (no hang)."""
+    from structlp.learners import _fw_rounds
+    X, Y, model = tree_data(9, m=20, n=4, k=3)
+    kernels = _fw_rounds._kernels()
+    if not kernels["together"]:
+        pytest.skip("numba absent: the rounds run in one thread")
+    real = kernels["_tree_rounds"]
+
+    def failing(p, *args):
+        if p == 1:
+            raise MemoryError("thread 1")
+        return real(p, *args)
+
+    monkeypatch.setitem(_fw_rounds._CACHE, "numba", dict(kernels, _tree_rounds=failing))
+    caught = []
+
+    def fit():
+        try:
+            FrankWolfeLearner(model, C=1.0, tol=1e-6, random_state=0, n_jobs=2).fit(X, Y)
+        except MemoryError as exc:
+            caught.append(exc)
+
+    t = threading.Thread(target=fit, daemon=True)
+    t.start()
+    t.join(120)           # not a timing: a thread left waiting would never end
+    assert not t.is_alive(), "thread 0 kept waiting for the thread that failed"
+    assert caught and "thread 1" in str(caught[0])
 
 
 @pytest.mark.slow
