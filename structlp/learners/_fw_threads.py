@@ -243,7 +243,8 @@ class _ThreadedTreeBlocks:
         for p, idx in enumerate(self.parts):
             self.owner[idx] = p
             self.local[idx] = np.arange(len(idx))
-        self.stores = [_TreeBlocks(model, _Part(data, idx)) for idx in self.parts]
+        # each partition's store made in its thread (numpy's copies release the GIL)
+        self.stores = self._map(lambda p: _TreeBlocks(model, _Part(data, self.parts[p])))
         self.n_features = self.stores[0].n_features
         self.sigma = float(self.K)     # the next round's sigma' (_combine): safe at first
         # what the threads share in a launch (._fw_rounds)
@@ -261,8 +262,7 @@ class _ThreadedTreeBlocks:
 
     def restart(self, data):
         """Warm start: each partition's data made afresh (the features may differ)."""
-        for idx, s in zip(self.parts, self.stores):
-            s.restart(_Part(data, idx))
+        self._map(lambda p: self.stores[p].restart(_Part(data, self.parts[p])))
 
     def _launch(self, kernel, args):
         """``kernel(p, K, *args(p))`` for every partition ``p``: on the crew's threads at
