@@ -100,8 +100,14 @@ def output_fingerprint(model: Any, data: Any) -> Optional[str]:
     true output (the blocks' outputs are vertices of the same polytopes, whatever the
     features)."""
     mu = data.mu_true
-    if hasattr(mu, "supports"):          # kept by their nonzeros: no dense vector made
-        support, sizes = mu.supports(), mu.sizes()
+    if hasattr(mu, "concatenated"):      # kept by their nonzeros: no dense vector made
+        idx, _, off = mu.concatenated()
+        sizes = np.asarray(mu.sizes(), dtype=np.int64)
     else:
-        support, sizes = [np.flatnonzero(t) for t in mu], [int(t.size) for t in mu]
-    return fingerprint((repr(model), data.n_features, support, sizes))
+        support = [np.flatnonzero(t) for t in mu]
+        idx = np.concatenate(support) if support else np.zeros(0, dtype=np.int64)
+        off = np.concatenate(([0], np.cumsum([len(a) for a in support])))
+        sizes = np.array([int(np.size(t)) for t in mu], dtype=np.int64)
+    # all supports in one array and their offsets: one array to digest, not one per example
+    return fingerprint((repr(model), data.n_features, np.asarray(idx, dtype=np.int64),
+                        np.asarray(off, dtype=np.int64), sizes))
