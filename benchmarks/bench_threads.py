@@ -18,8 +18,13 @@ a round inside the compiled code and wait for each other there by spinning, so t
 free cores: on a machine shared with other work it is noisy (the load average says how busy
 the machine was).
 
+With ``--python PYTHON`` the fits are those of the structlp installed for that interpreter
+(its wheel's kernels, built ahead of time) instead of this tree's; with ``--previous
+PYTHON`` the previous release's fits of both settings run too, each just before this
+release's, and the table gives the ratio of the wall times.
+
 Run: ``python benchmarks/bench_threads.py --json benchmarks/results/threads.json
-[--repeats 3] [--data scale|fold1]``.
+[--repeats 3] [--data scale|fold1] [--python PYTHON] [--previous PYTHON]``.
 """
 
 from __future__ import annotations
@@ -41,8 +46,12 @@ ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "
 C, TOL = 0.1, 1e-3
 
 
-def child(n_jobs, data):
-    sys.path.insert(0, str(ROOT))
+def child(n_jobs, data, installed=False):
+    if installed:           # the interpreter's installed structlp, not this tree's
+        sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
+        os.chdir(Path.home())
+    else:
+        sys.path.insert(0, str(ROOT))
     from bench_ocr import exact_objective, words
 
     from structlp import FrankWolfeLearner
@@ -68,14 +77,21 @@ def child(n_jobs, data):
             "kernels": structlp.compiled.status()}
 
 
-def run_child(n_jobs, data):
-    env = dict(os.environ, **ENV, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
-                          str(n_jobs), "--data", data], capture_output=True, text=True,
-                         env=env, cwd=ROOT)
+def run_child(n_jobs, data, python=None):
+    """One fit in a fresh process: this tree's structlp, or with ``python`` (an
+    interpreter) the structlp installed there."""
+    env = dict(os.environ, **ENV)
+    env.pop("PYTHONPATH", None)
+    if python is None:
+        env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([python or sys.executable, str(Path(__file__).resolve()), "--child",
+                          str(n_jobs), "--data", data]
+                         + (["--installed"] if python else []), capture_output=True,
+                         text=True, env=env, cwd=ROOT if python is None else Path.home())
     if out.returncode:
         raise RuntimeError(f"n_jobs={n_jobs} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    return res
 
 
 def main(argv=None):
@@ -83,17 +99,29 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="fresh processes per setting")
     ap.add_argument("--data", default="scale", choices=("scale", "fold1"))
     ap.add_argument("--json", default=None)
+    ap.add_argument("--python", default=None,
+                    help="an interpreter with this release installed (its wheel's kernels "
+                         "built ahead of time): its fits instead of this tree's")
+    ap.add_argument("--previous", default=None,
+                    help="an interpreter with the previous release installed: its fits with "
+                         "n_jobs=2 (and 1) too, each just before this release's")
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--installed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(child(args.child, args.data)))
+        print(json.dumps(child(args.child, args.data, args.installed)))
         return
     import report
     started = report.machine()
-    runs = []
+    runs, prev = [], []
     for r in range(args.repeats):
         for n_jobs in (1, 2):
-            res = run_child(n_jobs, args.data)
+            if args.previous:
+                res = run_child(n_jobs, args.data, args.previous)
+                prev.append(res)
+                print(f"previous release, n_jobs={n_jobs}: wall {res['wall']:.2f} s, "
+                      f"{res['epochs']} epochs", flush=True)
+            res = run_child(n_jobs, args.data, args.python)
             runs.append(res)
             print(f"n_jobs={n_jobs}: wall {res['wall']:.2f} s, CPU {res['cpu']:.2f} s, "
                   f"{res['epochs']} epochs, F {res['objective']:.6f} (gap "
@@ -114,9 +142,15 @@ def main(argv=None):
                      "all_certified": all(r["converged"] and r["relative_gap"] <= TOL
                                           for r in rs),
                      "speedup": med[1]["wall"] / m["wall"], "load": m["load"]})
+    for n_jobs, row in zip((1, 2), rows):
+        ps = [r["wall"] for r in prev if r["n_jobs"] == n_jobs]
+        row["prev_wall"] = float(np.median(ps)) if ps else None
+        row["vs_previous"] = row["wall"] / row["prev_wall"] if ps else None
     rel = abs(med[2]["objective"] - med[1]["objective"]) / med[1]["objective"]
     print(f"speed-up (median wall, 1 thread / 2 threads): {rows[1]['speedup']:.2f}x; "
-          f"objectives differ by {rel:.2e} (relative)")
+          f"objectives differ by {rel:.2e} (relative)"
+          + (f"; n_jobs=2 against the previous release: {rows[1]['vs_previous']:.2f}x its "
+             "wall time" if prev else ""))
     if args.json:
         path = Path(args.json)
         label = "6,251 words" if args.data == "scale" else "fold 1 (704 words)"
@@ -127,7 +161,11 @@ def main(argv=None):
                          "the exact duality gap: the compiled epochs on one thread (n_jobs=1) "
                          "and on two threads of one process (n_jobs=2, CoCoA+ rounds over two "
                          "partitions of the blocks). Fresh process per fit, after a warm-up "
-                         f"fit; medians of {args.repeats} fits per setting, alternating."),
+                         f"fit; medians of {args.repeats} fits per setting, alternating"
+                         + (", each just after the previous release's fit of the same "
+                            "setting" if prev else "")
+                         + (" (this release: its installed wheel, kernels built ahead of "
+                            "time)." if args.python else " (this tree, numba's JIT).")),
             floor=("n_jobs=1", "the same fit on one thread; speed-up = its median wall time "
                                "over this row's"),
             tables=[{"caption": "Medians per setting (wall and CPU seconds of the fit; CPU "
@@ -141,6 +179,10 @@ def main(argv=None):
                                  {"key": "relative_gap", "label": "gap / F", "format": ".2e"},
                                  {"key": "all_certified", "label": "all certified"},
                                  {"key": "speedup", "label": "wall speed-up", "ratio": True},
+                                 {"key": "prev_wall", "label": "previous release: wall",
+                                  "unit": "s"},
+                                 {"key": "vs_previous", "label": "wall / previous release's",
+                                  "ratio": True},
                                  {"key": "load", "label": "load (1 min)", "format": ".2f"}],
                      "rows": rows}],
             notes=["The two threads run an epoch's rounds in one compiled call each and meet "
@@ -153,7 +195,8 @@ def main(argv=None):
                        f"{r['load_average'][0]:.1f}" for r in runs)],
             started=started, modules=("numba",))
         (path.parent / "raw").mkdir(exist_ok=True)
-        (path.parent / "raw" / path.name).write_text(json.dumps(runs, indent=1))
+        (path.parent / "raw" / path.name).write_text(json.dumps({"this": runs,
+                                                                 "previous": prev}, indent=1))
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ as a round's work.  :func:`wait` lets them meet inside the compiled code: thread
 publishes the number of meetings it has reached in ``sync[8 p]`` (one cache line per
 thread) and spins until every thread has published as many.  Compiled, the loads and
 stores are atomic (acquire and release: what one thread wrote before a meeting, the others
-read after it, on any CPU) and a thread that has waited long gives its core away
-(``sched_yield`` on POSIX), so that a machine with fewer free cores than threads still
-makes progress.  ``sync[8 K]``, the last entry, is an abort flag: set by any thread (or by Python), it makes
+read after it, on any CPU), and a thread that has waited a while gives its core away
+(``sched_yield`` on POSIX), then sleeps between looks (``usleep``): on a machine with fewer
+free cores than threads, a thread whose partner is not running does not hold a core the
+partner could run on (on OCR letters with both cores busy with other work, the sleeps took a
+threaded fit from about twice a serial one's wall time to about 1.3 times).  ``sync[8 K]``, the last entry, is an abort flag: set by any thread (or by Python), it makes
 every waiting thread return False.
 
 In Python (the kernels' fallback) the same functions read and write the array directly.
@@ -24,8 +26,11 @@ from typing import Any, Dict
 _STATE: Dict[str, bool] = {}
 #: int64 slots per thread in the ``sync`` array (a cache line: threads do not share one)
 STRIDE = 8
-#: spins before a waiting thread starts giving its core away
+#: spins before a waiting thread starts giving its core away (``sched_yield``), and
+#: before it sleeps between looks (``usleep(NAP)``, microseconds)
 SPINS = 2000
+SLEEPS = 20000
+NAP = 50
 
 
 def load(a: Any, i: int) -> int:
@@ -39,8 +44,9 @@ def store(a: Any, i: int, v: int) -> None:
     a[i] = v
 
 
-def relax() -> None:
-    """Give the core away for a moment (``sched_yield``; Python: ``time.sleep(0)``)."""
+def relax(spins: int) -> None:
+    """Give the core away for a moment after ``spins`` looks: ``sched_yield``, past
+    :data:`SLEEPS` a sleep of :data:`NAP` microseconds (Python: ``time.sleep(0)``)."""
     time.sleep(0)
 
 
@@ -57,7 +63,7 @@ def wait(sync: Any, p: int, K: int, gen: int) -> bool:
                 return False
             spins += 1
             if spins > SPINS:
-                relax()
+                relax(spins)
     return True
 
 
@@ -111,13 +117,17 @@ def register() -> None:
 
     if os.name == "posix":
         sched_yield = types.ExternalFunction("sched_yield", types.int32())
+        usleep = types.ExternalFunction("usleep", types.int32(types.uint32))
 
-        def _yield() -> None:
-            sched_yield()
+        def _relax(spins: int) -> None:
+            if spins > SLEEPS:
+                usleep(NAP)
+            else:
+                sched_yield()
     else:  # pragma: no cover - Windows: spin only
-        def _yield() -> None:
+        def _relax(spins: int) -> None:
             pass
 
-    overload(relax)(lambda: _yield)
+    overload(relax)(lambda spins: _relax)
     register_jitable(wait)
     _STATE["registered"] = True
