@@ -1,7 +1,7 @@
 """A barrier for compiled kernels that run on several threads of one process: :func:`wait`.
 
 Threads that run one compiled kernel each (without the GIL) and meet many times a second
-(``FrankWolfeLearner(n_jobs=K)``: a CoCoA+ round every hundred microseconds or so) cannot
+(``FrankWolfeLearner(n_jobs=K)``: a CoCoA+ round of a few dozen blocks each) cannot
 afford to return to Python at each meeting: a lock hand-off and the GIL cost about as much
 as a round's work.  :func:`wait` lets them meet inside the compiled code: thread ``p``
 publishes the number of meetings it has reached in ``sync[8 p]`` (one cache line per
@@ -10,9 +10,8 @@ stores are atomic (acquire and release: what one thread wrote before a meeting, 
 read after it, on any CPU), and a thread that has waited a while gives its core away
 (``sched_yield`` on POSIX), then sleeps between looks (``usleep``): on a machine with fewer
 free cores than threads, a thread whose partner is not running does not hold a core the
-partner could run on (on OCR letters with both cores busy with other work, the sleeps took a
-threaded fit from about twice a serial one's wall time to about 1.3 times).  ``sync[8 K]``, the last entry, is an abort flag: set by any thread (or by Python), it makes
-every waiting thread return False.
+partner could run on.  ``sync[8 K]``, the last entry, is an abort flag: set by any thread
+(or by Python), it makes every waiting thread return False.
 
 In Python (the kernels' fallback) the same functions read and write the array directly.
 """
