@@ -19,6 +19,9 @@ try:  # BLAS thread control (a dependency; without it BLAS keeps its threads)
 except ImportError:  # pragma: no cover
     threadpool_limits = None
 
+#: A full pricing of :func:`solve_master_dual` keeps this many violating rows as the
+#: candidates of the next ones (checked from their rows of ``G`` alone).
+CANDIDATES = 32
 #: Relative ridge added to the master dual's Gram matrix (see :func:`solve_master_dual`).
 RIDGE = 1e-12
 
@@ -94,28 +97,38 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     # a tiny ridge makes the QP strictly concave (G is singular: rows outnumber features,
     # the truths' rows are 0), so that every KKT system below is regular
     rho = RIDGE * max(1.0, float(np.diag(G).max(initial=0.0)))
-    grad = b - G @ a - rho * a
     viol = np.inf
-    kkt = _FreeRowsKKT(G, rho, group, n_groups, np.flatnonzero(free), a)
+    kkt = _FreeRowsKKT(G, b, rho, group, n_groups, np.flatnonzero(free), a)
+    cand = np.zeros(0, dtype=np.int64)     # rows that violated at the last full pricing
     on_face_optimum = False
     for it in range(steps):
         if not on_face_optimum:
             # KKT of the free rows: (G_FF + rho) p + E_F^T nu = grad_F,  E_F p = 0
-            F, p = kkt.step(grad)
+            F, p, q = kkt.step()
             on_face_optimum = bool(np.abs(p).max(initial=0.0) <= 1e-13 * cap.max())
         if on_face_optimum:
-            # optimal on the free rows: their level xi_g = grad there; free a violating row
-            if it % 20 == 19:
-                grad = b - G @ a - rho * a             # no drift from the updates
-            F = kkt.rows
-            level = np.full(n_groups, -np.inf)
-            np.maximum.at(level, group[F], grad[F])
-            out = np.flatnonzero(~free)
-            excess = grad[out] - level[group[out]]
-            viol = float(excess.max(initial=0.0))
-            if viol <= tol:
-                break
-            j = int(out[int(excess.argmax())])
+            # optimal on the free rows: their level xi_g = grad there (at the group's
+            # reference); free a violating row, first among the last pricing's candidates
+            # (their gradients from their rows of G), else by a full pricing, which alone
+            # may end the solve
+            j = -1
+            cand = cand[~free[cand]]
+            if len(cand):
+                excess = kkt.row_grad(cand) - kkt.row_grad(kkt.ref[group[cand]])
+                k = int(excess.argmax())
+                if excess[k] > tol:
+                    j = int(cand[k])
+            if j < 0:
+                grad = kkt.checkpoint()
+                level = np.where(kkt.ref >= 0, grad[kkt.ref], -np.inf)
+                out = np.flatnonzero(~free)
+                excess = grad[out] - level[group[out]]
+                viol = float(excess.max(initial=0.0))
+                if viol <= tol:
+                    break
+                top = np.flatnonzero(excess > tol)
+                top = out[top[np.argsort(-excess[top], kind="stable")][:CANDIDATES]]
+                j, cand = int(top[0]), top[1:]
             free[j] = True
             kkt.add(j)
             on_face_optimum = False
@@ -127,10 +140,8 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
             k = int(ratios.argmin())
             if ratios[k] < 1.0:
                 t, blocking = float(ratios[k]), int(F[neg][k])
-        step = t * p
-        a[F] += step
-        grad -= step @ G[F]                     # G is symmetric: rows, not columns
-        grad[F] -= rho * step
+        a[F] += t * p
+        kkt.advance(t, q)
         if blocking is not None:
             a[blocking] = 0.0
             free[blocking] = False
@@ -143,7 +154,7 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     # ridge's bias; its reduced matrix is the kept one, the ridge's, so the step is taken
     # only when it keeps the weights feasible and raises the dual value)
     grad = b - G @ a
-    F, p = kkt.step(grad)
+    F, p, _ = kkt.step(grad)
     if len(F) and np.all(np.isfinite(p)) and np.all(a[F] + p >= 0.0):
         trial = a.copy()
         trial[F] += p
@@ -169,8 +180,9 @@ class _FreeRowsKKT:
     ``1e-9`` of the right-hand side rebuilds the inverse (:meth:`_matrix`), then solves by
     LU if that is not accurate either."""
 
-    def __init__(self, G, rho, group, n_groups, rows, a):
-        self.G, self.rho, self.group, self.n_groups, self.a = G, rho, group, n_groups, a
+    def __init__(self, G, b, rho, group, n_groups, rows, a):
+        self.G, self.b, self.rho, self.group, self.n_groups = G, b, rho, group, n_groups
+        self.a = a
         rows = np.asarray(rows, dtype=np.int64)
         self.ref = np.full(n_groups, -1, dtype=np.int64)
         order = rows[np.lexsort((-a[rows], group[rows]))]     # by group, heaviest first
@@ -182,7 +194,29 @@ class _FreeRowsKKT:
         size = max(16, 2 * len(others))
         self.cols = np.zeros(size, dtype=np.int64)
         self.H, self.inv = np.zeros((size, size)), np.zeros((size, size))
+        self.z = np.zeros(size)
+        self.checkpoint()
         self._rebuild(others)
+
+    def checkpoint(self):
+        """The exact gradient ``b - (G + rho I) alpha`` (one product with ``G``), kept with
+        ``alpha``: later rows' gradients are updated from it (:meth:`row_grad`)."""
+        a = self.a
+        self.a0 = a.copy()
+        self.grad0 = self.b - self.G @ a - self.rho * a
+        S = self.cols[:self.n]
+        self.z[:self.n] = self.grad0[S] - self.grad0[self.ref[self.group[S]]]
+        return self.grad0
+
+    def row_grad(self, idx):
+        """The gradient at the rows ``idx`` now (their rows of ``G`` only)."""
+        d = self.a - self.a0
+        return self.grad0[idx] - self.G[idx] @ d - self.rho * d[idx]
+
+    def advance(self, t, q):
+        """The coordinates' reduced gradient after the step ``t Z q``."""
+        n = self.n
+        self.z[:n] -= t * (self.H[:n, :n] @ q)
 
     @property
     def rows(self):
@@ -215,6 +249,7 @@ class _FreeRowsKKT:
                 M[:self.n, :self.n] = getattr(self, name)[:self.n, :self.n]
                 setattr(self, name, M)
             self.cols = np.pad(self.cols, (0, size - len(self.cols)))
+            self.z = np.pad(self.z, (0, size - len(self.z)))
 
     def _rebuild(self, S):
         S = np.asarray(S, dtype=np.int64)
@@ -224,6 +259,7 @@ class _FreeRowsKKT:
         self.cols[:n] = S
         self.pos[S] = np.arange(n)
         self.n = n
+        self.z[:n] = self.row_grad(S) - self.row_grad(self.ref[self.group[S]])
         H = self._matrix(S)
         self.H[:n, :n] = H
         try:
@@ -231,21 +267,23 @@ class _FreeRowsKKT:
         except np.linalg.LinAlgError:   # pragma: no cover - numerically singular
             self.inv[:n, :n] = np.linalg.pinv(H)
 
-    def step(self, grad):
-        """The free rows ``F`` and the Newton step ``p`` on them."""
+    def step(self, grad=None):
+        """The free rows ``F``, the Newton step ``p`` on them and its coordinates ``q``
+        (``grad``: the reduced gradient from this full gradient instead of the kept one)."""
         n, S = self.n, self.cols[:self.n]
-        z = grad[S] - grad[self.ref[self.group[S]]]
+        z = self.z[:n] if grad is None else grad[S] - grad[self.ref[self.group[S]]]
         H = self.H[:n, :n]
         q = self.inv[:n, :n] @ z
         scale = 1e-9 * (1.0 + np.abs(z).max(initial=0.0))
         if np.abs(H @ q - z).max(initial=0.0) > scale:
+            z = z.copy()
             self._rebuild(S.copy())
             q = self.inv[:n, :n] @ z
             if np.abs(H @ q - z).max(initial=0.0) > scale:
                 q = _solve_or_lstsq(self.H[:n, :n], z)
         refs = self.ref >= 0
         p_ref = -np.bincount(self.group[S], q, self.n_groups)
-        return np.concatenate([S, self.ref[refs]]), np.concatenate([q, p_ref[refs]])
+        return np.concatenate([S, self.ref[refs]]), np.concatenate([q, p_ref[refs]]), q
 
     def add(self, j):
         g = self.group[j]
@@ -259,6 +297,8 @@ class _FreeRowsKKT:
         u = inv @ k
         s = d - k @ u
         self.cols[n], self.pos[j], self.n = j, n, n + 1
+        gj = self.row_grad(np.array([j, self.ref[g]]))
+        self.z[n] = gj[0] - gj[1]
         self.H[:n, n] = self.H[n, :n] = k
         self.H[n, n] = d
         if not s > 1e-10 * abs(d):     # (nearly) dependent on the coordinates: rebuild
@@ -276,6 +316,7 @@ class _FreeRowsKKT:
             for M in (self.H, self.inv):
                 M[[q, last], :self.n] = M[[last, q], :self.n]
                 M[:self.n, [q, last]] = M[:self.n, [last, q]]
+            self.z[[q, last]] = self.z[[last, q]]
             self.cols[q], self.cols[last] = jl, j
             self.pos[jl] = q
         self.pos[j] = -1
