@@ -3,8 +3,8 @@ and the adversarial graphical models' cutting plane (:mod:`structlp.agm`).
 
 The master QP over a working set of cuts ``g_t . w + xi_{group_t} >= b_t`` is solved in its
 dual, a QP over weights ``alpha >= 0`` that sum to a cap per group
-(:func:`solve_master_dual`), with the free rows' KKT system kept factored as rows enter and
-leave.
+(:func:`solve_master_dual`), with the free rows' KKT system, reduced to the null space of
+the group sums, kept inverted as rows enter and leave.
 """
 
 from __future__ import annotations
@@ -53,10 +53,14 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     the dual of ``min_w 1/2 |w|^2 + sum_g cap_g xi_g`` s.t.
     ``g_t . w + xi_{group_t} >= b_t`` (``G = [g_s . g_t]``, ``w = sum_t alpha_t g_t``).
     The free rows (``alpha_t > 0``) are optimized exactly by their KKT system
-    (with a ridge of :data:`RIDGE` times ``max diag G``: ``G`` is singular), blocking steps fix rows at 0, and a
+    (with a ridge of :data:`RIDGE` times ``max diag G``: ``G`` is singular), solved in the
+    null space of the group sums (``_FreeRowsKKT``), blocking steps fix rows at 0, and a
     fixed row whose gradient ``b_t - (G alpha)_t`` exceeds its group's level by
     more than ``tol`` is freed, until none does (Nocedal & Wright, Algorithm
-    16.3).  Warm-started from the previous round's weights it takes a few steps.
+    16.3).  Rows to free are taken first from the :data:`CANDIDATES` most violating rows
+    of the last full pricing (their gradients from their rows of ``G``); a full pricing,
+    one product with ``G``, follows when none of them violates, and only it ends the
+    solve.  Warm-started from the previous round's weights it takes a few steps.
     Then ``xi_g = max_{t in g} grad_t`` with ``w`` is feasible for the primal,
     and its value exceeds the dual value by at most ``tol * sum(cap)``.
 
