@@ -39,6 +39,12 @@ INACTIVE_ROUNDS = 5
 #: ``1e-3 tol`` (any weights of the master's dual give a lower bound: only the path changes).
 MASTER_SHARE = 5e-2
 TIGHT_BELOW = 20.0
+#: The Frank-Wolfe route's passes without oracle per epoch (at most) and pairwise steps
+#: inside a block after each oracle call: its oracle is an LP, so steps among the vertices
+#: already found pay more than for a combinatorial oracle (FrankWolfeLearner's defaults
+#: are 100 and 3).
+FW_CACHE_PASSES = 300
+FW_INNER_STEPS = 10
 
 
 def fit_subgradient(est, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
@@ -264,7 +270,8 @@ def fit_frank_wolfe(est, exs, Ys, NL, k, progress):
         return progress.update(**scaled)
 
     fw = FrankWolfeLearner(AdversarialGame(k), C=1.0 / (reg * len(exs)), tol=tol,
-                           max_iter=max_iter, random_state=est.random_state, callback=report)
+                           max_iter=max_iter, random_state=est.random_state, callback=report,
+                           cache_passes=FW_CACHE_PASSES, inner_steps=FW_INNER_STEPS)
     games = [GameExample(ex, nl, polytope=P)
              for ex, nl, P in zip(exs, NL, shared_inner_polytopes(exs, NL, k))]
     with warnings.catch_warnings():
