@@ -106,6 +106,8 @@ class InnerLP:
             M.indptr, M.indices, M.data
         lp.sense_ = highspy.ObjSense.kMaximize
         self.h = new_highs()   # quiet, its banner kept off stdout
+        # no presolve: each solve after the first restarts from the last optimal basis
+        self.h.setOptionValue("presolve", "off")
         self.h.passModel(lp)
         self._idx = np.arange(self.n_cols, dtype=np.int32)
         self._ok = highspy.HighsModelStatus.kOptimal

@@ -39,6 +39,12 @@ INACTIVE_ROUNDS = 5
 #: ``1e-3 tol`` (any weights of the master's dual give a lower bound: only the path changes).
 MASTER_SHARE = 5e-2
 TIGHT_BELOW = 20.0
+#: The Frank-Wolfe route's passes without oracle per epoch (at most) and pairwise steps
+#: inside a block after each oracle call: its oracle is an LP, so steps among the vertices
+#: already found pay more than for a combinatorial oracle (FrankWolfeLearner's defaults
+#: are 100 and 3).
+FW_CACHE_PASSES = 300
+FW_INNER_STEPS = 10
 
 
 def fit_subgradient(est, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
@@ -140,16 +146,18 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     D = n_params(d_v, d_e, k)
     Fs = [lp_features(ex, k) for ex in exs]
     F_all = sp.vstack(Fs, format="csr")
-    FT_all = sp.csr_array(F_all.T)
     cuts = np.concatenate([[0], np.cumsum([F.shape[0] for F in Fs])])
-    Psi = np.vstack([F.T @ lp_encode(ex, y, k) for F, ex, y in zip(Fs, exs, Ys)])
+    Psi = sp.csr_array(np.vstack([F.T @ lp_encode(ex, y, k) for F, ex, y in zip(Fs, exs, Ys)]))
     lps = [InnerLP(ex, k, nl, polytope=P)
            for ex, nl, P in zip(exs, NL, shared_inner_polytopes(exs, NL, k))]
     ones = [np.ones(ex.n_nodes) for ex in exs]
     # the working set: row t of example group[t]; rows 0..m-1 are the truths (the
-    # adversary playing y_i: g = 0, b = 0), so every group starts with a row
+    # adversary playing y_i: g = 0, b = 0), so every group starts with a row.  The rows
+    # g are sparse (a vertex's features minus the truth's, a few percent of theta's
+    # coordinates on SRL): R is kept sparse, its Gram matrix dense (with spare capacity)
     size = max(4 * m, 64)
-    R, b, group = np.zeros((size, D)), np.zeros(size), np.zeros(size, dtype=np.int64)
+    R = sp.csr_array((m, D))
+    b, group = np.zeros(size), np.zeros(size, dtype=np.int64)
     group[:m] = np.arange(m)
     Gram = np.zeros((size, size))
     T = m
@@ -191,19 +199,19 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             vals = np.concatenate([X[i][:cuts[i + 1] - cuts[i]] for i in new] + [np.zeros(0)])
             S = sp.csr_array((vals, (np.repeat(np.arange(len(new)), lens), cols)),
                              shape=(len(new), F_all.shape[0]))
-            g = Psi[new] - (FT_all @ S.T).T
+            g = sp.csr_array(Psi[new] - S @ F_all)
             bv = np.array([X[i][cuts[i + 1] - cuts[i]:].sum() for i in new], dtype=float)
             T1 = T + len(new)
-            if T1 > len(R):
-                grow = max(T1, 2 * len(R))
-                R = np.vstack([R, np.zeros((grow - len(R), D))])
+            if T1 > len(b):
+                grow = max(T1, 2 * len(b))
                 b, group = np.pad(b, (0, grow - len(b))), np.pad(group, (0, grow - len(group)))
                 idle = np.pad(idle, (0, grow - len(idle)))
                 G2 = np.zeros((grow, grow))
                 G2[:T, :T] = Gram[:T, :T]
                 Gram = G2
-            R[T:T1], b[T:T1], group[T:T1], idle[T:T1] = g, bv, new, 0
-            cross = R[:T1] @ g.T
+            R = sp.vstack([R, g], format="csr")
+            b[T:T1], group[T:T1], idle[T:T1] = bv, new, 0
+            cross = (R @ g.T).toarray()
             Gram[:T1, T:T1] = cross
             Gram[T:T1, :T1] = cross.T
             T = T1
@@ -213,7 +221,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             master_tight = master_tol <= 1e-3 * tol
             alpha, grad, dual, _ = solve_master_dual(Gram[:T, :T], b[:T], group[:T], cap,
                                                      alpha=alpha, tol=master_tol)
-            theta = R[:T].T @ alpha
+            theta = R.T @ alpha
             xi = np.full(m, -np.inf)
             np.maximum.at(xi, group[:T], grad)
             lower = reg * dual
@@ -226,7 +234,8 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             if drop.any():
                 keep = np.flatnonzero(~drop)
                 T = len(keep)
-                R[:T], b[:T], group[:T], idle[:T] = R[keep], b[keep], group[keep], idle[keep]
+                R = R[keep]
+                b[:T], group[:T], idle[:T] = b[keep], group[keep], idle[keep]
                 Gram[:T, :T] = Gram[np.ix_(keep, keep)]
                 alpha = alpha[keep]
                 n_dropped += int(drop.sum())
@@ -261,7 +270,8 @@ def fit_frank_wolfe(est, exs, Ys, NL, k, progress):
         return progress.update(**scaled)
 
     fw = FrankWolfeLearner(AdversarialGame(k), C=1.0 / (reg * len(exs)), tol=tol,
-                           max_iter=max_iter, random_state=est.random_state, callback=report)
+                           max_iter=max_iter, random_state=est.random_state, callback=report,
+                           cache_passes=FW_CACHE_PASSES, inner_steps=FW_INNER_STEPS)
     games = [GameExample(ex, nl, polytope=P)
              for ex, nl, P in zip(exs, NL, shared_inner_polytopes(exs, NL, k))]
     with warnings.catch_warnings():

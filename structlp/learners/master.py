@@ -3,8 +3,8 @@ and the adversarial graphical models' cutting plane (:mod:`structlp.agm`).
 
 The master QP over a working set of cuts ``g_t . w + xi_{group_t} >= b_t`` is solved in its
 dual, a QP over weights ``alpha >= 0`` that sum to a cap per group
-(:func:`solve_master_dual`), with the free rows' KKT system kept factored as rows enter and
-leave.
+(:func:`solve_master_dual`), with the free rows' KKT system, reduced to the null space of
+the group sums, kept inverted as rows enter and leave.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ try:  # BLAS thread control (a dependency; without it BLAS keeps its threads)
 except ImportError:  # pragma: no cover
     threadpool_limits = None
 
+#: A full pricing of :func:`solve_master_dual` keeps this many violating rows as the
+#: candidates of the next ones (checked from their rows of ``G`` alone).
+CANDIDATES = 32
 #: Relative ridge added to the master dual's Gram matrix (see :func:`solve_master_dual`).
 RIDGE = 1e-12
 
@@ -50,10 +53,14 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     the dual of ``min_w 1/2 |w|^2 + sum_g cap_g xi_g`` s.t.
     ``g_t . w + xi_{group_t} >= b_t`` (``G = [g_s . g_t]``, ``w = sum_t alpha_t g_t``).
     The free rows (``alpha_t > 0``) are optimized exactly by their KKT system
-    (with a ridge of :data:`RIDGE` times ``max diag G``: ``G`` is singular), blocking steps fix rows at 0, and a
+    (with a ridge of :data:`RIDGE` times ``max diag G``: ``G`` is singular), solved in the
+    null space of the group sums (``_FreeRowsKKT``), blocking steps fix rows at 0, and a
     fixed row whose gradient ``b_t - (G alpha)_t`` exceeds its group's level by
     more than ``tol`` is freed, until none does (Nocedal & Wright, Algorithm
-    16.3).  Warm-started from the previous round's weights it takes a few steps.
+    16.3).  Rows to free are taken first from the :data:`CANDIDATES` most violating rows
+    of the last full pricing (their gradients from their rows of ``G``); a full pricing,
+    one product with ``G``, follows when none of them violates, and only it ends the
+    solve.  Warm-started from the previous round's weights it takes a few steps.
     Then ``xi_g = max_{t in g} grad_t`` with ``w`` is feasible for the primal,
     and its value exceeds the dual value by at most ``tol * sum(cap)``.
 
@@ -94,28 +101,38 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     # a tiny ridge makes the QP strictly concave (G is singular: rows outnumber features,
     # the truths' rows are 0), so that every KKT system below is regular
     rho = RIDGE * max(1.0, float(np.diag(G).max(initial=0.0)))
-    grad = b - G @ a - rho * a
     viol = np.inf
-    kkt = _FreeRowsKKT(G, rho, group, n_groups, np.flatnonzero(free))
+    kkt = _FreeRowsKKT(G, b, rho, group, n_groups, np.flatnonzero(free), a)
+    cand = np.zeros(0, dtype=np.int64)     # rows that violated at the last full pricing
     on_face_optimum = False
     for it in range(steps):
         if not on_face_optimum:
             # KKT of the free rows: (G_FF + rho) p + E_F^T nu = grad_F,  E_F p = 0
-            F, p = kkt.step(grad)
+            F, p, q = kkt.step()
             on_face_optimum = bool(np.abs(p).max(initial=0.0) <= 1e-13 * cap.max())
         if on_face_optimum:
-            # optimal on the free rows: their level xi_g = grad there; free a violating row
-            if it % 20 == 19:
-                grad = b - G @ a - rho * a             # no drift from the updates
-            F = kkt.rows
-            level = np.full(n_groups, -np.inf)
-            np.maximum.at(level, group[F], grad[F])
-            out = np.flatnonzero(~free)
-            excess = grad[out] - level[group[out]]
-            viol = float(excess.max(initial=0.0))
-            if viol <= tol:
-                break
-            j = int(out[int(excess.argmax())])
+            # optimal on the free rows: their level xi_g = grad there (at the group's
+            # reference); free a violating row, first among the last pricing's candidates
+            # (their gradients from their rows of G), else by a full pricing, which alone
+            # may end the solve
+            j = -1
+            cand = cand[~free[cand]]
+            if len(cand):
+                excess = kkt.row_grad(cand) - kkt.row_grad(kkt.ref[group[cand]])
+                k = int(excess.argmax())
+                if excess[k] > tol:
+                    j = int(cand[k])
+            if j < 0:
+                grad = kkt.checkpoint()
+                level = np.where(kkt.ref >= 0, grad[kkt.ref], -np.inf)
+                out = np.flatnonzero(~free)
+                excess = grad[out] - level[group[out]]
+                viol = float(excess.max(initial=0.0))
+                if viol <= tol:
+                    break
+                top = np.flatnonzero(excess > tol)
+                top = out[top[np.argsort(-excess[top], kind="stable")][:CANDIDATES]]
+                j, cand = int(top[0]), top[1:]
             free[j] = True
             kkt.add(j)
             on_face_optimum = False
@@ -127,10 +144,8 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
             k = int(ratios.argmin())
             if ratios[k] < 1.0:
                 t, blocking = float(ratios[k]), int(F[neg][k])
-        step = t * p
-        a[F] += step
-        grad -= step @ G[F]                     # G is symmetric: rows, not columns
-        grad[F] -= rho * step
+        a[F] += t * p
+        kkt.advance(t, q)
         if blocking is not None:
             a[blocking] = 0.0
             free[blocking] = False
@@ -139,14 +154,12 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
             on_face_optimum = True
     a = np.maximum(a, 0.0)
     a *= cap[group] / np.maximum(np.bincount(group, a, n_groups), 1e-300)[group]
-    # polish: the unregularized optimum on the final face (removes the ridge's bias when
-    # it stays feasible; G_FF may be singular, so least squares when LU fails)
-    F = np.flatnonzero(a > 0.0)
-    gF = group[F]
+    # polish: a Newton step of the unregularized objective on the final face (removes the
+    # ridge's bias; its reduced matrix is the kept one, the ridge's, so the step is taken
+    # only when it keeps the weights feasible and raises the dual value)
     grad = b - G @ a
-    p = _solve_kkt(_kkt_matrix(G, 0.0, group, n_groups, F), grad[F], n_groups)
-    if np.all(np.isfinite(p)) and np.all(a[F] + p >= 0.0) and np.abs(
-            np.bincount(gF, p, n_groups)).max(initial=0.0) <= 1e-12 * cap.max():
+    F, p, _ = kkt.step(grad)
+    if len(F) and np.all(np.isfinite(p)) and np.all(a[F] + p >= 0.0):
         trial = a.copy()
         trial[F] += p
         tgrad = b - G @ trial
@@ -155,110 +168,191 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     return a, grad, float(0.5 * a @ (b + grad)), float(viol)
 
 
-def _kkt_matrix(G, rho, group, n_groups, rows):
-    """The KKT matrix ``[[G_FF + rho I, E_F^T], [E_F, 0]]`` of the rows ``F`` of
-    :func:`solve_master_dual` (variables: those rows, then one multiplier per group)."""
-    n = len(rows)
-    K = np.zeros((n + n_groups, n + n_groups))
-    K[:n, :n] = G[np.ix_(rows, rows)]
-    K[np.arange(n), np.arange(n)] += rho
-    K[np.arange(n), n + group[rows]] = 1.0
-    K[n + group[rows], np.arange(n)] = 1.0
-    return K
-
-
-def _solve_kkt(K, rhs, n_groups):
-    """The rows' part of ``K^{-1} [rhs; 0]`` by LU, by least squares where ``K`` is
-    singular."""
-    n = len(rhs)
-    full = np.concatenate([rhs, np.zeros(n_groups)])
-    try:
-        return np.linalg.solve(K, full)[:n]
-    except np.linalg.LinAlgError:
-        return np.linalg.lstsq(K, full, rcond=None)[0][:n]
-
-
 class _FreeRowsKKT:
-    """The inverse of the free rows' KKT matrix ``[[G_FF + rho I, E_F^T], [E_F, 0]]`` of
-    :func:`solve_master_dual`, kept up to date as rows are freed and fixed.
+    """The free rows' KKT system of :func:`solve_master_dual` in the null space of the group
+    sums, its inverse kept up to date as rows are freed and fixed.
 
-    Each change is a bordering (add) or a Schur-complement (remove) update of the inverse,
-    O(n^2) instead of a new O(n^3) factorization; the inverse is recomputed from ``G`` every
-    :data:`REFRESH` changes, and whenever an update's pivot is too small to trust."""
+    Each group keeps one free row as its reference ``r_g``; every other free row ``s`` of
+    the group is a coordinate ``q_s`` of the step ``p = Z q`` (``p_s = q_s``,
+    ``p_{r_g} = -sum_{s in g} q_s``), which keeps each group's sum.  The step solves the
+    reduced system ``(Z^T (G + rho I) Z) q = Z^T grad``: symmetric positive definite, of
+    order (free rows - groups) instead of the (free rows + groups) of the full KKT matrix.
+    A row freed or fixed is one bordering or Schur-complement update of the inverse
+    (``O(n^2)``, in place); a group's reference that leaves hands its part to the group's
+    heaviest other free row (its coordinates are taken out and put back).  The reduced
+    matrix is kept beside the inverse: every step checks its residual, and a residual above
+    ``1e-9`` of the right-hand side rebuilds the inverse (:meth:`_matrix`), then solves by
+    LU if that is not accurate either."""
 
-    REFRESH = 32
+    def __init__(self, G, b, rho, group, n_groups, rows, a):
+        self.G, self.b, self.rho, self.group, self.n_groups = G, b, rho, group, n_groups
+        self.a = a
+        rows = np.asarray(rows, dtype=np.int64)
+        self.ref = np.full(n_groups, -1, dtype=np.int64)
+        order = rows[np.lexsort((-a[rows], group[rows]))]     # by group, heaviest first
+        firsts = np.r_[True, group[order][1:] != group[order][:-1]] if len(order) else []
+        self.ref[group[order[firsts]]] = order[firsts]
+        others = order[~np.asarray(firsts, dtype=bool)] if len(order) else order
+        self.pos = np.full(len(group), -1, dtype=np.int64)
+        self.n = 0
+        size = max(16, 2 * len(others))
+        self.cols = np.zeros(size, dtype=np.int64)
+        self.H, self.inv = np.zeros((size, size)), np.zeros((size, size))
+        self.z = np.zeros(size)
+        self.checkpoint()
+        self._rebuild(others)
 
-    def __init__(self, G, rho, group, n_groups, rows):
-        self.G, self.rho, self.group, self.n_groups = G, rho, group, n_groups
-        self.direct = False      # True: LU solves (the inverse is not accurate enough)
-        self._factor(np.asarray(rows, dtype=np.int64))
+    def checkpoint(self):
+        """The exact gradient ``b - (G + rho I) alpha`` (one product with ``G``), kept with
+        ``alpha``: later rows' gradients are updated from it (:meth:`row_grad`)."""
+        a = self.a
+        self.a0 = a.copy()
+        self.grad0 = self.b - self.G @ a - self.rho * a
+        S = self.cols[:self.n]
+        self.z[:self.n] = self.grad0[S] - self.grad0[self.ref[self.group[S]]]
+        return self.grad0
 
-    def _matrix(self, rows):
-        return _kkt_matrix(self.G, self.rho, self.group, self.n_groups, rows)
+    def row_grad(self, idx):
+        """The gradient at the rows ``idx`` now (their rows of ``G`` only)."""
+        d = self.a - self.a0
+        return self.grad0[idx] - self.G[idx] @ d - self.rho * d[idx]
 
-    def _factor(self, rows):
-        """Variables: the free rows, then one multiplier per group."""
-        self.rows = rows
-        self.changes = 0
-        if self.direct:
-            return
-        K = self._matrix(rows)
+    def advance(self, t, q):
+        """The coordinates' reduced gradient after the step ``t Z q``."""
+        n = self.n
+        self.z[:n] -= t * (self.H[:n, :n] @ q)
+
+    @property
+    def rows(self):
+        """The free rows: the coordinates, then the groups' references."""
+        return np.concatenate([self.cols[:self.n], self.ref[self.ref >= 0]])
+
+    def _kernel(self, j, S):
+        """Reduced-matrix entries of row ``j`` (a coordinate, or about to be one) against
+        the coordinates ``S``, and its diagonal entry."""
+        G, g = self.G, self.group[j]
+        r = self.ref[g]
+        RS = self.ref[self.group[S]]
+        k = G[j, S] - G[r, S] - G[j, RS] + G[r, RS] + self.rho * (self.group[S] == g)
+        return k, G[j, j] - 2.0 * G[j, r] + G[r, r] + 2.0 * self.rho
+
+    def _matrix(self, S):
+        """The reduced matrix ``Z^T (G + rho I) Z`` of the coordinates ``S``."""
+        G, RS = self.G, self.ref[self.group[S]]
+        GS, GR = G[S], G[RS]
+        H = GS[:, S] - GS[:, RS] - GR[:, S] + GR[:, RS]
+        H[np.arange(len(S)), np.arange(len(S))] += self.rho
+        H += self.rho * (self.group[S][:, None] == self.group[S][None, :])
+        return H
+
+    def _grow(self, n):
+        if n > len(self.cols):
+            size = max(n, 2 * len(self.cols))
+            for name in ("H", "inv"):
+                M = np.zeros((size, size))
+                M[:self.n, :self.n] = getattr(self, name)[:self.n, :self.n]
+                setattr(self, name, M)
+            self.cols = np.pad(self.cols, (0, size - len(self.cols)))
+            self.z = np.pad(self.z, (0, size - len(self.z)))
+
+    def _rebuild(self, S):
+        S = np.asarray(S, dtype=np.int64)
+        n = len(S)
+        self._grow(n)
+        self.pos[self.cols[:self.n]] = -1
+        self.cols[:n] = S
+        self.pos[S] = np.arange(n)
+        self.n = n
+        self.z[:n] = self.row_grad(S) - self.row_grad(self.ref[self.group[S]])
+        H = self._matrix(S)
+        self.H[:n, :n] = H
         try:
-            self.inv = np.linalg.inv(K)
+            self.inv[:n, :n] = np.linalg.inv(H)
         except np.linalg.LinAlgError:   # pragma: no cover - numerically singular
-            self.inv = np.linalg.pinv(K)
+            self.inv[:n, :n] = np.linalg.pinv(H)
 
-    def step(self, grad):
-        """The free rows ``F`` and the Newton step ``p`` on them.
-
-        From the kept inverse when its solution's residual is small; otherwise (a nearly
-        singular system, where an updated inverse loses its accuracy) by LU, and by LU for
-        the rest of this solve."""
-        rows, n = self.rows, len(self.rows)
-        rhs = grad[rows]
-        if not self.direct:
-            x = self.inv[:, :n] @ rhs                # the rhs is 0 on the multipliers
-            p, nu = x[:n], x[n:]
-            res = self.G[np.ix_(rows, rows)] @ p + self.rho * p + nu[self.group[rows]] - rhs
-            drift = np.abs(np.bincount(self.group[rows], p, self.n_groups)).max(initial=0.0)
-            scale = 1.0 + np.abs(rhs).max(initial=0.0)
-            if max(np.abs(res).max(initial=0.0), drift) <= 1e-9 * scale:
-                return rows, p
-            self.direct = True
-        return rows, _solve_kkt(self._matrix(rows), rhs, self.n_groups)
+    def step(self, grad=None):
+        """The free rows ``F``, the Newton step ``p`` on them and its coordinates ``q``
+        (``grad``: the reduced gradient from this full gradient instead of the kept one)."""
+        n, S = self.n, self.cols[:self.n]
+        z = self.z[:n] if grad is None else grad[S] - grad[self.ref[self.group[S]]]
+        H = self.H[:n, :n]
+        q = self.inv[:n, :n] @ z
+        scale = 1e-9 * (1.0 + np.abs(z).max(initial=0.0))
+        if np.abs(H @ q - z).max(initial=0.0) > scale:
+            z = z.copy()
+            self._rebuild(S.copy())
+            q = self.inv[:n, :n] @ z
+            if np.abs(H @ q - z).max(initial=0.0) > scale:
+                q = _solve_or_lstsq(self.H[:n, :n], z)
+        refs = self.ref >= 0
+        p_ref = -np.bincount(self.group[S], q, self.n_groups)
+        return np.concatenate([S, self.ref[refs]]), np.concatenate([q, p_ref[refs]]), q
 
     def add(self, j):
-        rows, n = self.rows, len(self.rows)
-        self.changes += 1
-        if self.direct or self.changes >= self.REFRESH:
-            self._factor(np.append(rows, j))
+        g = self.group[j]
+        if self.ref[g] < 0:              # the group's only free row: its reference
+            self.ref[g] = j
             return
-        k = np.zeros(n + self.n_groups)
-        k[:n] = self.G[j, rows]
-        k[n + self.group[j]] = 1.0
-        u = self.inv @ k
-        s = self.G[j, j] + self.rho - k @ u
-        if abs(s) <= 1e-10 * (abs(self.G[j, j]) + self.rho):
-            self._factor(np.append(rows, j))
+        n = self.n
+        k, d = self._kernel(j, self.cols[:n])
+        self._grow(n + 1)
+        inv = self.inv[:n, :n]
+        u = inv @ k
+        s = d - k @ u
+        self.cols[n], self.pos[j], self.n = j, n, n + 1
+        gj = self.row_grad(np.array([j, self.ref[g]]))
+        self.z[n] = gj[0] - gj[1]
+        self.H[:n, n] = self.H[n, :n] = k
+        self.H[n, n] = d
+        if not s > 1e-10 * abs(d):     # (nearly) dependent on the coordinates: rebuild
+            self._rebuild(self.cols[:n + 1].copy())
             return
-        # the new variable goes before the multipliers: permute into place after bordering
-        inv = np.empty((n + self.n_groups + 1,) * 2)
-        inv[:-1, :-1] = self.inv + np.outer(u, u) / s
-        inv[:-1, -1] = inv[-1, :-1] = -u / s
-        inv[-1, -1] = 1.0 / s
-        order = np.r_[np.arange(n), n + self.n_groups, np.arange(n, n + self.n_groups)]
-        self.inv = inv[np.ix_(order, order)]
-        self.rows = np.append(rows, j)
+        inv += np.outer(u / s, u)
+        self.inv[:n, n] = self.inv[n, :n] = -u / s
+        self.inv[n, n] = 1.0 / s
+
+    def _drop(self, j):
+        """Take the coordinate ``j`` out (a Schur-complement update of the inverse)."""
+        q, last = int(self.pos[j]), self.n - 1
+        if q != last:                   # swap it to the end, then drop the end
+            jl = self.cols[last]
+            for M in (self.H, self.inv):
+                M[[q, last], :self.n] = M[[last, q], :self.n]
+                M[:self.n, [q, last]] = M[:self.n, [last, q]]
+            self.z[[q, last]] = self.z[[last, q]]
+            self.cols[q], self.cols[last] = jl, j
+            self.pos[jl] = q
+        self.pos[j] = -1
+        self.n = last
+        d = self.inv[last, last]
+        if not d > 0.0:                 # pragma: no cover - a lost inverse: rebuild
+            self._rebuild(self.cols[:last].copy())
+            return
+        u = self.inv[:last, last]
+        self.inv[:last, :last] -= np.outer(u / d, u)
 
     def remove(self, j):
-        rows = self.rows
-        q = int(np.flatnonzero(rows == j)[0])
-        self.changes += 1
-        if self.direct or self.changes >= self.REFRESH or abs(self.inv[q, q]) <= 1e-300:
-            self._factor(np.delete(rows, q))
+        if self.pos[j] >= 0:
+            self._drop(j)
             return
-        keep = np.r_[np.arange(q), np.arange(q + 1, len(self.inv))]
-        d = self.inv[q, q]
-        col = self.inv[keep, q]
-        self.inv = self.inv[np.ix_(keep, keep)] - np.outer(col, col) / d
-        self.rows = np.delete(rows, q)
+        g = self.group[j]                # a reference: the group's heaviest other row
+        members = self.cols[:self.n][self.group[self.cols[:self.n]] == g]
+        for s in members:
+            self._drop(s)
+        if len(members) == 0:
+            self.ref[g] = -1
+            return
+        new = members[int(np.argmax(self.a[members]))]
+        self.ref[g] = new
+        for s in members:
+            if s != new:
+                self.add(s)
+
+
+def _solve_or_lstsq(K, rhs):
+    """``K^{-1} rhs`` by LU, by least squares where ``K`` is singular."""
+    try:
+        return np.linalg.solve(K, rhs)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(K, rhs, rcond=None)[0]

@@ -474,3 +474,25 @@ def test_cutting_plane_loose_masters_keep_the_optimum(rng, monkeypatch):
         assert est.objective_ == pytest.approx(qp.objective_, rel=1e-7)
         assert est.lower_bound_ <= qp.objective(X, Y) * (1 + 1e-7)
     assert len(set(est.n_iter_ for est in fits.values())) == 2      # another path
+
+
+def test_cutting_plane_master_pricing_keeps_the_optimum(rng, monkeypatch):
+    """The master frees rows from its last full pricing's candidates (CANDIDATES of them):
+    with one candidate or many, and on a general loss matrix, the fit certifies the QP's
+    optimum to 1e-7 and its lower bound stays below the QP's objective (the bound bounds)."""
+    from structlp.learners import master
+    X, Y = random_tree_data(rng, 12, 6, chain=False)
+    order = rng.permutation(3)
+    L = np.abs(order[:, None] - order[None, :]) / 2.0 + 0.1 * (1 - np.eye(3))
+    kw = dict(loss=L, reg=0.02, normalize_weights=True)
+    qp = AdversarialGraphicalModel(3, method="qp", **kw).fit(X, Y)
+    exact = qp.objective(X, Y)
+    for candidates in (1, master.CANDIDATES):
+        monkeypatch.setattr(master, "CANDIDATES", candidates)
+        est = AdversarialGraphicalModel(3, method="cutting_plane", **kw).fit(X, Y)
+        assert est.converged_
+        assert est.objective_ == pytest.approx(est.objective(X, Y), rel=1e-9)
+        assert est.lower_bound_ <= est.objective_ <= est.lower_bound_ + 1e-7
+        assert est.objective_ == pytest.approx(qp.objective_, rel=1e-7)
+        assert est.lower_bound_ <= exact * (1 + 1e-7)
+        np.testing.assert_allclose(est.coef_, qp.coef_, atol=2e-4 / np.sqrt(0.02))
