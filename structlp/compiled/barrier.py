@@ -43,7 +43,7 @@ def store(a: Any, i: int, v: int) -> None:
     a[i] = v
 
 
-def relax(spins: int) -> None:
+def relax(spins: Any) -> None:
     """Give the core away for a moment after ``spins`` looks: ``sched_yield``, past
     :data:`SLEEPS` a sleep of :data:`NAP` microseconds (Python: ``time.sleep(0)``)."""
     time.sleep(0)
@@ -118,15 +118,18 @@ def register() -> None:
         sched_yield = types.ExternalFunction("sched_yield", types.int32())
         usleep = types.ExternalFunction("usleep", types.int32(types.uint32))
 
-        def _relax(spins: int) -> None:
+        def _relax(spins: Any) -> None:
             if spins > SLEEPS:
                 usleep(NAP)
             else:
                 sched_yield()
     else:  # pragma: no cover - Windows: spin only
-        def _relax(spins: int) -> None:
+        def _relax(spins: Any) -> None:
             pass
 
-    overload(relax)(lambda spins: _relax)
+    @overload(relax)
+    def _relax_impl(spins: Any) -> Any:   # (the same parameters as _relax's, for numba)
+        return _relax
+
     register_jitable(wait)
     _STATE["registered"] = True
