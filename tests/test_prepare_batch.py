@@ -254,6 +254,8 @@ TREE_BAD = {
     "parents counting up without a root": _tree(5, [0, 1, 2]),
     "parents counting up from -2": _tree(5, [-2, -1, 0]),
     "parents not integers": _x(5, parents=np.array([-1.0, 0.5, 1.0])),
+    "parents not integers, one per node": lambda X, Y: X.__setitem__(5, dict(
+        X[5], parents=_set(X[5]["parents"].astype(float), -1, X[5]["parents"][-1] + 0.5))),
     "parents empty": _tree(5, []),
     "parents 2-D": _x(5, parents=np.array([[-1, 0]])),
     "parents strings": _x(5, parents=np.array(["-1", "0"])),
@@ -517,6 +519,39 @@ def test_compiled_tree_blocks_and_fit_identical(trees, chunks):
                                 3, 2, 0) for s in shards]
     np.testing.assert_array_equal(outs[0]["w"], outs[1]["w"])
     assert outs[0]["ell"] == outs[1]["ell"]
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_tree_blocks_packed_by_chunks_hold_each_example(batch, monkeypatch):
+    """The compiled tree blocks' arrays, packed by chunks of 3 examples, against each
+    example on its own: its node losses and true labels (from the dense c_i and y_i), its
+    shape (graphical.trees.tree_shape), whether its edges share their features."""
+    from structlp.graphical.trees import tree_shape
+    from structlp.learners import _fw_tree_store
+    monkeypatch.setattr(_fw_tree_store, "_CHUNK", 3)
+    X, Y = chains(m=11, trees=True, seed=5)
+    for i in (1, 4, 8):                          # constant edge features
+        X[i] = dict(X[i], edge_features=np.ones_like(X[i]["edge_features"]))
+    model = TreeLabeling(K, loss="absolute", node_weights="position")
+    compiler.BATCH = batch
+    try:
+        data = prepare(model, X, Y, need_polytopes=False, operators=True)
+    finally:
+        compiler.BATCH = True
+    assert _fw_tree_store._packed_trees(data) == batch
+    blocks = _fw_tree_store._TreeBlocks(model, data)
+    for i, (x, y) in enumerate(zip(X, Y)):
+        b, e = blocks.noff[i], blocks.noff[i + 1]
+        n = len(y)
+        assert e - b == n
+        np.testing.assert_array_equal(blocks.cn[b:e].ravel(), data.c[i][:n * K])
+        np.testing.assert_array_equal(blocks.ytrue[b:e], y)
+        par, order, _, edge_of = tree_shape(x["parents"])
+        for got, ref in ((blocks.parents, par), (blocks.order, order),
+                         (blocks.edge_of, edge_of)):
+            np.testing.assert_array_equal(got[b:e], ref)
+        E = x["edge_features"]
+        assert blocks.uniform[i] == (E == E[:1]).all()
 
 
 @pytest.mark.parametrize("hook", ["check_x", "encode", "loss", "loss_coefficients", "features",

@@ -20,7 +20,8 @@ prepare every example through them).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import attrgetter
+import itertools
+from operator import attrgetter, itemgetter
 from typing import Any, Callable, Iterator, List, Union
 
 import numpy as np
@@ -379,13 +380,15 @@ def _true_parts(k, n, noff, par, lab, sizes):
 
 
 _DTYPE = attrgetter("dtype")
+_TREE_KEYS = ("node_features", "edge_features", "parents")
+_TREE_KINDS = (_REAL, _REAL, "iu", "iuf")      # of node and edge features, parents, labels
 
 
-def _joined(arrays, dtype):
-    """The entries of ``arrays`` in one 1-D array of ``dtype`` (their bytes joined: one
-    copy, without ``np.concatenate``'s cost per array), when every one is a C-contiguous
-    array of that dtype; else None."""
-    if set(map(_DTYPE, arrays)) != {np.dtype(dtype)}:
+def _joined(arrays, dtypes, dtype):
+    """The entries of ``arrays`` (their dtypes ``dtypes``, a set) in one 1-D array of
+    ``dtype`` (their bytes joined: one copy, without ``np.concatenate``'s cost per array),
+    when every one is a C-contiguous array of that dtype; else None."""
+    if dtypes != {np.dtype(dtype)}:
         return None
     try:
         return np.frombuffer(bytearray().join(arrays), dtype=dtype)
@@ -432,22 +435,36 @@ def _scan_trees(X, Y, end, k, dv, de):
     ok = np.fromiter((type(x) is dict for x in Xs), bool, end)
     if not ok.all():
         return first_false(ok)
-    Vs = [x.get("node_features") for x in Xs]
-    Es = [x.get("edge_features") for x in Xs]
-    Ps = [x.get("parents") for x in Xs]
+    try:
+        Vs, Es, Ps = (list(map(itemgetter(key), Xs)) for key in _TREE_KEYS)
+    except KeyError:
+        return first_false(np.fromiter((all(key in x for key in _TREE_KEYS) for x in Xs),
+                                       bool, end))
+    # the types and kinds at once (their first refusal found example by example), then
+    # the shapes (n_i = len(parents) >= 1)
+    lists = (Vs, Es, Ps, Ys)
     nd = np.ndarray
-    ok = np.fromiter((type(v) is nd and type(e) is nd and type(p) is nd and type(y) is nd
-                      and v.dtype.kind in _REAL and e.dtype.kind in _REAL
-                      and p.dtype.kind in "iu" and y.dtype.kind in "iuf"
-                      and p.ndim == 1 and len(p) >= 1 and y.shape == p.shape
+    if set(map(type, itertools.chain(*lists))) != {nd}:
+        dtypes = None
+    else:
+        dtypes = [set(map(_DTYPE, a)) for a in lists]
+        if not all(t.kind in kinds for ts, kinds in zip(dtypes, _TREE_KINDS) for t in ts):
+            dtypes = None
+    if dtypes is None:
+        return first_false(np.fromiter(
+            (type(v) is nd and type(e) is nd and type(p) is nd and type(y) is nd
+             and v.dtype.kind in _REAL and e.dtype.kind in _REAL
+             and p.dtype.kind in "iu" and y.dtype.kind in "iuf"
+             for v, e, p, y in zip(*lists)), bool, end))
+    ok = np.fromiter((p.ndim == 1 and len(p) >= 1 and y.shape == p.shape
                       and v.shape == (len(p), dv) and e.shape == (len(p) - 1, de)
-                      for v, e, p, y in zip(Vs, Es, Ps, Ys)), bool, end)
+                      for v, e, p, y in zip(*lists)), bool, end)
     if not ok.all():
         return first_false(ok)
     n = np.fromiter(map(len, Ps), np.int64, end)
     noff = np.zeros(end + 1, dtype=np.int64)
     np.cumsum(n, out=noff[1:])
-    lab = _joined(Ys, np.int64)
+    lab = _joined(Ys, dtypes[3], np.int64)
     if lab is None:
         yf = np.concatenate(Ys, dtype=float)
         ok = np.isfinite(yf) & (yf == np.round(yf)) & (yf >= 0) & (yf < k)
@@ -460,7 +477,7 @@ def _scan_trees(X, Y, end, k, dv, de):
     del ok
     # parent arrays: chains ([-1, 0, 1, ...]) share their shapes (one per length), the
     # other trees' shapes all at once
-    par = _joined(Ps, np.int64)
+    par = _joined(Ps, dtypes[2], np.int64)
     if par is None:
         par = np.concatenate(Ps, dtype=np.int64, casting="unsafe")
     chain = _chains(par, noff)
@@ -473,7 +490,7 @@ def _scan_trees(X, Y, end, k, dv, de):
     # the features packed as float, finite, and the sums of the rows' norms (the scale
     # check), by chunks
     N = int(noff[-1])
-    V, E = _joined(Vs, np.float64), _joined(Es, np.float64)
+    V, E = _joined(Vs, dtypes[0], np.float64), _joined(Es, dtypes[1], np.float64)
     V = np.empty((N, dv)) if V is None else V.reshape(N, dv)
     E = np.empty((N - end, de)) if E is None else E.reshape(N - end, de)
     copy_v, copy_e = V.base is None, E.base is None
