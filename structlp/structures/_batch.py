@@ -150,6 +150,12 @@ def _read_only(a):
     return a
 
 
+def _sort_key(size):
+    """The dtype of sort keys in ``0..size-1``: 16 bits where they fit (numpy's stable
+    sort is then a radix sort)."""
+    return np.uint16 if size <= 2 ** 16 else np.int64
+
+
 def _tree_shapes(P, n):
     """:func:`~structlp.graphical.trees.tree_shape` of several parent arrays at once: ``P``
     their entries packed (local node indices), ``n`` their lengths (>= 1).  Returns the
@@ -169,10 +175,14 @@ def _tree_shapes(P, n):
         & ~np.logical_or.reduceat(bad, off[:-1])
     if not ok.all():
         return first_false(ok)
-    up = np.where(root, -1, P + off[ex])                 # each node's parent; roots: -1
-    kids = np.argsort(up, kind="stable")[m:]             # by parent, then index; no roots
-    first = np.searchsorted(up[kids], np.arange(N + 1))  # node j's children: kids[first[j]:first[j + 1]]
-    level = np.flatnonzero(root)                         # one per example, in order
+    child = np.flatnonzero(~root)
+    up = P[child] + off[ex[child]]                 # the non-roots' parents, packed
+    # each node's children by index (a stable sort: radix on 16-bit keys), kids[first[j]:
+    # first[j + 1]] those of node j
+    kids = child[np.argsort(up.astype(_sort_key(N)), kind="stable")]
+    first = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(np.bincount(up, minlength=N), out=first[1:])
+    level = np.flatnonzero(root)                   # one per example, in order
     levels = [level]
     while True:
         cnt = first[level + 1] - first[level]
@@ -185,8 +195,7 @@ def _tree_shapes(P, n):
     bfs = np.concatenate(levels)             # each level by example: merged by example
     if len(bfs) < N:                         # a cycle: nodes the root does not reach
         return first_false(np.bincount(ex[bfs], minlength=m) == n)
-    order = loc[bfs[np.argsort(ex[bfs], kind="stable")]]
-    child = np.flatnonzero(~root)
+    order = loc[bfs[np.argsort(ex[bfs].astype(_sort_key(m)), kind="stable")]]
     eoff = off - np.arange(m + 1)
     edge_of = np.full(N, -1, dtype=np.int64)
     edge_of[child] = np.arange(len(child)) - eoff[ex[child]]
@@ -230,7 +239,7 @@ class _Rows(_Packed):
 #: Examples per chunk of the checks and norms (the arrays of one chunk are made at once).
 CHUNK = 1024
 #: Examples per chunk of the trees' breadth-first orders (a loop over their levels each).
-TREE_CHUNK = 8192
+TREE_CHUNK = 4096
 
 
 def _as_float(arrays):
@@ -384,16 +393,18 @@ _TREE_KEYS = ("node_features", "edge_features", "parents")
 _TREE_KINDS = (_REAL, _REAL, "iu", "iuf")      # of node and edge features, parents, labels
 
 
-def _joined(arrays, dtypes, dtype):
-    """The entries of ``arrays`` (their dtypes ``dtypes``, a set) in one 1-D array of
-    ``dtype`` (their bytes joined: one copy, without ``np.concatenate``'s cost per array),
-    when every one is a C-contiguous array of that dtype; else None."""
-    if dtypes != {np.dtype(dtype)}:
-        return None
+def _copy_joined(out, arrays, dtypes):
+    """Copy the entries of ``arrays`` (their dtypes ``dtypes``, a set) into ``out`` (1-D,
+    of as many entries), their bytes joined: without ``np.concatenate``'s cost per array,
+    when every one is a C-contiguous array of ``out``'s dtype.  Returns whether it did."""
+    if dtypes != {out.dtype}:
+        return False
     try:
-        return np.frombuffer(bytearray().join(arrays), dtype=dtype)
+        joined = bytearray().join(arrays)
     except TypeError:                  # one is not C-contiguous
-        return None
+        return False
+    out[:] = np.frombuffer(joined, dtype=out.dtype)
+    return True
 
 
 def _chains(par, noff):
@@ -464,22 +475,23 @@ def _scan_trees(X, Y, end, k, dv, de):
     n = np.fromiter(map(len, Ps), np.int64, end)
     noff = np.zeros(end + 1, dtype=np.int64)
     np.cumsum(n, out=noff[1:])
-    lab = _joined(Ys, dtypes[3], np.int64)
-    if lab is None:
+    N = int(noff[-1])
+    lab = np.empty(N, dtype=np.int64)
+    if _copy_joined(lab, Ys, dtypes[3]):
+        ok = (lab >= 0) & (lab < k)
+    else:
         yf = np.concatenate(Ys, dtype=float)
         ok = np.isfinite(yf) & (yf == np.round(yf)) & (yf >= 0) & (yf < k)
-        lab = yf.astype(np.int64) if ok.all() else None
+        lab[:] = yf.astype(np.int64) if ok.all() else 0
         del yf
-    else:
-        ok = (lab >= 0) & (lab < k)
     if not ok.all():
         return _example_of(first_false(ok), noff[:-1])
     del ok
     # parent arrays: chains ([-1, 0, 1, ...]) share their shapes (one per length), the
     # other trees' shapes all at once
-    par = _joined(Ps, dtypes[2], np.int64)
-    if par is None:
-        par = np.concatenate(Ps, dtype=np.int64, casting="unsafe")
+    par = np.empty(N, dtype=np.int64)
+    if not _copy_joined(par, Ps, dtypes[2]):
+        np.concatenate(Ps, out=par, casting="unsafe")
     chain = _chains(par, noff)
     by_n = {int(v): tree_shape(np.arange(-1, v - 1)) for v in np.unique(n[chain])}
     tree = None
@@ -489,22 +501,19 @@ def _scan_trees(X, Y, end, k, dv, de):
             return tree
     # the features packed as float, finite, and the sums of the rows' norms (the scale
     # check), by chunks
-    N = int(noff[-1])
-    V, E = _joined(Vs, dtypes[0], np.float64), _joined(Es, dtypes[1], np.float64)
-    V = np.empty((N, dv)) if V is None else V.reshape(N, dv)
-    E = np.empty((N - end, de)) if E is None else E.reshape(N - end, de)
-    copy_v, copy_e = V.base is None, E.base is None
+    V, E = np.empty((N, dv)), np.empty((N - end, de))
+    Vf, Ef = V.reshape(-1), E.reshape(-1)
     G = np.empty(end)
     with np.errstate(over="ignore", invalid="ignore"):      # found as not finite
         for a in range(0, end, CHUNK):
             b = min(end, a + CHUNK)
             lo, hi = int(noff[a]), int(noff[b])
-            if copy_v:
+            if not _copy_joined(Vf[lo * dv:hi * dv], Vs[a:b], dtypes[0]):
                 np.concatenate(Vs[a:b], out=V[lo:hi])
             gv = _checked_norms(Vs[a:b], a, noff[a:b] - lo, V[lo:hi])
             if isinstance(gv, int):
                 return gv
-            if copy_e:
+            if not _copy_joined(Ef[(lo - a) * de:(hi - b) * de], Es[a:b], dtypes[1]):
                 np.concatenate(Es[a:b], out=E[lo - a:hi - b])
             eo = noff[a:b] - np.arange(a, b)
             ge = _checked_norms(Es[a:b], a, eo - eo[0], E[lo - a:hi - b])
