@@ -316,11 +316,14 @@ def _node_losses(model, L, k, n, noff, lab, sizes):
     position = model.node_weights is not None
     normalize = bool(model.normalize_weights)
 
+    LT = np.ascontiguousarray(L.T)         # row b: the losses of each label against b
+
     def chunk(a, b):
         lo, hi = int(noff[a]), int(noff[b])
         exl = np.repeat(np.arange(b - a), n[a:b])
-        w = np.ones(hi - lo)
+        Cn = LT[lab[lo:hi]]                                # (nodes, k)
         if position or normalize:
+            w = np.ones(hi - lo)
             loc = np.arange(hi - lo) - (noff[a:b] - lo)[exl]
             if position:
                 w = (loc + 1).astype(float)
@@ -328,7 +331,8 @@ def _node_losses(model, L, k, n, noff, lab, sizes):
                 nn = n[a:b]
                 s = nn.astype(float) if not position else (nn * (nn + 1) / 2).astype(float)
                 w = w / s[exl]
-        return w[:, None] * L[:, lab[lo:hi]].T, exl        # (nodes, k)
+            Cn *= w[:, None]
+        return Cn, exl
 
     nz = np.count_nonzero(L, axis=0)                       # by true label
     s_max = float(n.max()) * (float(n.max()) + 1) / 2 if position else float(n.max())
@@ -352,12 +356,12 @@ def _node_losses(model, L, k, n, noff, lab, sizes):
     for a in range(0, m, CHUNK):
         b = min(m, a + CHUNK)
         Cn, exl = chunk(a, b)
-        r, col = np.nonzero(Cn)                            # by node, then label
-        v = Cn[r, col]
-        lo = int(noff[a])
-        idx[off[a]:off[b]] = (r - (noff[a:b] - lo)[exl[r]]) * k + col
+        at = np.flatnonzero(Cn)                            # by node, then label
+        v = Cn.ravel()[at]
+        ex = exl[at // k]
+        idx[off[a]:off[b]] = at - ((noff[a:b] - noff[a]) * k)[ex]
         val[off[a]:off[b]] = v
-        lam[a:b] = np.bincount(exl[r], weights=np.abs(v), minlength=b - a)
+        lam[a:b] = np.bincount(ex, weights=np.abs(v), minlength=b - a)
     return SparseVectors.packed(idx, val, cnt, sizes), lam
 
 
