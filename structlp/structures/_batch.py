@@ -400,7 +400,9 @@ _TREE_KINDS = (_REAL, _REAL, "iu", "iuf")      # of node and edge features, pare
 def _copy_joined(out, arrays, dtypes):
     """Copy the entries of ``arrays`` (their dtypes ``dtypes``, a set) into ``out`` (1-D,
     of as many entries), their bytes joined: without ``np.concatenate``'s cost per array,
-    when every one is a C-contiguous array of ``out``'s dtype.  Returns whether it did."""
+    when every one is a C-contiguous array of ``out``'s dtype.  Returns whether it did.
+    (Exporting an array's buffer makes numpy keep a small description of it, some tens of
+    bytes, on that array for its lifetime: the given examples grow by that much.)"""
     if dtypes != {out.dtype}:
         return False
     try:
