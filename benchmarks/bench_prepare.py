@@ -193,11 +193,16 @@ def main(argv=None):
                     help="chains and trees per partition of the in-process worker rounds, "
                          "a fifth of it for the assignments (0: none)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", default=None,
+                    help="run only the cases whose name contains this text (e.g. 'trees'); "
+                         "for trying changes, not for the recorded results")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     started = report.machine()
     rows = []
     for name, model, make in cases(args.examples):
+        if args.only and args.only not in name:
+            continue
         X, Y = make()
         run(model, X[:50], Y[:50], True)            # imports and caches
         hooks = cpu_us(model, X, Y, False, args.repeats)
@@ -211,6 +216,8 @@ def main(argv=None):
         rows.append(row)
     worker = []
     for name, model, make, share in (worker_cases() if args.worker_examples else []):
+        if args.only and args.only not in name:
+            continue
         worker.append(worker_round(name, model, make, max(1, int(share * args.worker_examples))))
         print(worker[-1], flush=True)
     end = [round(x, 2) for x in os.getloadavg()]

@@ -103,13 +103,41 @@ def assert_same_refusal(ref, got, model=None, X=None, Y=None, **kw):
                                    TreeLabeling(K, node_weights="position",
                                                 normalize_weights=True),
                                    TreeLabeling(K, loss=np.arange(9.0).reshape(3, 3) % 4
-                                                * (1 - np.eye(3)))])
+                                                * (1 - np.eye(3))),
+                                   # normalized weights taking some losses to zero
+                                   TreeLabeling(K, loss=5e-324 * (1 - np.eye(3)),
+                                                node_weights="position",
+                                                normalize_weights=True)])
 @pytest.mark.parametrize("trees", [False, True])
 def test_trees_same_data(model, kw, trees):
     X, Y = chains(trees=trees)
     ref, got = both(model, X, Y, **kw)
     assert got.c._packed is not None            # made by the vectorised path
     assert_same_data(ref, got)
+
+
+@pytest.fixture(params=["default chunks", "small chunks"])
+def chunks(request, monkeypatch):
+    """The vectorised path by its own chunks of examples, or by chunks of 3 examples (2
+    for the trees' orders), so that a set of 8 spans several."""
+    if request.param == "small chunks":
+        from structlp.structures import _batch
+        monkeypatch.setattr(_batch, "CHUNK", 3)
+        monkeypatch.setattr(_batch, "TREE_CHUNK", 2)
+    return request.param
+
+
+@pytest.mark.parametrize("m", [8, 40])
+def test_trees_same_data_by_chunks(chunks, m):
+    """Chains and trees mixed, in chunks of chains only and chunks of both."""
+    X, Y = chains(m=m, trees=True, seed=m)
+    X[:4] = chains(m=4, seed=1)[0]
+    Y[:4] = chains(m=4, seed=1)[1]
+    for model in (TreeLabeling(K), TreeLabeling(K, node_weights="position",
+                                                normalize_weights=True)):
+        ref, got = both(model, X, Y, operators=True)
+        assert got.X.tree is not None and not got.X.chain.all()
+        assert_same_data(ref, got)
 
 
 @pytest.mark.parametrize("kw", [dict(need_polytopes=True, operators=True),
@@ -223,7 +251,11 @@ TREE_BAD = {
     "parent below -1": _tree(5, [-1, -3, 1]),
     "own parent": _tree(5, [-1, 1, 1]),
     "cycle": _tree(5, [-1, 2, 3, 1]),
+    "parents counting up without a root": _tree(5, [0, 1, 2]),
+    "parents counting up from -2": _tree(5, [-2, -1, 0]),
     "parents not integers": _x(5, parents=np.array([-1.0, 0.5, 1.0])),
+    "parents not integers, one per node": lambda X, Y: X.__setitem__(5, dict(
+        X[5], parents=_set(X[5]["parents"].astype(float), -1, X[5]["parents"][-1] + 0.5))),
     "parents empty": _tree(5, []),
     "parents 2-D": _x(5, parents=np.array([[-1, 0]])),
     "parents strings": _x(5, parents=np.array(["-1", "0"])),
@@ -302,7 +334,7 @@ TREE_BAD = {
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast")
 @pytest.mark.parametrize("trees", [False, True])
 @pytest.mark.parametrize("case", sorted(TREE_BAD))
-def test_trees_refuse_alike(case, trees):
+def test_trees_refuse_alike(case, trees, chunks):
     X, Y = chains(trees=trees)
     TREE_BAD[case](X, Y)
     ref, got = both(TreeLabeling(K), X, Y, operators=True)
@@ -391,11 +423,15 @@ def test_matchings_refuse_alike_without_polytopes(case):
     _nodes(5, lambda V: V.astype(object)), _nodes(5, lambda V: (V * 8).astype(np.int16)),
     _nodes(5, lambda V: V > 0), _edges(5, lambda E: E.astype(np.float32)),
     _y(5, lambda y: y.astype(np.uint8)),
-    _y(5, lambda y: y.astype(np.float16))])
+    _y(5, lambda y: y.astype(np.float16)),
+    # not C-contiguous: copied by numpy rather than joined as bytes
+    _nodes(5, np.asfortranarray), _edges(5, lambda E: np.asfortranarray(E)[:, ::-1]),
+    lambda X, Y: X.__setitem__(5, dict(X[5], parents=np.repeat(X[5]["parents"], 2)[::2])),
+    _y(5, lambda y: np.repeat(y, 2)[::2]), _y(5, lambda y: y.astype(np.int32))])
 def test_tree_inputs_of_other_dtypes_give_the_same_data(change):
-    """Node features of objects, ints or bools, float32 edge features, labels of uint8 or
-    float16: the vectorised path takes them (or suspects them and the per-example hooks
-    take the set), with the hooks' data."""
+    """Node features of objects, ints or bools, float32 edge features, labels of uint8,
+    float16 or int32, arrays that are not C-contiguous: the vectorised path takes them (or
+    suspects them and the per-example hooks take the set), with the hooks' data."""
     X, Y = chains()
     change(X, Y)
     ref, got = both(TreeLabeling(K), X, Y, operators=True)
@@ -457,13 +493,15 @@ def test_packed_examples_behave_as_lists():
 
 
 @pytest.mark.parametrize("trees", [False, True])
-def test_compiled_tree_blocks_and_fit_identical(trees):
+def test_compiled_tree_blocks_and_fit_identical(trees, chunks):
     """The compiled tree blocks packed from either path hold the same arrays, and a
     sharded partition (no cluster: its tasks called in process) reaches the same
     contribution after a pass."""
     from structlp.learners import _fw_tree_store, sharded
     from structlp.learners._fw_tree_store import _TreeBlocks
     X, Y = chains(m=12, trees=trees, seed=3)
+    if trees:                       # chains only in the first chunks
+        X[:4], Y[:4] = chains(m=4, seed=1)
     shards = []
     for batch in (False, True):
         compiler.BATCH = batch
@@ -481,6 +519,39 @@ def test_compiled_tree_blocks_and_fit_identical(trees):
                                 3, 2, 0) for s in shards]
     np.testing.assert_array_equal(outs[0]["w"], outs[1]["w"])
     assert outs[0]["ell"] == outs[1]["ell"]
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_tree_blocks_packed_by_chunks_hold_each_example(batch, monkeypatch):
+    """The compiled tree blocks' arrays, packed by chunks of 3 examples, against each
+    example on its own: its node losses and true labels (from the dense c_i and y_i), its
+    shape (graphical.trees.tree_shape), whether its edges share their features."""
+    from structlp.graphical.trees import tree_shape
+    from structlp.learners import _fw_tree_store
+    monkeypatch.setattr(_fw_tree_store, "_CHUNK", 3)
+    X, Y = chains(m=11, trees=True, seed=5)
+    for i in (1, 4, 8):                          # constant edge features
+        X[i] = dict(X[i], edge_features=np.ones_like(X[i]["edge_features"]))
+    model = TreeLabeling(K, loss="absolute", node_weights="position")
+    compiler.BATCH = batch
+    try:
+        data = prepare(model, X, Y, need_polytopes=False, operators=True)
+    finally:
+        compiler.BATCH = True
+    assert _fw_tree_store._packed_trees(data) == batch
+    blocks = _fw_tree_store._TreeBlocks(model, data)
+    for i, (x, y) in enumerate(zip(X, Y)):
+        b, e = blocks.noff[i], blocks.noff[i + 1]
+        n = len(y)
+        assert e - b == n
+        np.testing.assert_array_equal(blocks.cn[b:e].ravel(), data.c[i][:n * K])
+        np.testing.assert_array_equal(blocks.ytrue[b:e], y)
+        par, order, _, edge_of = tree_shape(x["parents"])
+        for got, ref in ((blocks.parents, par), (blocks.order, order),
+                         (blocks.edge_of, edge_of)):
+            np.testing.assert_array_equal(got[b:e], ref)
+        E = x["edge_features"]
+        assert blocks.uniform[i] == (E == E[:1]).all()
 
 
 @pytest.mark.parametrize("hook", ["check_x", "encode", "loss", "loss_coefficients", "features",

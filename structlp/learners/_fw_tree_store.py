@@ -9,6 +9,7 @@ import numpy as np
 from ._fw_trees import _kernels
 
 ENABLED = True            # tests switch it off to compare the per-block path's iterates
+_CHUNK = 4096             # examples packed at once (their index arrays made together)
 
 
 class _TreeBlocks:
@@ -103,30 +104,36 @@ class _TreeBlocks:
         # 1 where all edges of an example share their features (a chain's constant edge
         # feature): the epoch scores its labellings with max-sum's one table of edge scores
         m = len(sizes)
-        eoff = self.noff[:-1] - np.arange(m)                   # each example's first edge
-        ex_e = np.repeat(np.arange(m), sizes - 1)              # each edge's example
         self.uniform = np.ones(m, dtype=np.int64)
-        self.uniform[ex_e[(self.E != self.E[eoff[ex_e]]).any(axis=1)]] = 0
         self.order = np.asarray(order, dtype=np.int64)
         self.parents = np.asarray(parents, dtype=np.int64)
         self.edge_of = np.asarray(edge_of, dtype=np.int64)
         N = int(self.noff[-1])
         self.cn = np.zeros((N, k))
         self.ytrue = np.zeros(N, dtype=np.int64)
-        # the node losses and true labels from the nonzeros, all examples at once: an
-        # example's node parts (letter-major, < n_i k) are at k noff[i] of the flat (N, k)
-        for vecs, nodes_only in ((data.c, False), (data.mu_true, True)):
-            idx, vals, off = vecs.concatenated()
-            idx = idx.astype(np.int64)
-            ex = np.repeat(np.arange(m), np.diff(off))
-            if nodes_only:              # the truths' edge parts follow their node parts
-                keep = idx < k * sizes[ex]
-                idx, ex = idx[keep], ex[keep]
-            flat = idx + k * self.noff[ex]
-            if nodes_only:
-                self.ytrue[flat // k] = flat % k
-            else:
-                self.cn.reshape(-1)[flat] = vals
+        # the node losses and true labels from the nonzeros: an example's node parts
+        # (letter-major, < n_i k) are at k noff[i] of the flat (N, k); by chunks of
+        # examples (their index arrays made at once)
+        cn = self.cn.reshape(-1)
+        c, mu = data.c.concatenated(), data.mu_true.concatenated()
+        for a in range(0, m, _CHUNK):
+            b = min(m, a + _CHUNK)
+            lo, hi = int(self.noff[a]) - a, int(self.noff[b]) - b      # their edges
+            ex_e = np.repeat(np.arange(a, b), sizes[a:b] - 1)
+            first = self.E[self.noff[ex_e] - ex_e]
+            self.uniform[ex_e[(self.E[lo:hi] != first).any(axis=1)]] = 0
+            for (idx, vals, off), nodes_only in ((c, False), (mu, True)):
+                s, t = int(off[a]), int(off[b])
+                j = idx[s:t].astype(np.int64)
+                ex = np.repeat(np.arange(a, b), np.diff(off[a:b + 1]))
+                if nodes_only:          # the truths' edge parts follow their node parts
+                    keep = j < k * sizes[ex]
+                    j, ex = j[keep], ex[keep]
+                flat = j + k * self.noff[ex]
+                if nodes_only:
+                    self.ytrue[flat // k] = flat % k
+                else:
+                    cn[flat] = vals[s:t]
         self.koff = np.concatenate(([0], np.cumsum(sizes ** 2))).astype(np.int64)
         self.keoff = np.concatenate(([0], np.cumsum((sizes - 1) ** 2))).astype(np.int64)
         self.Kn = np.zeros(int(self.koff[-1]))      # filled by the primal kernel

@@ -20,6 +20,8 @@ prepare every example through them).
 from __future__ import annotations
 
 from collections.abc import Sequence
+import itertools
+from operator import attrgetter, itemgetter
 from typing import Any, Callable, Iterator, List, Union
 
 import numpy as np
@@ -106,25 +108,26 @@ class _Trees(_Packed):
     """Tree examples (:class:`~structlp.graphical.trees.TreeExample`) of the checked node
     and edge features packed, ``V`` (N, d_v) and ``E`` (N - m, d_e) (float, example after
     example: example ``i``'s are views of rows ``noff[i]:noff[i + 1]`` and ``noff[i] - i:
-    noff[i + 1] - i - 1``), and their checked shapes: ``shapes[i]`` a shared tuple (chains:
-    one per length), or an int ``j``, the ``j``-th tree of ``packed`` (read-only parents,
-    order, edge_child, edge_of of the other trees, node offsets, edge offsets); ``n`` (m,)
-    the node counts, ``chain`` (m,) which examples are chains."""
+    noff[i + 1] - i - 1``), and their checked shapes: ``n`` (m,) the node counts, ``chain``
+    (m,) which examples are chains (their shapes shared, ``by_n``: one per length), and
+    ``tree`` None (every example a chain) or the arrays of all examples, ``(parents, order,
+    edge_child, edge_of)`` ((N,), (N,), (N - m,), (N,), local indices; an example's are
+    read-only views of them)."""
 
-    def __init__(self, V, E, shapes, packed, n, chain):
+    def __init__(self, V, E, n, chain, by_n, tree):
         super().__init__(len(n))
-        self.V, self.E, self.shapes, self.packed = V, E, shapes, packed
-        self.n, self.chain = n, chain
+        self.V, self.E, self.n, self.chain, self.by_n, self.tree = V, E, n, chain, by_n, tree
         self.noff = np.zeros(len(n) + 1, dtype=np.int64)
         np.cumsum(n, out=self.noff[1:])
 
     def _make(self, i):
-        shape = self.shapes[i]
-        if type(shape) is int:
-            par, order, child, edge_of, off, eoff = self.packed
-            b, e, f, g = off[shape], off[shape + 1], eoff[shape], eoff[shape + 1]
-            shape = (par[b:e], order[b:e], child[f:g], edge_of[b:e])
         b, e = int(self.noff[i]), int(self.noff[i + 1])
+        if self.chain[i]:
+            shape = self.by_n[e - b]
+        else:
+            par, order, child, edge_of = self.tree
+            shape = tuple(_read_only(a[s:t]) for a, s, t in (
+                (par, b, e), (order, b, e), (child, b - i, e - i - 1), (edge_of, b, e)))
         return TreeExample(self.V[b:e], self.E[b - i:e - i - 1], *shape)
 
     def concatenated(self):
@@ -132,58 +135,67 @@ class _Trees(_Packed):
         order, edge_of)``, the node counts (m,), node offsets (m + 1,), node features
         (N, d_v) and edge features (N - m, d_e) (the packed arrays themselves), and each
         node's parent, breadth-first position and parent edge (N,) in its example's local
-        indices (as :class:`~structlp.graphical.trees.TreeExample` has them)."""
+        indices (as :class:`~structlp.graphical.trees.TreeExample` has them; the packed
+        arrays themselves unless every example is a chain)."""
         n, noff = self.n, self.noff
-        N = int(noff[-1])
-        loc = np.arange(N, dtype=np.int64) - np.repeat(noff[:-1], n)
-        parents, order, edge_of = loc - 1, loc, loc - 1        # chains
-        if self.packed is not None:                           # the other trees
-            sel = np.repeat(~self.chain, n)
-            par, od, _, eo = self.packed[:4]
-            parents[sel], order[sel], edge_of[sel] = par, od, eo
-        return n, noff, self.V, self.E, parents, order, edge_of
+        if self.tree is not None:
+            parents, order, _, edge_of = self.tree
+            return n, noff, self.V, self.E, parents, order, edge_of
+        loc = np.arange(int(noff[-1]), dtype=np.int64) - np.repeat(noff[:-1], n)
+        return n, noff, self.V, self.E, loc - 1, loc, loc - 1
+
+
+def _read_only(a):
+    a.flags.writeable = False
+    return a
+
+
+def _sort_key(size):
+    """The dtype of sort keys in ``0..size-1``: 16 bits where they fit (numpy's stable
+    sort is then a radix sort)."""
+    return np.uint16 if size <= 2 ** 16 else np.int64
 
 
 def _tree_shapes(P, n):
     """:func:`~structlp.graphical.trees.tree_shape` of several parent arrays at once: ``P``
-    their entries packed (local node indices), ``n`` their lengths.  Returns the first
-    array that is not a tree (one root, parents in range, no node its own parent, every
-    node reaching the root), or the packed read-only ``(parents, order, edge_child,
+    their entries packed (local node indices), ``n`` their lengths (>= 1).  Returns the
+    first array that is not a tree (one root, parents in range, no node its own parent,
+    every node reaching the root), or the packed read-only ``(parents, order, edge_child,
     edge_of, node offsets, edge offsets)``, ``order`` the breadth-first order of
-    :func:`~structlp.graphical.trees.check_parents` (children by index)."""
+    :func:`~structlp.graphical.trees.check_parents` (children by index): level by level
+    from the roots, each node's children (by index) after those of the nodes before it."""
     m, N = len(n), len(P)
     off = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(n, out=off[1:])
     ex = np.repeat(np.arange(m), n)
     loc = np.arange(N) - off[ex]
+    root = P == -1
     bad = (P < -1) | (P >= n[ex]) | (P == loc)
-    ok = (np.bincount(ex, weights=P == -1, minlength=m) == 1)
-    ok &= np.bincount(ex, weights=bad, minlength=m) == 0
+    ok = (np.add.reduceat(root, off[:-1], dtype=np.int64) == 1) \
+        & ~np.logical_or.reduceat(bad, off[:-1])
     if not ok.all():
         return first_false(ok)
-    up = np.where(P >= 0, P + off[ex], np.arange(N))      # each node's parent; roots: self
-    root = np.flatnonzero(P == -1)                         # one per example, in order
-    depth, jump = (P >= 0).astype(np.int64), up.copy()
-    for _ in range(int(np.ceil(np.log2(max(int(n.max()), 2)))) + 1):
-        depth = depth + depth[jump]
-        jump = jump[jump]
-    ok = jump == root[ex]                                  # reached the root: no cycle
-    if not ok.all():
-        return int(ex[first_false(ok)])
-    # breadth-first ranks, level by level: by the parent's rank, then by index
-    rank = np.zeros(N, dtype=np.int64)
-    taken = np.ones(m, dtype=np.int64)
-    by_depth = np.argsort(depth, kind="stable")
-    cuts = np.searchsorted(depth[by_depth], np.arange(1, int(depth.max()) + 2))
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        nodes = by_depth[a:b]
-        nodes = nodes[np.lexsort((nodes, rank[up[nodes]], ex[nodes]))]
-        exs = ex[nodes]
-        rank[nodes] = taken[exs] + np.arange(len(nodes)) - np.searchsorted(exs, exs)
-        taken += np.bincount(exs, minlength=m)
-    order = np.empty(N, dtype=np.int64)
-    order[off[ex] + rank] = loc
-    child = np.flatnonzero(P >= 0)
+    child = np.flatnonzero(~root)
+    up = P[child] + off[ex[child]]                 # the non-roots' parents, packed
+    # each node's children by index (a stable sort: radix on 16-bit keys), kids[first[j]:
+    # first[j + 1]] those of node j
+    kids = child[np.argsort(up.astype(_sort_key(N)), kind="stable")]
+    first = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(np.bincount(up, minlength=N), out=first[1:])
+    level = np.flatnonzero(root)                   # one per example, in order
+    levels = [level]
+    while True:
+        cnt = first[level + 1] - first[level]
+        total = int(cnt.sum())
+        if total == 0:
+            break
+        ends = np.cumsum(cnt)
+        level = kids[np.arange(total) + np.repeat(first[level] - (ends - cnt), cnt)]
+        levels.append(level)
+    bfs = np.concatenate(levels)             # each level by example: merged by example
+    if len(bfs) < N:                         # a cycle: nodes the root does not reach
+        return first_false(np.bincount(ex[bfs], minlength=m) == n)
+    order = loc[bfs[np.argsort(ex[bfs].astype(_sort_key(m)), kind="stable")]]
     eoff = off - np.arange(m + 1)
     edge_of = np.full(N, -1, dtype=np.int64)
     edge_of[child] = np.arange(len(child)) - eoff[ex[child]]
@@ -226,6 +238,8 @@ class _Rows(_Packed):
 
 #: Examples per chunk of the checks and norms (the arrays of one chunk are made at once).
 CHUNK = 1024
+#: Examples per chunk of the trees' breadth-first orders (a loop over their levels each).
+TREE_CHUNK = 4096
 
 
 def _as_float(arrays):
@@ -270,31 +284,14 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
     got = _first_suspect(lambda end: _scan_trees(X, Y, end, k, dv, de), m)
     if isinstance(got, (int, np.integer)):
         return int(got)
-    n, noff, V, E, par, lab, G, chain, by_n, other, packed = got
+    n, noff, V, E, par, lab, G, chain, by_n, tree = got
     sizes = n * k + (n - 1) * (k * k)
     c, lam = _node_losses(model, L, k, n, noff, lab, sizes)
-    # the true outputs: node indicators i k + y_i, then edge indicators n k + e k^2 + ab
-    ex = np.repeat(np.arange(m), n)                       # the example of each node
-    local = np.arange(len(ex)) - noff[ex]
-    child = np.flatnonzero(par >= 0)                       # each edge's child, packed
-    ee = ex[child]
-    e_local = np.arange(len(child)) - (noff[ee] - ee)
-    parent = par[child] + noff[ee]
-    counts = 2 * n - 1
-    mo = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(counts, out=mo[1:])
-    idx = np.empty(int(mo[-1]), dtype=np.int64)
-    idx[mo[ex] + local] = local * k + lab
-    idx[mo[ee] + n[ee] + e_local] = (n[ee] * k + e_local * (k * k) + lab[parent] * k
-                                     + lab[child])
-    del ex, local, child, ee, e_local, parent
-    mu = SparseVectors.packed(idx, np.ones(len(idx)), counts, sizes)
+    mu = _true_parts(k, n, noff, par, lab, sizes)
+    del par, lab
     # the scale check (:func:`check_scale`, its errors) from the rows' norms
     bounds = check_scale(None, None, None, bounds=(G, lam))   # type: ignore[arg-type]
-    shapes = [by_n.get(v) for v in n.tolist()]
-    for j, i in enumerate(other.tolist()):
-        shapes[i] = j
-    Xs = _Trees(V, E, shapes, packed, n, chain)
+    Xs = _Trees(V, E, n, chain, by_n, tree)
     polys: list = [None] * m
     if need_polytopes:                  # one polytope per distinct tree
         cache = PolytopeCache(model)
@@ -303,7 +300,7 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
         of_n = {int(v): cache.get(Xs._make(int(ci[j])), int(ci[j]), int(sizes[ci[j]]))
                 for v, j in zip(lens, at)}
         polys = [of_n.get(v) for v in n.tolist()]
-        for i in other.tolist():
+        for i in np.flatnonzero(~chain).tolist():
             polys[i] = cache.get(Xs._make(i), i, int(sizes[i]))
     return TrainingData(_TreeOps(Xs, k), polys, c, np.zeros(m), mu, Xs,  # type: ignore
                         Y, k * dv + k * k * de, bounds)
@@ -312,17 +309,21 @@ def prepare_trees(model: Any, X: List[Any], Y: List[Any], need_polytopes: bool,
 def _node_losses(model, L, k, n, noff, lab, sizes):
     """The loss coefficients ``c[i k + a] = w_i L[a, y_i]`` of the node parts (node weights
     None or "position", normalized or not) by their nonzeros, and each example's
-    ``sum |c|``; made by chunks of examples (two passes: the nonzeros counted, then
-    written in place)."""
+    ``sum |c|``; made by chunks of examples (the nonzeros counted, then written in place).
+    The counts are those of ``L``'s columns (``w_i > 0``) unless a normalized weight could
+    take a product to zero; then they are counted from the products."""
     m = len(n)
     position = model.node_weights is not None
     normalize = bool(model.normalize_weights)
 
+    LT = np.ascontiguousarray(L.T)         # row b: the losses of each label against b
+
     def chunk(a, b):
         lo, hi = int(noff[a]), int(noff[b])
         exl = np.repeat(np.arange(b - a), n[a:b])
-        w = np.ones(hi - lo)
+        Cn = LT[lab[lo:hi]]                                # (nodes, k)
         if position or normalize:
+            w = np.ones(hi - lo)
             loc = np.arange(hi - lo) - (noff[a:b] - lo)[exl]
             if position:
                 w = (loc + 1).astype(float)
@@ -330,13 +331,22 @@ def _node_losses(model, L, k, n, noff, lab, sizes):
                 nn = n[a:b]
                 s = nn.astype(float) if not position else (nn * (nn + 1) / 2).astype(float)
                 w = w / s[exl]
-        return w[:, None] * L[:, lab[lo:hi]].T, exl        # (nodes, k)
+            Cn *= w[:, None]
+        return Cn, exl
 
+    nz = np.count_nonzero(L, axis=0)                       # by true label
+    s_max = float(n.max()) * (float(n.max()) + 1) / 2 if position else float(n.max())
+    by_columns = not normalize or float(L[L > 0].min(initial=np.inf)) / s_max > 1e-300
     cnt = np.zeros(m, dtype=np.int64)
     for a in range(0, m, CHUNK):
         b = min(m, a + CHUNK)
-        Cn, exl = chunk(a, b)
-        cnt[a:b] = np.bincount(exl, weights=np.count_nonzero(Cn, axis=1), minlength=b - a)
+        if by_columns:
+            lo = int(noff[a])
+            cnt[a:b] = np.add.reduceat(nz[lab[lo:int(noff[b])]], noff[a:b] - lo)
+        else:
+            Cn, exl = chunk(a, b)
+            cnt[a:b] = np.bincount(exl, weights=np.count_nonzero(Cn, axis=1),
+                                   minlength=b - a)
     off = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(cnt, out=off[1:])
     small = int(sizes.max()) < 2 ** 31
@@ -346,13 +356,94 @@ def _node_losses(model, L, k, n, noff, lab, sizes):
     for a in range(0, m, CHUNK):
         b = min(m, a + CHUNK)
         Cn, exl = chunk(a, b)
-        r, col = np.nonzero(Cn)                            # by node, then label
-        v = Cn[r, col]
-        lo = int(noff[a])
-        idx[off[a]:off[b]] = (r - (noff[a:b] - lo)[exl[r]]) * k + col
+        at = np.flatnonzero(Cn)                            # by node, then label
+        v = Cn.ravel()[at]
+        ex = exl[at // k]
+        idx[off[a]:off[b]] = at - ((noff[a:b] - noff[a]) * k)[ex]
         val[off[a]:off[b]] = v
-        lam[a:b] = np.bincount(exl[r], weights=np.abs(v), minlength=b - a)
+        lam[a:b] = np.bincount(ex, weights=np.abs(v), minlength=b - a)
     return SparseVectors.packed(idx, val, cnt, sizes), lam
+
+
+def _true_parts(k, n, noff, par, lab, sizes):
+    """The true outputs by their nonzeros: each example's node indicators ``i k + y_i``,
+    then its edge indicators ``n k + e k^2 + y_parent k + y_child`` (edges by child index),
+    made by chunks of examples; ``par`` (N,) the parents, ``lab`` (N,) the labels."""
+    m = len(n)
+    counts = 2 * n - 1
+    mo = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(counts, out=mo[1:])
+    idx = np.empty(int(mo[-1]), dtype=np.int32 if int(sizes.max()) < 2 ** 31 else np.int64)
+    for a in range(0, m, CHUNK):
+        b = min(m, a + CHUNK)
+        lo, hi = int(noff[a]), int(noff[b])
+        nn = n[a:b]
+        st = noff[a:b] - lo                                # the examples' first nodes
+        exl = np.repeat(np.arange(b - a), nn)
+        loc = np.arange(hi - lo) - st[exl]
+        y, p = lab[lo:hi], par[lo:hi]
+        out, at = idx[mo[a]:mo[b]], mo[a:b] - mo[a]
+        out[at[exl] + loc] = loc * k + y
+        child = np.flatnonzero(p >= 0)
+        ec = exl[child]
+        e = np.arange(len(child)) - (st - np.arange(b - a))[ec]   # the example's edge
+        out[at[ec] + nn[ec] + e] = (nn[ec] * k + e * (k * k) + y[p[child] + st[ec]] * k
+                                    + y[child])
+    return SparseVectors.packed(idx, np.ones(len(idx)), counts, sizes)
+
+
+_DTYPE = attrgetter("dtype")
+_TREE_KEYS = ("node_features", "edge_features", "parents")
+_TREE_KINDS = (_REAL, _REAL, "iu", "iuf")      # of node and edge features, parents, labels
+
+
+def _copy_joined(out, arrays, dtypes):
+    """Copy the entries of ``arrays`` (their dtypes ``dtypes``, a set) into ``out`` (1-D,
+    of as many entries), their bytes joined: without ``np.concatenate``'s cost per array,
+    when every one is a C-contiguous array of ``out``'s dtype.  Returns whether it did.
+    (Exporting an array's buffer makes numpy keep a small description of it, some tens of
+    bytes, on that array for its lifetime: the given examples grow by that much.)"""
+    if dtypes != {out.dtype}:
+        return False
+    try:
+        joined = bytearray().join(arrays)
+    except TypeError:                  # one is not C-contiguous
+        return False
+    out[:] = np.frombuffer(joined, dtype=out.dtype)
+    return True
+
+
+def _chains(par, noff):
+    """Which examples (offsets ``noff``) have the parents ``[-1, 0, 1, ...]`` of a chain:
+    the first -1, each next one more."""
+    step = np.empty(len(par), dtype=bool)
+    np.equal(np.subtract(par[1:], par[:-1]), 1, out=step[1:])
+    step[noff[:-1]] = par[noff[:-1]] == -1
+    return np.logical_and.reduceat(step, noff[:-1])
+
+
+def _all_shapes(par, n, noff, chain):
+    """The shapes of all examples when some are not chains: ``(parents, order,
+    edge_child, edge_of)`` ((N,), (N,), (N - m,), (N,): ``par`` itself, the others of
+    :func:`_tree_shapes` by chunks of examples), or the first example that is not a
+    tree."""
+    m, N = len(n), len(par)
+    order = np.empty(N, dtype=np.int64)
+    edge_child = np.empty(N - m, dtype=np.int64)
+    edge_of = np.empty(N, dtype=np.int64)
+    for a in range(0, m, TREE_CHUNK):
+        b = min(m, a + TREE_CHUNK)
+        lo, hi = int(noff[a]), int(noff[b])
+        if chain[a:b].all():
+            loc = np.arange(hi - lo) - np.repeat(noff[a:b] - lo, n[a:b])
+            order[lo:hi], edge_of[lo:hi] = loc, loc - 1
+            edge_child[lo - a:hi - b] = loc[loc > 0]
+            continue
+        got = _tree_shapes(par[lo:hi], n[a:b])
+        if isinstance(got, int):
+            return a + got
+        order[lo:hi], edge_child[lo - a:hi - b], edge_of[lo:hi] = got[1:4]
+    return par, order, edge_child, edge_of
 
 
 def _scan_trees(X, Y, end, k, dv, de):
@@ -361,65 +452,81 @@ def _scan_trees(X, Y, end, k, dv, de):
     ok = np.fromiter((type(x) is dict for x in Xs), bool, end)
     if not ok.all():
         return first_false(ok)
-    Vs = [x.get("node_features") for x in Xs]
-    Es = [x.get("edge_features") for x in Xs]
-    Ps = [x.get("parents") for x in Xs]
+    try:
+        Vs, Es, Ps = (list(map(itemgetter(key), Xs)) for key in _TREE_KEYS)
+    except KeyError:
+        return first_false(np.fromiter((all(key in x for key in _TREE_KEYS) for x in Xs),
+                                       bool, end))
+    # the types and kinds at once (their first refusal found example by example), then
+    # the shapes (n_i = len(parents) >= 1)
+    lists = (Vs, Es, Ps, Ys)
     nd = np.ndarray
-    ok = np.fromiter((type(v) is nd and type(e) is nd and type(p) is nd and type(y) is nd
-                      and v.ndim == 2 and e.ndim == 2 and p.ndim == 1 and y.ndim == 1
-                      and v.dtype.kind in _REAL and e.dtype.kind in _REAL
-                      and p.dtype.kind in "iu" and y.dtype.kind in "iuf"
-                      for v, e, p, y in zip(Vs, Es, Ps, Ys)), bool, end)
+    if set(map(type, itertools.chain(*lists))) != {nd}:
+        dtypes = None
+    else:
+        dtypes = [set(map(_DTYPE, a)) for a in lists]
+        if not all(t.kind in kinds for ts, kinds in zip(dtypes, _TREE_KINDS) for t in ts):
+            dtypes = None
+    if dtypes is None:
+        return first_false(np.fromiter(
+            (type(v) is nd and type(e) is nd and type(p) is nd and type(y) is nd
+             and v.dtype.kind in _REAL and e.dtype.kind in _REAL
+             and p.dtype.kind in "iu" and y.dtype.kind in "iuf"
+             for v, e, p, y in zip(*lists)), bool, end))
+    ok = np.fromiter((p.ndim == 1 and len(p) >= 1 and y.shape == p.shape
+                      and v.shape == (len(p), dv) and e.shape == (len(p) - 1, de)
+                      for v, e, p, y in zip(*lists)), bool, end)
     if not ok.all():
         return first_false(ok)
     n = np.fromiter(map(len, Ps), np.int64, end)
-    sv = np.array([v.shape for v in Vs], dtype=np.int64).reshape(end, 2)
-    se = np.array([e.shape for e in Es], dtype=np.int64).reshape(end, 2)
-    ny = np.fromiter(map(len, Ys), np.int64, end)
-    ok = ((n >= 1) & (sv[:, 0] == n) & (se[:, 0] == n - 1) & (sv[:, 1] == dv)
-          & (se[:, 1] == de) & (ny == n))
-    if not ok.all():
-        return first_false(ok)
     noff = np.zeros(end + 1, dtype=np.int64)
     np.cumsum(n, out=noff[1:])
-    # parent arrays: chains ([-1, 0, 1, ...]) at once, other trees by their shape (checked
-    # once per distinct array)
-    par = np.concatenate(Ps, dtype=np.int64, casting="unsafe")
-    local = np.arange(len(par)) - np.repeat(noff[:-1], n)
-    chain = np.logical_and.reduceat(par == local - 1, noff[:-1])
-    del local
+    N = int(noff[-1])
+    lab = np.empty(N, dtype=np.int64)
+    if _copy_joined(lab, Ys, dtypes[3]):
+        ok = (lab >= 0) & (lab < k)
+    else:
+        yf = np.concatenate(Ys, dtype=float)
+        ok = np.isfinite(yf) & (yf == np.round(yf)) & (yf >= 0) & (yf < k)
+        lab[:] = yf.astype(np.int64) if ok.all() else 0
+        del yf
+    if not ok.all():
+        return _example_of(first_false(ok), noff[:-1])
+    del ok
+    # parent arrays: chains ([-1, 0, 1, ...]) share their shapes (one per length), the
+    # other trees' shapes all at once
+    par = np.empty(N, dtype=np.int64)
+    if not _copy_joined(par, Ps, dtypes[2]):
+        np.concatenate(Ps, out=par, casting="unsafe")
+    chain = _chains(par, noff)
     by_n = {int(v): tree_shape(np.arange(-1, v - 1)) for v in np.unique(n[chain])}
-    other = np.flatnonzero(~chain)
-    packed = None
-    if other.size:
-        sel = np.repeat(~chain, n)
-        packed = _tree_shapes(par[sel], n[other])
-        if isinstance(packed, int):
-            return int(other[packed])
+    tree = None
+    if not chain.all():
+        tree = _all_shapes(par, n, noff, chain)
+        if isinstance(tree, int):
+            return tree
     # the features packed as float, finite, and the sums of the rows' norms (the scale
     # check), by chunks
-    N = int(noff[-1])
     V, E = np.empty((N, dv)), np.empty((N - end, de))
+    Vf, Ef = V.reshape(-1), E.reshape(-1)
     G = np.empty(end)
     with np.errstate(over="ignore", invalid="ignore"):      # found as not finite
         for a in range(0, end, CHUNK):
             b = min(end, a + CHUNK)
             lo, hi = int(noff[a]), int(noff[b])
-            np.concatenate(Vs[a:b], out=V[lo:hi])
+            if not _copy_joined(Vf[lo * dv:hi * dv], Vs[a:b], dtypes[0]):
+                np.concatenate(Vs[a:b], out=V[lo:hi])
             gv = _checked_norms(Vs[a:b], a, noff[a:b] - lo, V[lo:hi])
             if isinstance(gv, int):
                 return gv
-            np.concatenate(Es[a:b], out=E[lo - a:hi - b])
+            if not _copy_joined(Ef[(lo - a) * de:(hi - b) * de], Es[a:b], dtypes[1]):
+                np.concatenate(Es[a:b], out=E[lo - a:hi - b])
             eo = noff[a:b] - np.arange(a, b)
             ge = _checked_norms(Es[a:b], a, eo - eo[0], E[lo - a:hi - b])
             if isinstance(ge, int):
                 return ge
             G[a:b] = k * gv + (k * k) * ge
-    yf = np.concatenate(Ys, dtype=float)
-    ok = np.isfinite(yf) & (yf == np.round(yf)) & (yf >= 0) & (yf < k)
-    if not ok.all():
-        return _example_of(first_false(ok), noff[:-1])
-    return n, noff, V, E, par, yf.astype(np.int64), G, chain, by_n, other, packed
+    return n, noff, V, E, par, lab, G, chain, by_n, tree
 
 
 # ------------------------------------------------------------------ bipartite matchings
