@@ -173,7 +173,7 @@ class _Rows:
         return idx[sel], val[sel], new_off
 
 
-class _Trees:
+class _PartTrees:
     """A partition's examples of packed trees (``TreeLabeling.prepare_batch``): what the
     tree store reads of them, ``concatenated()`` (their rows copied out of the packed
     arrays), without an object per example."""
@@ -196,7 +196,7 @@ class _Part:
 
     def __init__(self, data, idx):
         if _packed_trees(data):
-            self.X: Any = _Trees(data.X, idx)
+            self.X: Any = _PartTrees(data.X, idx)
             self.Phi: Any = SimpleNamespace(trees=self.X)    # packed: _pack reads X only
         else:
             self.X = [data.X[i] for i in idx]
