@@ -193,6 +193,8 @@ def main(argv=None):
                    "within 1e-3 of the optimum).", "Each fit: " + "; ".join(
                        f"n_jobs={r['n_jobs']} wall {r['wall']:.2f} s load "
                        f"{r['load_average'][0]:.1f}" for r in runs)],
+            command=report.command_with({"--python": "THIS_RELEASE_PYTHON",
+                                         "--previous": "PREVIOUS_PYTHON"}),
             started=started, modules=("numba",))
         (path.parent / "raw").mkdir(exist_ok=True)
         (path.parent / "raw" / path.name).write_text(json.dumps({"this": runs,

@@ -149,6 +149,23 @@ def _command() -> str:
     return " ".join(["python", script.as_posix()] + sys.argv[1:])
 
 
+def command_with(placeholders) -> str:
+    """:func:`_command` with the values of the options in ``placeholders`` (option ->
+    placeholder, e.g. an interpreter's path) replaced by the placeholders: no path of the
+    machine goes into the results."""
+    args, out = sys.argv[1:], []
+    for i, a in enumerate(args):
+        prev = args[i - 1] if i else None
+        key = a.split("=", 1)[0]
+        if key in placeholders and "=" in a:
+            out.append(f"{key}={placeholders[key]}")
+        elif prev in placeholders:
+            out.append(placeholders[prev])
+        else:
+            out.append(a)
+    return " ".join(_command().split(" ")[:2] + out)
+
+
 def _plain(obj):
     try:                       # numpy scalars and arrays
         return obj.tolist()
