@@ -115,8 +115,8 @@ def register() -> None:
         return impl
 
     if os.name == "posix":
-        sched_yield = types.ExternalFunction("sched_yield", types.int32())
-        usleep = types.ExternalFunction("usleep", types.int32(types.uint32))
+        sched_yield: Any = types.ExternalFunction("sched_yield", types.int32())
+        usleep: Any = types.ExternalFunction("usleep", types.int32(types.uint32))
 
         def _relax(spins: Any) -> None:
             if spins > SLEEPS:
