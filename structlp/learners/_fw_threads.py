@@ -358,21 +358,27 @@ class _ThreadedTreeBlocks:
         the dual (``dual`` before the first) by at least :attr:`cache_share` of ``gain``,
         at most ``max_passes``.  Returns ``ell`` and the dual after the passes (the learner
         calls it through :func:`._fw_blocks.run_cache_passes`)."""
+        return self._passes(w, C, ell, dual, self.cache_share * gain, max_passes, None,
+                            order)
+
+    def _passes(self, w, C, ell, dual, least, max_passes, steps, order):
+        """The passes of :meth:`run_passes`, while one raises the dual by ``least``, up to
+        ``steps`` pairwise steps per block (default: each store's :attr:`pass_steps`)."""
         m = len(self.owner)
         order = np.arange(m, dtype=np.int64) if order is None else np.asarray(order)
         own = self.owner[order]
         orders = [np.ascontiguousarray(self.local[order[own == p]]) for p in range(self.K)]
         self._begin(w, ell)
         self.st[4] = dual
-        self.least = self.cache_share * gain
+        self.least = least
         done = 0
         while done < max_passes:
             def args(p, together, left=max_passes - done):
                 s = self.stores[p]
                 return (together, self.sync, self.st, self.W, self.WL, self.stats, C,
-                        s.pass_steps, s.skip_share, self.least, left, s.hg, *s._data(),
-                        s.parents, s.edge_of, *s._store(), s.Y, s.alpha, s.lv, s.G, s.act,
-                        s.before, s.coef, s.SC, orders[p])
+                        s.pass_steps if steps is None else steps, s.skip_share, self.least,
+                        left, s.hg, *s._data(), s.parents, s.edge_of, *s._store(), s.Y,
+                        s.alpha, s.lv, s.G, s.act, s.before, s.coef, s.SC, orders[p])
 
             done += self._launch("_tree_pass_rounds", args)
             if self.st[3]:
@@ -383,9 +389,10 @@ class _ThreadedTreeBlocks:
         return self._end(w), float(self.st[4])
 
     def cache_pass(self, w, C, ell, steps=None):
-        """One pass without oracle in every partition, combined as a round (see
+        """One pass without oracle in every partition, up to ``steps`` pairwise steps per
+        block (default: each store's ``pass_steps``), combined as a round (see
         :meth:`run_passes`)."""
-        ell, _ = self.run_passes(w, C, ell, -np.inf, 0.0, 1)
+        ell, _ = self._passes(w, C, ell, -np.inf, 0.0, 1, steps, None)
         return ell
 
     def check(self, w, C, dd):

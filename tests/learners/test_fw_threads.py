@@ -126,6 +126,26 @@ def test_threaded_rounds_keep_w_equal_to_the_blocks():
     assert len(sigmas) > 1 or sigmas != {2.0}    # the rounds' sigma' was measured
 
 
+def test_threaded_pass_takes_the_steps_asked():
+    """``cache_pass(steps=0)`` moves nothing (no pairwise step in any block); with the
+    stores' default steps the same pass moves ``w``: the argument reaches the kernels."""
+    from structlp.compiler import prepare
+    from structlp.learners._fw_threads import _ThreadedTreeBlocks
+    X, Y, model = tree_data(4, m=40, n=4, k=3, tree="random")
+    data = prepare(model, X, Y, need_polytopes=False, operators=True)
+    blocks = _ThreadedTreeBlocks(model, data, 2, np.random.default_rng(0))
+    w, ell = blocks.primal(None, None, data.d, 2.0, None)
+    g = np.zeros(len(X))
+    r = np.random.default_rng(1)
+    for _ in range(3):
+        ell = blocks.epoch(r.permutation(len(X)).astype(np.int64), w, 2.0, 3, ell, g)
+    before = w.copy()
+    assert blocks.cache_pass(w, 2.0, ell, steps=0) == ell
+    np.testing.assert_array_equal(w, before)
+    blocks.cache_pass(w, 2.0, ell)
+    assert not np.array_equal(w, before)
+
+
 def test_partitions_balanced_and_disjoint():
     from structlp.learners._fw_threads import split
     sizes = np.random.default_rng(0).integers(1, 20, size=101)
