@@ -40,7 +40,7 @@ import importlib
 import inspect
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import numpy as np
 
@@ -231,6 +231,22 @@ def kernel(name: str, fn: Callable[..., Any],
     if built is not None:
         return built
     return jitted() if jitted is not None else jit(fn)
+
+
+def kernel_set(fns: Dict[str, Callable[..., Any]],
+               jit_helpers: Callable[[], bool]) -> Optional[Dict[str, Callable[..., Any]]]:
+    """The kernels ``fns`` (name -> Python function, each named as its kernel of
+    :data:`KERNELS` with a leading underscore), compiled as one set: all built ahead of time
+    when the wheel has them, else by numba's JIT (on first use, cached on disk) after
+    ``jit_helpers()`` bound the numba functions they call; None when it returns False
+    (numba does not import).  For the modules whose kernels run together (the tree
+    Frank–Wolfe's)."""
+    built = {name: ahead_of_time(name.lstrip("_"), fn) for name, fn in fns.items()}
+    if all(f is not None for f in built.values()):
+        return cast(Dict[str, Callable[..., Any]], built)
+    if jit_helpers():
+        return {name: jit(fn) or fn for name, fn in fns.items()}
+    return None
 
 
 def ahead_of_time(name: str, fn: Callable[..., Any]) -> Optional[Callable[..., Any]]:

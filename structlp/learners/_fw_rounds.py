@@ -30,8 +30,8 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ..compiled import ahead_of_time, jit
 from ..compiled import barrier as _barrier
+from ..compiled import kernel_set
 from ..compiled.barrier import wait
 from . import _fw_trees
 from ._fw_trees import _cache_pass, _tree_epoch
@@ -189,20 +189,13 @@ def _jit_helpers() -> bool:
 
 
 def _kernels():
-    """The kernels, compiled (ahead of time, else by numba's JIT, cached on disk), or the
-    Python functions themselves (where :data:`._fw_trees.USE_NUMBA` is off, or numba
-    absent).  Compiled, they run without the GIL: ``"together"`` in the result says whether
-    threads may run them at once."""
+    """The kernels, compiled (:func:`structlp.compiled.kernel_set`), or the Python functions
+    themselves (where :data:`._fw_trees.USE_NUMBA` is off, or numba absent).  Compiled,
+    they run without the GIL: ``"together"`` in the result says whether threads may run
+    them at once."""
     key = "numba" if _fw_trees.USE_NUMBA else "python"
     if key not in _CACHE:
         fns: Dict[str, Any] = {name: globals()[name] for name in _KERNELS}
-        together = False
-        if key == "numba":
-            built = {name: ahead_of_time(name.lstrip("_"), fns[name]) for name in _KERNELS}
-            if all(f is not None for f in built.values()):
-                fns, together = built, True
-            elif _jit_helpers():
-                fns, together = {name: jit(fn) or fn for name, fn in fns.items()}, True
-        fns["together"] = together
-        _CACHE[key] = fns
+        built = kernel_set(fns, _jit_helpers) if key == "numba" else None
+        _CACHE[key] = dict(built or fns, together=built is not None)
     return _CACHE[key]

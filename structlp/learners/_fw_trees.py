@@ -29,7 +29,7 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ..compiled import ahead_of_time, jit
+from ..compiled import kernel_set
 from ..compiled.prefetch import prefetch
 from ..compiled.prefetch import register as _register_prefetch
 from ._fw_kernels import _DROP, _pairwise_steps
@@ -682,18 +682,10 @@ def _jit_helpers() -> bool:
 
 
 def _kernels():
-    """The four kernels, compiled (built ahead of time, :mod:`structlp.compiled`, else by
-    numba's JIT, cached on disk) when :data:`USE_NUMBA`, else the Python functions
-    themselves."""
+    """The four kernels, compiled (:func:`structlp.compiled.kernel_set`) when
+    :data:`USE_NUMBA`, else the Python functions themselves."""
     key = "numba" if USE_NUMBA else "python"
     if key not in _CACHE:
         fns = {name: globals()[name] for name in _KERNELS}
-        if key == "numba":
-            built = {name: ahead_of_time(name.lstrip("_"), fns[name])
-                     for name in _KERNELS}
-            if all(f is not None for f in built.values()):
-                fns = built
-            elif _jit_helpers():
-                fns = {name: jit(fn) or fn for name, fn in fns.items()}
-        _CACHE[key] = fns
+        _CACHE[key] = (key == "numba" and kernel_set(fns, _jit_helpers)) or fns
     return _CACHE[key]
