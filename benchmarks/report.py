@@ -55,6 +55,7 @@ import json
 import math
 import os
 import platform
+import shlex
 import sys
 from pathlib import Path
 
@@ -139,31 +140,37 @@ def write(path, *, name, title, description, floor, tables, command=None, notes=
     return data
 
 
-def _command() -> str:
-    """How this run was started, the script named from the repository root."""
+def _script() -> str:
+    """This run's script, named from the repository root."""
     script = Path(sys.argv[0]).resolve()
     try:
         script = script.relative_to(RESULTS.parents[1])
     except ValueError:
         script = Path(script.name)
-    return " ".join(["python", script.as_posix()] + sys.argv[1:])
+    return script.as_posix()
 
 
-def command_with(placeholders) -> str:
-    """:func:`_command` with the values of the options in ``placeholders`` (option ->
-    placeholder, e.g. an interpreter's path) replaced by the placeholders: no path of the
-    machine goes into the results."""
-    args, out = sys.argv[1:], []
+def _command() -> str:
+    """How this run was started, the script named from the repository root."""
+    return " ".join(["python", _script()] + sys.argv[1:])
+
+
+def command_with(placeholders, argv=None) -> str:
+    """How this run was started (the script named from the repository root, the arguments
+    ``argv`` (default ``sys.argv[1:]``) quoted for a shell), with the values of the options
+    in ``placeholders`` (option -> placeholder, e.g. an interpreter's path) replaced by the
+    placeholders: no path of the machine goes into the results."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    out = []
     for i, a in enumerate(args):
-        prev = args[i - 1] if i else None
         key = a.split("=", 1)[0]
         if key in placeholders and "=" in a:
             out.append(f"{key}={placeholders[key]}")
-        elif prev in placeholders:
-            out.append(placeholders[prev])
+        elif i and args[i - 1] in placeholders:
+            out.append(placeholders[args[i - 1]])
         else:
             out.append(a)
-    return " ".join(_command().split(" ")[:2] + out)
+    return shlex.join(["python", _script()] + out)
 
 
 def _plain(obj):
