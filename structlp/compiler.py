@@ -359,10 +359,6 @@ class SparseVectors(Sequence):
             return np.zeros(0, dtype=np.int64), np.zeros(0), off
         return np.concatenate(self._idx), np.concatenate(self._val), off
 
-    def supports(self) -> List[np.ndarray]:
-        """Each vector's nonzero positions (int64), without making the dense vectors."""
-        return [np.asarray(self.nonzeros(i)[0], dtype=np.int64) for i in range(len(self))]
-
     def sizes(self) -> List[int]:
         """Each vector's length."""
         return self._packed[3].tolist() if self._packed is not None else list(self._len)
