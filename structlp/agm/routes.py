@@ -148,6 +148,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     F_all = sp.vstack(Fs, format="csr")
     cuts = np.concatenate([[0], np.cumsum([F.shape[0] for F in Fs])])
     Psi = sp.csr_array(np.vstack([F.T @ lp_encode(ex, y, k) for F, ex, y in zip(Fs, exs, Ys)]))
+    del Fs                                  # F_all holds them (a copy each: freed)
     lps = [InnerLP(ex, k, nl, polytope=P)
            for ex, nl, P in zip(exs, NL, shared_inner_polytopes(exs, NL, k))]
     ones = [np.ones(ex.n_nodes) for ex in exs]
@@ -211,7 +212,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
                 Gram = G2
             R = sp.vstack([R, g], format="csr")
             b[T:T1], group[T:T1], idle[T:T1] = bv, new, 0
-            cross = (R @ g.T).toarray()
+            cross = R @ g.toarray().T     # sparse times dense: the dense block at once
             Gram[:T1, T:T1] = cross
             Gram[T:T1, :T1] = cross.T
             T = T1
@@ -229,14 +230,18 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             # a relaxation, so its value stays a lower bound; a row the oracle finds again
             # comes back
             idle[:T] = np.where(alpha > 0.0, 0, idle[:T] + 1)
+            # (taken out together, once they are a tenth of the rows or their room is
+            # needed: each removal copies the Gram matrix)
             drop = idle[:T] >= INACTIVE_ROUNDS
             drop[:m] = False
-            if drop.any():
+            n_drop = int(drop.sum())
+            if n_drop and (10 * n_drop >= T or T + m > len(b)):
                 keep = np.flatnonzero(~drop)
-                T = len(keep)
+                T0, T = T, len(keep)
                 R = R[keep]
                 b[:T], group[:T], idle[:T] = b[keep], group[keep], idle[keep]
-                Gram[:T, :T] = Gram[np.ix_(keep, keep)]
+                for j, r in enumerate(keep):   # in place (keep[j] >= j): no new array
+                    Gram[j, :T] = Gram[r, keep]
                 alpha = alpha[keep]
                 n_dropped += int(drop.sum())
     if not converged and it == int(est.max_iter):

@@ -123,11 +123,12 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
                 if excess[k] > tol:
                     j = int(cand[k])
             if j < 0:
-                grad = kkt.checkpoint()
-                level = np.where(kkt.ref >= 0, grad[kkt.ref], -np.inf)
                 out = np.flatnonzero(~free)
-                excess = grad[out] - level[group[out]]
+                excess = kkt.price(out)
                 viol = float(excess.max(initial=0.0))
+                if viol <= tol:    # the end, if the exact gradient agrees
+                    excess = kkt.price(out, exact=True)
+                    viol = float(excess.max(initial=0.0))
                 if viol <= tol:
                     break
                 top = np.flatnonzero(excess > tol)
@@ -199,18 +200,35 @@ class _FreeRowsKKT:
         self.cols = np.zeros(size, dtype=np.int64)
         self.H, self.inv = np.zeros((size, size)), np.zeros((size, size))
         self.z = np.zeros(size)
+        self.a0 = None
         self.checkpoint()
         self._rebuild(others)
 
-    def checkpoint(self):
-        """The exact gradient ``b - (G + rho I) alpha`` (one product with ``G``), kept with
-        ``alpha``: later rows' gradients are updated from it (:meth:`row_grad`)."""
-        a = self.a
+    def checkpoint(self, exact=False):
+        """The gradient ``b - (G + rho I) alpha``, kept with ``alpha``: later rows'
+        gradients are updated from it (:meth:`row_grad`).  The first checkpoint and an
+        ``exact`` one take one product with ``G``; the others update the last one from
+        the rows of ``G`` whose weights changed since (``G`` is symmetric), unless more
+        than a quarter of them did."""
+        a, a0 = self.a, self.a0
+        J = None if exact or a0 is None else np.flatnonzero(a != a0)
+        if J is None or 4 * len(J) > len(a):
+            self.grad0 = self.b - self.G @ a - self.rho * a
+        else:
+            d = a[J] - a0[J]
+            self.grad0 = self.grad0 - d @ self.G[J]
+            self.grad0[J] -= self.rho * d
         self.a0 = a.copy()
-        self.grad0 = self.b - self.G @ a - self.rho * a
         S = self.cols[:self.n]
         self.z[:self.n] = self.grad0[S] - self.grad0[self.ref[self.group[S]]]
         return self.grad0
+
+    def price(self, out, exact=False):
+        """The excess of the rows ``out``' gradients over their groups' levels (the
+        gradient at each group's reference), from a :meth:`checkpoint`."""
+        grad = self.checkpoint(exact=exact)
+        level = np.where(self.ref >= 0, grad[self.ref], -np.inf)
+        return grad[out] - level[self.group[out]]
 
     def row_grad(self, idx):
         """The gradient at the rows ``idx`` now (their rows of ``G`` only)."""

@@ -443,3 +443,33 @@ def test_hinge_is_exact_and_never_negative_at_huge_C():
         assert np.all(est.slack_ >= 0), est.slack_
         np.testing.assert_allclose(est.slack_, hinge, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(est.objective_, 0.5 * w @ w + 1e20 * sum(hinge), rtol=1e-9)
+
+
+def test_master_dual_incremental_gradient_is_exact(monkeypatch):
+    """Within a solve the pricings' gradients are updated from the rows of G whose
+    weights changed (not one product with G each): on a master large enough for that path,
+    every such gradient equals the exact b - (G + rho) alpha to 1e-10, the path is taken,
+    and the optimum is cvxpy's."""
+    import structlp.learners.master as cpm
+    rng = np.random.default_rng(7)
+    n_groups, T, d = 60, 400, 40
+    group = np.r_[np.arange(n_groups), rng.integers(0, n_groups, T - n_groups)]
+    R = rng.normal(size=(T, d)) / np.sqrt(d)
+    R[:n_groups] = 0.0
+    b = np.r_[np.zeros(n_groups), rng.uniform(0.05, 0.5, T - n_groups)]
+    cap = rng.uniform(0.5, 2.0, n_groups)
+    checkpoint, seen = cpm._FreeRowsKKT.checkpoint, {"incremental": 0, "err": 0.0}
+
+    def checked(self, exact=False):
+        incremental = (not exact and self.a0 is not None
+                       and 4 * np.count_nonzero(self.a != self.a0) <= len(self.a))
+        grad = checkpoint(self, exact=exact)
+        truth = self.b - self.G @ self.a - self.rho * self.a
+        seen["incremental"] += incremental
+        seen["err"] = max(seen["err"], float(np.abs(grad - truth).max()))
+        return grad
+
+    monkeypatch.setattr(cpm._FreeRowsKKT, "checkpoint", checked)
+    a, grad, value, viol = cpm.solve_master_dual(R @ R.T, b, group, cap, tol=1e-12)
+    assert seen["incremental"] >= 5 and seen["err"] <= 1e-10
+    assert_cvxpy_master_dual(R, b, group, cap, a, value, viol, same_w=False)
