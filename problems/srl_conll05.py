@@ -27,6 +27,8 @@ propositions of test.wsj per split, drawn at random (``seed``):
 - ``wsj`` (in domain): ``splits``-fold partition of test.wsj's sentences; train on a
   sample of the other folds' propositions, test on every proposition of the fold.
 
+``n_train="all"`` is the data's full scale: brown trains on all of test.wsj (one split:
+every sample would be the same), each wsj fold on every proposition of the other folds.
 Time is what sets ``n_train`` (default 200; the SRL guide gives the measured run
 times): the exact AGM solves one inner LP per training tree and round (a pruned tree has
 18 nodes on average, so 9 x 18 node and 81 x 17 edge marginals), tens of rounds per fit,
@@ -40,7 +42,8 @@ training set, from ``reg_grid`` extended a decade at a time until every choice i
 interior, and used in both experiments (both train on samples of test.wsj of one
 size).  A model is marked ``*`` when it has the best mean or is not
 significantly worse than it (Wilcoxon signed-rank on the per-split losses,
-alpha = 0.05; with fewer than 6 splits no difference can be significant).
+alpha = 0.05; with fewer than 6 splits no difference can be significant; an experiment of
+one split pairs the losses of its test propositions instead).
 
 The data (research use only) are read from ``data_path`` (option), else
 ``$STRUCTLP_CONLL05_PATH``, else ``../shared/data/conll05_srl``; never copied here.
@@ -64,6 +67,8 @@ from structlp.datasets.conll05_features import SRLFeatures, ordinal_loss_matrix
 from structlp.structures import TreeLabeling
 
 DESCRIPTION = __doc__.split("\n\n")[0]
+#: Words the CLI passes for an option besides integers: ``-o n_train=all``.
+OPTION_WORDS = {"n_train": ("all",)}
 
 MODELS = ("AGM", "AGM-SG", "CRF", "SSVM")
 #: Table 2 of the paper: average cost-sensitive loss (AGM, CRF, SSVM).
@@ -112,9 +117,14 @@ def fit_model(model, reg, X, Y, cfg):
     return est
 
 
+def proposition_losses(pred, Y, L):
+    """Each proposition's mean node loss ``L[pred, true]`` (ndarray (n,))."""
+    return np.array([L[p, y].mean() for p, y in zip(pred, Y)])
+
+
 def mean_loss(pred, Y, L):
     """Mean over propositions of the mean node loss ``L[pred, true]``."""
-    return float(np.mean([L[p, y].mean() for p, y in zip(pred, Y)]))
+    return float(np.mean(proposition_losses(pred, Y, L)))
 
 
 def _task(job):
@@ -124,24 +134,27 @@ def _task(job):
     model = fit_model(job.model, job.reg, tr, [Y[i] for i in job.train], cfg)
     t1, c1 = time.perf_counter(), time.process_time()
     pred = model.predict([X[i] for i in job.test])
-    loss = mean_loss(pred, [Y[i] for i in job.test], cfg["L"])
+    losses = proposition_losses(pred, [Y[i] for i in job.test], cfg["L"])
     t2 = time.perf_counter()
-    return job, loss, {"fit": t1 - t0, "fit_cpu": c1 - c0, "predict": t2 - t1}
+    return job, losses, {"fit": t1 - t0, "fit_cpu": c1 - c0, "predict": t2 - t1}
 
 
 def _run_tasks(jobs, n_jobs, progress):
     def report(r):
-        job, loss, tm = r
+        job, losses, tm = r
         progress.message(f"[{job.phase} {job.tag}] {job.model} reg={job.reg:g}: loss "
-                         f"{loss:.4f} (fit {tm['fit']:.1f} s, cpu {tm['fit_cpu']:.1f} s)")
+                         f"{losses.mean():.4f} (fit {tm['fit']:.1f} s, cpu "
+                         f"{tm['fit_cpu']:.1f} s)")
         return r
     if n_jobs == 1 or len(jobs) <= 1:
         return [report(_task(j)) for j in jobs]
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    # split by split (a run cut short has whole splits), the long fits first within one
-    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].tag,
-                                                    jobs[i].model not in ("AGM", "SSVM")))
+    # the longest fits first (the exact AGM's, then the stochastic one's, on the largest
+    # training sets first), so that the two cores end together
+    cost = {"AGM": 0, "AGM-SG": 1, "CRF": 2, "SSVM": 3}
+    order = sorted(range(len(jobs)), key=lambda i: (cost[jobs[i].model],
+                                                    -len(jobs[i].train)))
     out = [None] * len(jobs)
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("fork")) as pool:
         futures = {pool.submit(_task, jobs[i]): i for i in order}
@@ -173,9 +186,9 @@ def cross_validate(train, sid, grid, n_folds, models, n_jobs, progress, timings,
     while any(todo.values()):
         jobs = [Job(m, r, fit, val, f"cv-{tag}", f) for f, (fit, val) in enumerate(folds)
                 for m in models for r in todo[m]]
-        for job, loss, tm in _run_tasks(jobs, n_jobs, progress):
+        for job, losses, tm in _run_tasks(jobs, n_jobs, progress):
             timings.append((f"cv-{tag}", job.model, tm))
-            scores[job.model].setdefault(job.reg, []).append(loss)
+            scores[job.model].setdefault(job.reg, []).append(float(losses.mean()))
         todo = {m: [] for m in models}
         for m in models:
             best, regs = _best(scores[m]), sorted(scores[m])
@@ -198,11 +211,17 @@ def _best(by_reg):
 
 
 def make_splits(sid_wsj, n_wsj, n_brown, n_train, splits, seed):
-    """Train/test proposition indices (into wsj + brown) of both experiments."""
+    """Train/test proposition indices (into wsj + brown) of both experiments.
+
+    ``n_train=None`` (the option ``"all"``) trains on every proposition of the pool: all
+    of test.wsj for brown (one split: every split would be the same), every other fold's
+    propositions for wsj."""
     rng = np.random.default_rng(seed)
     wsj = np.arange(n_wsj)
-    brown = [(np.sort(rng.choice(wsj, n_train, replace=False)), n_wsj + np.arange(n_brown))
-             for _ in range(splits)]
+    n_train = n_wsj if n_train is None else n_train
+    brown = ([(wsj, n_wsj + np.arange(n_brown))] if n_train >= n_wsj else
+             [(np.sort(rng.choice(wsj, n_train, replace=False)), n_wsj + np.arange(n_brown))
+              for _ in range(splits)])
     sents = np.unique(sid_wsj)
     rng.shuffle(sents)
     fold_of = np.empty(sents.max() + 1, dtype=int)
@@ -221,7 +240,9 @@ def _check(name, v, lo, hi=None):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo \
             or (hi is not None and v > hi):
         rng = f"in {lo}..{hi}" if hi else f">= {lo}"
-        raise structlp.InvalidParameterError(f"{name} must be an integer {rng}; got {v!r}.")
+        also = " or 'all'" if name == "n_train" else ""
+        raise structlp.InvalidParameterError(
+            f"{name} must be an integer {rng}{also}; got {v!r}.")
 
 
 def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2,
@@ -230,7 +251,8 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
     """Run both experiments (see the module docstring) and return the table.
 
     Options: ``data_path`` (default ``$STRUCTLP_CONLL05_PATH`` or
-    ../shared/data/conll05_srl), ``n_train`` (training propositions per split),
+    ../shared/data/conll05_srl), ``n_train`` (training propositions per split, or
+    ``"all"``),
     ``splits`` (per experiment; the wsj experiment's number of folds, >= 2),
     ``cv`` (folds of the reg selection; 1 = the first grid value), ``reg_grid``,
     ``n_jobs`` (forked workers), ``seed`` (samples and folds), ``loss_seed`` (the
@@ -242,7 +264,9 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
         raise structlp.InvalidParameterError(
             "srl_conll05 uses the built-in cutting plane, Frank-Wolfe and L-BFGS; "
             f"solver={solver!r} does not apply.")
-    for name, v, lo, hi in (("n_train", n_train, 6, None), ("splits", splits, 2, 50),
+    if n_train != "all":
+        _check("n_train", n_train, 6)
+    for name, v, lo, hi in (("splits", splits, 2, 50),
                             ("cv", cv, 1, 10), ("n_jobs", n_jobs, 1, None),
                             ("epochs", epochs, 1, None), ("loss_seed", loss_seed, 0, None)):
         _check(name, v, lo, hi)
@@ -271,7 +295,8 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
     Xb, Yb, _ = feats.transform(D["test.brown"])
     L, order = ordinal_loss_matrix(int(loss_seed))
     _DATA.update(X=Xw + Xb, Y=Yw + Yb, cfg={"L": L, "epochs": int(epochs), "seed": int(seed)})
-    split_ids = make_splits(sid, len(Xw), len(Xb), int(n_train), int(splits), int(seed))
+    split_ids = make_splits(sid, len(Xw), len(Xb), None if n_train == "all" else int(n_train),
+                            int(splits), int(seed))
     rng = np.random.default_rng(int(seed) + 1)
     timings, out = [], {}
     # one selection for both experiments: both train on samples of test.wsj of one size
@@ -282,54 +307,65 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
                                                 int(cv), models, int(n_jobs), progress,
                                                 timings, experiments[0], rng)
     progress.message("chosen: " + ", ".join(f"{m} {chosen[m]:g}" for m in models))
+    # both experiments' fits in one pool (no core idles between them)
+    jobs = [Job(m, chosen[m], tr, te, exp, s) for exp in experiments
+            for s, (tr, te) in enumerate(split_ids[exp]) for m in models]
     for exp in experiments:
-        t_exp = time.perf_counter()
-        jobs = [Job(m, chosen[m], tr, te, exp, s)
-                for s, (tr, te) in enumerate(split_ids[exp]) for m in models]
-        per = {m: [None] * int(splits) for m in models}
-        for job, loss, tm in _run_tasks(jobs, int(n_jobs), progress):
-            timings.append((exp, job.model, tm))
-            per[job.model][job.tag] = loss
-        out[exp] = {"per_split": per, "reg": chosen, "seconds": time.perf_counter() - t_exp,
-                    "n_test": [len(te) for _, te in split_ids[exp]]}
+        out[exp] = {"per_split": {m: [None] * len(split_ids[exp]) for m in models},
+                    "per_proposition": {m: [None] * len(split_ids[exp]) for m in models},
+                    "reg": chosen, "n_test": [len(te) for _, te in split_ids[exp]],
+                    "n_train": [len(tr) for tr, _ in split_ids[exp]]}
+    for job, losses, tm in _run_tasks(jobs, int(n_jobs), progress):
+        timings.append((job.phase, job.model, tm))
+        out[job.phase]["per_split"][job.model][job.tag] = float(losses.mean())
+        out[job.phase]["per_proposition"][job.model][job.tag] = losses
     progress.close()
     elapsed = time.perf_counter() - t0
     ru1 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     cpu = sum(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime for a, b in zip(ru0, ru1))
     recall = {s: pruning_recall(D[s]) for s in D}
-    return _report(out, models, order, feats, recall, timings, elapsed, cpu, int(n_train),
+    return _report(out, models, order, feats, recall, timings, elapsed, cpu, n_train,
                    int(splits), cv, grid, wilcoxon, chosen, cv_loss, notes, experiments[0])
 
 
-def marks(per, models, wilcoxon):
-    """Means and marks: best mean, or not significantly worse (Wilcoxon, alpha 0.05)."""
+def marks(per, models, wilcoxon, items=None):
+    """Means and marks: best mean, or not significantly worse (Wilcoxon, alpha 0.05).
+
+    The test pairs the per-split losses ``per``; with one split it pairs the test
+    propositions' losses ``items`` (``{model: [ndarray]}``, the same propositions for
+    every model) instead."""
     means = {m: float(np.mean(per[m])) for m in models}
     best = min(means, key=means.get)
+    single = items is not None and len(per[best]) == 1
     ok = {}
     for m in models:
-        a, b = np.asarray(per[m]), np.asarray(per[best])
-        ok[m] = m == best or bool(np.allclose(a, b)) or wilcoxon(a, b).pvalue >= 0.05
+        a, b = ((items[m][0], items[best][0]) if single
+                else (np.asarray(per[m]), np.asarray(per[best])))
+        ok[m] = bool(m == best or np.allclose(a, b) or wilcoxon(a, b).pvalue >= 0.05)
     return means, ok
 
 
 def _report(out, models, order, feats, recall, timings, elapsed, cpu, n_train, splits, cv,
             grid, wilcoxon, chosen, cv_loss, notes, cv_exp):
+    sizes = sorted({n for r in out.values() for n in r["n_train"]})
     lines = ["Semantic role labelling (CoNLL-2005 test sets), mean cost-sensitive loss over "
-             f"{splits} splits, {n_train} training propositions per split; * = best or not "
-             "significantly worse (Wilcoxon, alpha=0.05)",
+             f"the splits, {sizes[0]}-{sizes[-1]} training propositions per split "
+             f"(n_train={n_train}); * = best or not significantly worse (Wilcoxon on the "
+             "splits' losses, on the propositions' with one split; alpha=0.05)",
              f"{'experiment':<22} " + " ".join(f"{m:>8}" for m in models)
              + "   | paper (Table 2): AGM 0.14, CRF 0.19, SSVM 0.14"]
     table = {}
     for exp, r in out.items():
-        means, ok = marks(r["per_split"], models, wilcoxon)
+        means, ok = marks(r["per_split"], models, wilcoxon, r["per_proposition"])
         table[exp] = {m: {"mean": means[m], "best": ok[m], "per_split": r["per_split"][m],
                           "reg": r["reg"][m]} for m in models}
         name = ("train wsj, test brown" if exp == "brown" else "wsj folds (in domain)")
         lines.append(f"{name:<22} " + " ".join(f"{means[m]:7.4f}{'*' if ok[m] else ' '}"
                                                for m in models))
         rank = sorted(models, key=means.get)
-        lines.append(f"  ranking: {' < '.join(rank)}; test propositions per split "
-                     f"{min(r['n_test'])}-{max(r['n_test'])}")
+        lines.append(f"  ranking: {' < '.join(rank)}; {len(r['n_test'])} split(s), test "
+                     f"propositions per split {min(r['n_test'])}-{max(r['n_test'])}, "
+                     f"training {min(r['n_train'])}-{max(r['n_train'])}")
     lines.append(f"label order of the ordinal loss: {[LABELS[a] for a in order]}")
     lines.append(f"features: {feats.n_node_features_} per node, {feats.n_edge_features_} per "
                  "edge; pruning keeps " + ", ".join(f"{s} {a}/{b} ({a / b:.1%})"

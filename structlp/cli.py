@@ -183,7 +183,9 @@ def parse_options(items: Sequence[str], module: Any) -> Dict[str, Any]:
             raise StructlpError(f"unknown option {key!r} for this problem; valid options: "
                                 f"{valid}.")
         default = options.get(key, None) if options is not None else None
-        out[key] = _convert(key, value, default)
+        words = getattr(module, "OPTION_WORDS", {})
+        words = words.get(key, ()) if isinstance(words, dict) else ()
+        out[key] = value.strip() if value.strip() in words else _convert(key, value, default)
     return out
 
 

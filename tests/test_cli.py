@@ -317,6 +317,22 @@ def test_option_values_take_the_type_of_their_default(chatty, tmp_path, capsys):
         assert expect in err and "got" in err and len(err.strip().splitlines()) == 1
 
 
+def test_option_words_pass_beside_the_default_type(tmp_path, capsys):
+    """A word the problem's OPTION_WORDS names for an option reaches run as a string; an
+    integer still arrives as an integer and any other word is still refused."""
+    path = tmp_path / "words.py"
+    path.write_text('DESCRIPTION = "words"\nOPTION_WORDS = {"n": ("all",)}\n'
+                    'def run(solver=None, C=None, seed=0, n=5):\n'
+                    '    return {"report": f"n={n!r}", "kind": type(n).__name__}\n')
+    for value, kind in (("all", "str"), ("7", "int")):
+        out = tmp_path / f"{kind}.json"
+        assert main(["run", str(path), "-q", "--json", str(out), "-o", f"n={value}"]) == 0
+        assert json.loads(out.read_text())["kind"] == kind
+    assert "n='all'" in capsys.readouterr().out
+    assert main(["run", str(path), "-q", "-o", "n=every"]) == 2
+    assert "'n' expects an integer" in capsys.readouterr().err
+
+
 def _no_traceback(text):
     return "Traceback" not in text and "Exception ignored" not in text
 

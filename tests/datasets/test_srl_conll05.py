@@ -310,6 +310,8 @@ def test_problem_options_are_checked():
     mod = _problem()
     with pytest.raises(InvalidParameterError, match="n_train"):
         mod.run(n_train=2)
+    with pytest.raises(InvalidParameterError, match="n_train must be an integer >= 6 or 'all'"):
+        mod.run(n_train="every")
     with pytest.raises(InvalidParameterError, match="solver"):
         mod.run(solver="CLARABEL")
     with pytest.raises(InvalidParameterError, match="experiments"):
@@ -330,6 +332,44 @@ def test_problem_marks():
     means, ok = mod.marks(per, ("AGM", "CRF", "SSVM"), wilcoxon)
     assert min(means, key=means.get) == "AGM"
     assert ok == {"AGM": True, "CRF": False, "SSVM": True}
+
+
+def test_problem_full_scale_splits():
+    """n_train=None ("all"): brown is one split, all of test.wsj against all of
+    test.brown; each wsj fold trains on every proposition outside it (sentences kept
+    whole), and the folds' test sets partition test.wsj.  A sample size beyond the
+    pool is the same."""
+    mod = _problem()
+    rng = np.random.default_rng(3)
+    sid = np.sort(rng.integers(0, 40, 120))          # 120 propositions of 40 sentences
+    for n_train in (None, 500):
+        S = mod.make_splits(sid, 120, 30, n_train, 4, seed=0)
+        (tr, te), = S["brown"]
+        assert np.array_equal(tr, np.arange(120)) and np.array_equal(te, 120 + np.arange(30))
+        assert len(S["wsj"]) == 4
+        tests = np.sort(np.concatenate([te for _, te in S["wsj"]]))
+        assert np.array_equal(tests, np.arange(120))
+        for tr, te in S["wsj"]:
+            assert np.array_equal(np.sort(np.r_[tr, te]), np.arange(120))
+            assert not set(sid[tr]) & set(sid[te])
+    S = mod.make_splits(sid, 120, 30, 50, 4, seed=0)   # a sample: one split per fold
+    assert len(S["brown"]) == 4 and all(len(tr) == 50 for tr, _ in S["brown"])
+
+
+def test_problem_marks_one_split_pairs_propositions():
+    """With one split the marks pair the test propositions' losses (Wilcoxon on 200
+    pairs): a model worse on most propositions is marked down, one that differs by
+    noise is not; the per-split test could mark neither."""
+    from scipy.stats import wilcoxon
+    mod = _problem()
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.0, 0.1, 200)
+    items = {"AGM": [base], "CRF": [base + 0.01 + rng.normal(0, 0.005, 200)],
+             "SSVM": [base + rng.normal(0, 0.005, 200)]}
+    per = {m: [float(v[0].mean())] for m, v in items.items()}
+    means, ok = mod.marks(per, ("AGM", "CRF", "SSVM"), wilcoxon, items)
+    best = min(means, key=means.get)
+    assert best in ("AGM", "SSVM") and ok["CRF"] is False and ok["AGM"] and ok["SSVM"]
 
 
 @needs_data
