@@ -64,6 +64,7 @@ from structlp.utils import Progress, check_verbose
 from structlp.agm import AdversarialGraphicalModel, TreeCRF
 from structlp.datasets.conll05 import LABELS, load_conll05, pruning_recall
 from structlp.datasets.conll05_features import SRLFeatures, ordinal_loss_matrix
+from structlp.learners.master import single_threaded_blas
 from structlp.structures import TreeLabeling
 
 DESCRIPTION = __doc__.split("\n\n")[0]
@@ -131,7 +132,8 @@ def _task(job):
     X, Y, cfg = _DATA["X"], _DATA["Y"], _DATA["cfg"]
     tr = [X[i] for i in job.train]
     t0, c0 = time.perf_counter(), time.process_time()
-    model = fit_model(job.model, job.reg, tr, [Y[i] for i in job.train], cfg)
+    with single_threaded_blas():     # the fits' systems are small; workers share the cores
+        model = fit_model(job.model, job.reg, tr, [Y[i] for i in job.train], cfg)
     t1, c1 = time.perf_counter(), time.process_time()
     pred = model.predict([X[i] for i in job.test])
     losses = proposition_losses(pred, [Y[i] for i in job.test], cfg["L"])
