@@ -110,9 +110,10 @@ class AdversarialGraphicalModel(BaseEstimator):
         "cutting_plane": the same optimum by the n-slack cutting plane of the
         max-margin learners (Tsochantaridis et al. 2005), each example's inner LP as
         the oracle and its optimal vertex as the cut; ``objective_`` is within ``tol``
-        of the minimum, certified by ``lower_bound_``.  Needs ``reg > 0``; its master
-        keeps a dense Gram matrix over the vertices in use, which limits it to a few
-        hundred examples.
+        of the minimum, certified by ``lower_bound_``.  An example found within ``tol``
+        in the last round is skipped until a round that solves every LP (every fourth,
+        and the one in which it may stop).  Needs ``reg > 0``; its master keeps a dense
+        Gram matrix over the vertices in use (memory quadratic in their number).
         "frank_wolfe": the same optimum by block-coordinate Frank–Wolfe
         (:class:`~structlp.FrankWolfeLearner` on :class:`~structlp.agm.game_model.AdversarialGame`,
         ``C = 1 / (reg m)``), with a certified duality gap: it stops when
@@ -160,6 +161,8 @@ class AdversarialGraphicalModel(BaseEstimator):
         epoch (the average then covers the second-half iterates done so far, or is the
         last iterate).  Cutting plane: after every round's LPs (``iteration``,
         ``objective``, ``lower_bound``, ``max_violation``, ``n_constraints``, ``time``);
+        In a round that skips examples ``objective`` is an upper bound (each skipped
+        LP's value bounded from its last solve); ``objective_`` is always exact.
         True stops there.  Frank–Wolfe: after every epoch (``iteration``,
         ``gap_estimate``, and at exact checks ``objective`` and ``duality_gap``, in the
         objective's units, ``time``); True stops there (the last ``theta`` is then

@@ -39,6 +39,12 @@ INACTIVE_ROUNDS = 5
 #: ``1e-3 tol`` (any weights of the master's dual give a lower bound: only the path changes).
 MASTER_SHARE = 5e-2
 TIGHT_BELOW = 20.0
+#: Shrinking: an example whose LP left it within tol of its slack in ``CALM_ROUNDS``
+#: rounds in a row is not solved again until a round that solves every LP: each
+#: ``FULL_EVERY``-th round, and the round in which the cutting plane may stop (it stops
+#: only on every example's exact violation).
+CALM_ROUNDS = 1
+FULL_EVERY = 4
 #: The Frank-Wolfe route's passes without oracle per epoch (at most) and pairwise steps
 #: inside a block after each oracle call: its oracle is an LP, so steps among the vertices
 #: already found pay more than for a combinatorial oracle (FrankWolfeLearner's defaults
@@ -152,6 +158,39 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     lps = [InnerLP(ex, k, nl, polytope=P)
            for ex, nl, P in zip(exs, NL, shared_inner_polytopes(exs, NL, k))]
     ones = [np.ones(ex.n_nodes) for ex in exs]
+    # An example not solved this round has its LP value bounded: at most its value at its
+    # last solve plus, per block of parts that is a distribution (a node's labels, an
+    # edge's pairs, a clique's table), the largest change of a part's score since.
+    blocks = [_simplex_sizes(ex, k) for ex in exs]
+    block0 = np.concatenate([[0], np.cumsum(np.concatenate(blocks))[:-1]])
+    ex_block0 = np.concatenate([[0], np.cumsum([len(q) for q in blocks])[:-1]])
+    value_at, s_at = np.zeros(m), np.zeros(F_all.shape[0])
+    X = [None] * m
+    calm = np.zeros(m, dtype=np.int64)
+    n_solves = 0
+
+    def solve_lps(which, s):
+        # the LPs of the examples `which` at the part scores s (values, vertices, scores)
+        nonlocal n_solves
+        for i in np.flatnonzero(which):
+            rows = slice(cuts[i], cuts[i + 1])
+            value_at[i], X[i] = lps[i].solve_costs(np.concatenate([s[rows], ones[i]]))
+            s_at[rows] = s[rows]
+        n_solves += int(which.sum())
+
+    def violations(s, psi, which):
+        # every example's violation: exact where solved at s, else its bound
+        bound = value_at + np.add.reduceat(np.maximum.reduceat(s - s_at, block0),
+                                           ex_block0)
+        v = bound - psi - xi
+        calm[which] = np.where(v[which] <= tol, calm[which] + 1, 0)
+        return bound - psi, v
+
+    def solve_rest(todo, s, psi):
+        # the LPs skipped this round: every example's violation exact
+        solve_lps(~todo, s)
+        return (np.ones(m, dtype=bool),) + violations(s, psi, ~todo)
+
     # the working set: row t of example group[t]; rows 0..m-1 are the truths (the
     # adversary playing y_i: g = 0, b = 0), so every group starts with a row.  The rows
     # g are sparse (a vertex's features minus the truth's, a few percent of theta's
@@ -171,28 +210,34 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     it = n_dropped = 0
     with single_threaded_blas():
         for it in range(1, int(est.max_iter) + 1):
-            s = F_all @ theta
-            X = []
-            hinge = -(Psi @ theta)
-            for i in range(m):
-                value, x = lps[i].solve_costs(np.concatenate([s[cuts[i]:cuts[i + 1]],
-                                                              ones[i]]))
-                hinge[i] += value
-                X.append(x)
+            s, psi = F_all @ theta, Psi @ theta
+            todo = (np.ones(m, dtype=bool) if it % FULL_EVERY == 1 or FULL_EVERY == 1
+                    else calm < CALM_ROUNDS)
+            solve_lps(todo, s)
+            hinge, viol = violations(s, psi, todo)
+            worst = float(viol[todo].max(initial=0.0))      # of the examples solved
+            if not todo.all() and (it == int(est.max_iter)
+                                   or (worst <= tol and master_tight)):
+                todo, hinge, viol = solve_rest(todo, s, psi)   # it may stop: every LP
+                worst = float(viol.max())
+            # (the objective is an upper bound in a round that skips examples)
             objective = 0.5 * reg * theta @ theta + hinge.mean()
-            viol = hinge - xi
             stop = progress.update(iteration=it, objective=float(objective),
-                                   lower_bound=lower, max_violation=float(viol.max()),
+                                   lower_bound=lower, max_violation=worst,
                                    n_constraints=T - m)
-            tight = viol.max() <= TIGHT_BELOW * tol
-            if viol.max() <= tol and master_tight:
+            if stop and not todo.all():
+                todo, hinge, viol = solve_rest(todo, s, psi)
+                worst = float(viol.max())
+                objective = 0.5 * reg * theta @ theta + hinge.mean()
+            tight = worst <= TIGHT_BELOW * tol
+            if todo.all() and worst <= tol and master_tight:
                 converged = True
                 break
             if stop or it == int(est.max_iter):
                 break
             # (none when every violation is within tol but the last master was loose: it
             # is then solved again to 1e-3 tol, and the next round's LPs decide)
-            new = np.flatnonzero(viol > tol)
+            new = np.flatnonzero((viol > tol) & todo)
             # the new rows in one product: the vertices' marginal parts times Phi
             lens = cuts[new + 1] - cuts[new]
             cols = np.concatenate([np.arange(cuts[i], cuts[i + 1]) for i in new]
@@ -218,7 +263,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             T = T1
             alpha = np.concatenate([alpha, np.zeros(len(new))])
             master_tol = 1e-3 * tol if tight else max(1e-3 * tol,
-                                                      MASTER_SHARE * float(viol.max()))
+                                                      MASTER_SHARE * worst)
             master_tight = master_tol <= 1e-3 * tol
             alpha, grad, dual, _ = solve_master_dual(Gram[:T, :T], b[:T], group[:T], cap,
                                                      alpha=alpha, tol=master_tol)
@@ -256,8 +301,18 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     est.lower_bound_ = float(min(lower, objective))
     est.n_constraints_ = T - m
     est.inner_stats_["dropped_rows"] = n_dropped
-    est.inner_stats_["solves"] = it * m
+    est.inner_stats_["solves"] = n_solves
     return theta
+
+
+def _simplex_sizes(ex, k):
+    """Sizes of the consecutive blocks of ``ex``'s inner-LP marginal parts that each hold
+    a distribution: a node's ``k`` labels and an edge's ``k^2`` pairs on a tree, a
+    clique's table on a junction tree."""
+    if isinstance(ex, GraphExample):
+        return np.diff(ex.tables(k).offsets)
+    n = ex.n_nodes
+    return np.concatenate([np.full(n, k), np.full(n - 1, k * k)]).astype(np.int64)
 
 def fit_frank_wolfe(est, exs, Ys, NL, k, progress):
     # The same objective as the cutting plane, divided by reg: 1/2 |theta|^2 + C sum h_i

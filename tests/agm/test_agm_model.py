@@ -391,7 +391,32 @@ def test_cutting_plane_reaches_the_qp_optimum(rng, chain, loss, weights, reg):
     assert cpl.lower_bound_ <= qp.objective(X, Y) * (1 + 1e-7)
     # strongly convex: the minimizers agree (|dtheta|^2 <= 2 gap / reg)
     np.testing.assert_allclose(cpl.coef_, qp.coef_, atol=2e-4 / np.sqrt(reg))
-    assert cpl.inner_stats_["solves"] == cpl.n_iter_ * len(X)
+    assert len(X) <= cpl.inner_stats_["solves"] <= cpl.n_iter_ * len(X)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cutting_plane_shrinking_keeps_the_certificate(seed, monkeypatch):
+    """Examples found within tol for CALM_ROUNDS rounds are skipped until a round that
+    solves every LP: fewer LPs than rounds x examples, and the same certified optimum as
+    the cutting plane that solves every LP in every round (FULL_EVERY = 1) and as the QP;
+    objective_ is the exact re-evaluation, never a skipped round's bound."""
+    from structlp.agm import routes
+    X, Y = random_tree_data(np.random.default_rng(40 + seed), 30, 6, chain=seed == 1)
+    kw = dict(loss="squared", reg=0.03, tol=1e-7)
+    qp = AdversarialGraphicalModel(3, method="qp", **kw).fit(X, Y)
+    fits = {}
+    for full in (1, routes.FULL_EVERY):
+        monkeypatch.setattr(routes, "FULL_EVERY", full)
+        fits[full] = AdversarialGraphicalModel(3, method="cutting_plane", **kw).fit(X, Y)
+    every, shrunk = fits[1], fits[routes.FULL_EVERY]
+    assert every.inner_stats_["solves"] == every.n_iter_ * len(X)
+    assert shrunk.inner_stats_["solves"] < shrunk.n_iter_ * len(X)
+    for est in (every, shrunk):
+        assert est.converged_
+        assert est.objective_ == pytest.approx(est.objective(X, Y), rel=1e-9)
+        assert est.lower_bound_ <= est.objective_ <= est.lower_bound_ + 1e-7
+        assert est.objective_ == pytest.approx(qp.objective_, rel=1e-6)
+        assert est.lower_bound_ <= qp.objective(X, Y) * (1 + 1e-7)
 
 
 def test_cutting_plane_drops_idle_rows_and_keeps_the_optimum(rng, monkeypatch):
