@@ -249,7 +249,7 @@ def _check(name, v, lo, hi=None):
 
 def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2,
         reg_grid=GRID, n_jobs=2, loss_seed=0, epochs=10, models=None, experiments=EXPERIMENTS,
-        verbose=0):
+        regs=None, verbose=0):
     """Run both experiments (see the module docstring) and return the table.
 
     Options: ``data_path`` (default ``$STRUCTLP_CONLL05_PATH`` or
@@ -258,7 +258,8 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
     ``splits`` (per experiment; the wsj experiment's number of folds, >= 2),
     ``cv`` (folds of the reg selection; 1 = the first grid value), ``reg_grid``,
     ``n_jobs`` (forked workers), ``seed`` (samples and folds), ``loss_seed`` (the
-    random order of the labels), ``epochs`` (AGM-SG), ``models``, ``experiments``.
+    random order of the labels), ``epochs`` (AGM-SG), ``models``, ``experiments``,
+    ``regs`` (``{model: reg}``: those models' regularization given, not cross-validated).
     ``C`` fixes reg = C for every model (no selection); ``solver`` is refused.
     """
     from scipy.stats import wilcoxon
@@ -288,6 +289,12 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
     if not grid or any(not (np.isfinite(r) and r > 0) for r in grid):
         raise structlp.InvalidParameterError(
             f"reg_grid must hold positive regularization values; got {reg_grid!r}.")
+    given = {} if regs is None else regs
+    if not isinstance(given, dict) or set(given) - set(MODELS) or any(
+            isinstance(r, bool) or not isinstance(r, (int, float)) or not np.isfinite(r)
+            or r <= 0 for r in given.values()):
+        raise structlp.InvalidParameterError(
+            f"regs must map model names of {MODELS} to positive numbers; got {regs!r}.")
     progress = Progress("srl_conll05", verbose=check_verbose(verbose, owner="srl_conll05"))
     t0 = time.perf_counter()
     ru0 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
@@ -302,12 +309,14 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
     rng = np.random.default_rng(int(seed) + 1)
     timings, out = [], {}
     # one selection for both experiments: both train on samples of test.wsj of one size
-    if C is not None or cv == 1 or len(grid) == 1:
-        chosen, cv_loss, notes = {m: grid[0] for m in models}, {}, []
+    selected = tuple(m for m in models if m not in given)
+    if C is not None or cv == 1 or len(grid) == 1 or not selected:
+        chosen, cv_loss, notes = {m: grid[0] for m in selected}, {}, []
     else:
         chosen, cv_loss, notes = cross_validate(split_ids[experiments[0]][0][0], sid, grid,
-                                                int(cv), models, int(n_jobs), progress,
+                                                int(cv), selected, int(n_jobs), progress,
                                                 timings, experiments[0], rng)
+    chosen.update({m: float(given[m]) for m in models if m in given})
     progress.message("chosen: " + ", ".join(f"{m} {chosen[m]:g}" for m in models))
     # both experiments' fits in one pool (no core idles between them)
     jobs = [Job(m, chosen[m], tr, te, exp, s) for exp in experiments
@@ -327,7 +336,8 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
     cpu = sum(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime for a, b in zip(ru0, ru1))
     recall = {s: pruning_recall(D[s]) for s in D}
     return _report(out, models, order, feats, recall, timings, elapsed, cpu, n_train,
-                   int(splits), cv, grid, wilcoxon, chosen, cv_loss, notes, experiments[0])
+                   int(splits), cv, grid, wilcoxon, chosen, cv_loss, notes, experiments[0],
+                   given)
 
 
 def marks(per, models, wilcoxon, items=None):
@@ -348,7 +358,7 @@ def marks(per, models, wilcoxon, items=None):
 
 
 def _report(out, models, order, feats, recall, timings, elapsed, cpu, n_train, splits, cv,
-            grid, wilcoxon, chosen, cv_loss, notes, cv_exp):
+            grid, wilcoxon, chosen, cv_loss, notes, cv_exp, given):
     sizes = sorted({n for r in out.values() for n in r["n_train"]})
     lines = ["Semantic role labelling (CoNLL-2005 test sets), mean cost-sensitive loss over "
              f"the splits, {sizes[0]}-{sizes[-1]} training propositions per split "
@@ -373,16 +383,20 @@ def _report(out, models, order, feats, recall, timings, elapsed, cpu, n_train, s
                  "edge; pruning keeps " + ", ".join(f"{s} {a}/{b} ({a / b:.1%})"
                                                     for s, (a, b) in recall.items())
                  + " of the gold arguments as labelled nodes")
-    if cv == 1 or len(grid) == 1:
-        lines.append(f"reg fixed at {grid[0]:g} (no cross-validation)")
-    else:
+    if given:
+        lines.append("reg given (option regs), not cross-validated: "
+                     + ", ".join(f"{m} {chosen[m]:g}" for m in models if m in given))
+    if cv_loss:
         lines.append(f"reg chosen by {cv}-fold CV (folds of sentences) on the {cv_exp} "
                      f"experiment's first training set from {grid} (extended as needed), "
-                     "used in both experiments: " + ", ".join(f"{m} {chosen[m]:g}" for m in models))
+                     "used in both experiments: " + ", ".join(f"{m} {chosen[m]:g}"
+                                                             for m in cv_loss))
         lines += [f"  grid extension: {n}" for n in notes]
-        for m in models:
+        for m in cv_loss:
             lines.append(f"  CV loss {m}: " + ", ".join(f"{r:g}: {v:.4f}"
                                                        for r, v in sorted(cv_loss[m].items())))
+    elif len(given) < len(models):
+        lines.append(f"reg fixed at {grid[0]:g} (no cross-validation)")
     lines.append(f"wall {elapsed:.0f} s, CPU {cpu:.0f} s (all processes); per phase and model:")
     agg = {}
     for phase, m, tm in timings:

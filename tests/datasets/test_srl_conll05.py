@@ -312,6 +312,9 @@ def test_problem_options_are_checked():
         mod.run(n_train=2)
     with pytest.raises(InvalidParameterError, match="n_train must be an integer >= 6 or 'all'"):
         mod.run(n_train="every")
+    for regs in ({"SVM": 1.0}, {"AGM": 0.0}, {"AGM": "1"}, [0.1]):
+        with pytest.raises(InvalidParameterError, match="regs must map model names"):
+            mod.run(regs=regs)
     with pytest.raises(InvalidParameterError, match="solver"):
         mod.run(solver="CLARABEL")
     with pytest.raises(InvalidParameterError, match="experiments"):
@@ -379,6 +382,10 @@ def test_reduced_run():
     """A few dozen propositions per split, fixed reg: every model trains and scores."""
     mod = _problem()
     res = mod.run(n_train=30, splits=2, C=0.1, n_jobs=1, epochs=2)
+    given = mod.run(n_train=30, splits=2, cv=2, reg_grid=[1.0, 10.0], n_jobs=1, epochs=1,
+                    models=["AGM-SG", "CRF"], experiments=["wsj"], regs={"AGM-SG": 0.5})
+    assert given["reg"]["AGM-SG"] == 0.5 and str(given["reg"]["CRF"]) in given["cv_loss"]["CRF"]
+    assert list(given["cv_loss"]) == ["CRF"] and "reg given (option regs)" in given["report"]
     for exp in ("brown", "wsj"):
         for m in mod.MODELS:
             losses = res["table"][exp][m]["per_split"]
