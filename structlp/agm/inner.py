@@ -111,6 +111,7 @@ class InnerLP:
         self.h.passModel(lp)
         self._idx = np.arange(self.n_cols, dtype=np.int32)
         self._ok = highspy.HighsModelStatus.kOptimal
+        self._basis = None
 
     def solve(self, b, B):
         """Maximum of Eq. 6 for potentials ``b`` (n, k), ``B`` (E, k, k): value, R, Q."""
@@ -121,13 +122,22 @@ class InnerLP:
     def solve_costs(self, c):
         """``max c . x`` over the polytope, ``c`` (n_cols,) in its column order (the
         marginal parts, then ``v``): the value and the optimal vertex ``x`` (n_cols,)."""
-        self.h.changeColsCost(self.n_cols, self._idx, c)
-        self.h.run()
-        if self.h.getModelStatus() != self._ok:
+        h = self.h
+        h.changeColsCost(self.n_cols, self._idx, c)
+        if self._basis is not None:
+            h.setBasis(self._basis)
+        h.run()
+        if h.getModelStatus() != self._ok:
             raise SolverError("HiGHS failed on the AGM inner LP: "
-                              f"{self.h.modelStatusToString(self.h.getModelStatus())}")
-        return (float(self.h.getInfo().objective_function_value),
-                np.asarray(self.h.getSolution().col_value, dtype=float))
+                              f"{h.modelStatusToString(h.getModelStatus())}")
+        out = (float(h.getInfo().objective_function_value),
+               np.asarray(h.getSolution().col_value, dtype=float))
+        # keep the optimal basis only: HiGHS's solver data (its factorization and work
+        # arrays, about 0.9 MB for a pruned SRL tree) is freed until the next solve, which
+        # starts from that basis
+        self._basis = h.getBasis()
+        h.clearSolver()
+        return out
 
 
 def _maximize(c, A, b, E, e, lb, ub, what):

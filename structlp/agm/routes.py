@@ -249,7 +249,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             bv = np.array([X[i][cuts[i + 1] - cuts[i]:].sum() for i in new], dtype=float)
             T1 = T + len(new)
             if T1 > len(b):
-                grow = max(T1, 2 * len(b))
+                grow = max(T1, len(b) + len(b) // 2)    # (by half: the copy is the peak)
                 b, group = np.pad(b, (0, grow - len(b))), np.pad(group, (0, grow - len(group)))
                 idle = np.pad(idle, (0, grow - len(idle)))
                 G2 = np.zeros((grow, grow))
