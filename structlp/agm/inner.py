@@ -85,9 +85,13 @@ class InnerLP:
     polytope : Polytope, optional
         The example's :func:`inner_polytope`, when already built (it depends on the
         example's shape and node losses only, so equal examples can share one).
+    keep_solver : bool, default True
+        Keep the HiGHS instance, with its solver data (about 0.9 MB for a pruned SRL
+        tree), between solves; False keeps the model and the optimal basis only and
+        builds the instance for each solve (slower by about a fifth, no memory held).
     """
 
-    def __init__(self, ex, k, node_losses, polytope=None):
+    def __init__(self, ex, k, node_losses, polytope=None, keep_solver=True):
         import highspy
         import scipy.sparse as sp
         P = inner_polytope(ex, k, node_losses) if polytope is None else polytope
@@ -105,13 +109,19 @@ class InnerLP:
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = \
             M.indptr, M.indices, M.data
         lp.sense_ = highspy.ObjSense.kMaximize
-        self.h = new_highs()   # quiet, its banner kept off stdout
-        # no presolve: each solve after the first restarts from the last optimal basis
-        self.h.setOptionValue("presolve", "off")
-        self.h.passModel(lp)
+        self._lp, self._basis, self.keep_solver = lp, None, bool(keep_solver)
+        self.h = self._instance() if self.keep_solver else None
         self._idx = np.arange(self.n_cols, dtype=np.int32)
         self._ok = highspy.HighsModelStatus.kOptimal
-        self._basis = None
+
+    def _instance(self):
+        h = new_highs()   # quiet, its banner kept off stdout
+        # no presolve: each solve after the first restarts from the last optimal basis
+        h.setOptionValue("presolve", "off")
+        h.passModel(self._lp)
+        if self._basis is not None:
+            h.setBasis(self._basis)
+        return h
 
     def solve(self, b, B):
         """Maximum of Eq. 6 for potentials ``b`` (n, k), ``B`` (E, k, k): value, R, Q."""
@@ -122,21 +132,16 @@ class InnerLP:
     def solve_costs(self, c):
         """``max c . x`` over the polytope, ``c`` (n_cols,) in its column order (the
         marginal parts, then ``v``): the value and the optimal vertex ``x`` (n_cols,)."""
-        h = self.h
+        h = self.h if self.keep_solver else self._instance()
         h.changeColsCost(self.n_cols, self._idx, c)
-        if self._basis is not None:
-            h.setBasis(self._basis)
         h.run()
         if h.getModelStatus() != self._ok:
             raise SolverError("HiGHS failed on the AGM inner LP: "
                               f"{h.modelStatusToString(h.getModelStatus())}")
         out = (float(h.getInfo().objective_function_value),
                np.asarray(h.getSolution().col_value, dtype=float))
-        # keep the optimal basis only: HiGHS's solver data (its factorization and work
-        # arrays, about 0.9 MB for a pruned SRL tree) is freed until the next solve, which
-        # starts from that basis
-        self._basis = h.getBasis()
-        h.clearSolver()
+        if not self.keep_solver:
+            self._basis = h.getBasis()   # the instance and its solver data are freed
         return out
 
 

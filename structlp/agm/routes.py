@@ -51,6 +51,11 @@ FULL_EVERY = 4
 #: are 100 and 3).
 FW_CACHE_PASSES = 300
 FW_INNER_STEPS = 10
+#: The inner LPs of this many examples keep their HiGHS instances between solves (about
+#: 0.9 MB each on the pruned SRL trees); the others keep their optimal basis only and
+#: build the instance at each solve (memory for the data's full scale, LPs about a fifth
+#: slower).
+WARM_LPS = 1500
 
 
 def fit_subgradient(est, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
@@ -134,7 +139,7 @@ def _inner(est, i, ex, b, B, loss_name, w, L, nl, U, polys):
             return R, Q
         st["lp_fallbacks"] += 1
     if i not in polys:
-        polys[i] = InnerLP(ex, b.shape[1], nl)
+        polys[i] = InnerLP(ex, b.shape[1], nl, keep_solver=len(polys) < WARM_LPS)
     _, R, Q = polys[i].solve(b, B)
     return R, Q
 
@@ -155,8 +160,8 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     cuts = np.concatenate([[0], np.cumsum([F.shape[0] for F in Fs])])
     Psi = sp.csr_array(np.vstack([F.T @ lp_encode(ex, y, k) for F, ex, y in zip(Fs, exs, Ys)]))
     del Fs                                  # F_all holds them (a copy each: freed)
-    lps = [InnerLP(ex, k, nl, polytope=P)
-           for ex, nl, P in zip(exs, NL, shared_inner_polytopes(exs, NL, k))]
+    lps = [InnerLP(ex, k, nl, polytope=P, keep_solver=i < WARM_LPS) for i, (ex, nl, P)
+           in enumerate(zip(exs, NL, shared_inner_polytopes(exs, NL, k)))]
     ones = [np.ones(ex.n_nodes) for ex in exs]
     # An example not solved this round has its LP value bounded: at most its value at its
     # last solve plus, per block of parts that is a distribution (a node's labels, an

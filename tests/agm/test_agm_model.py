@@ -521,3 +521,18 @@ def test_cutting_plane_master_pricing_keeps_the_optimum(rng, monkeypatch):
         assert est.objective_ == pytest.approx(qp.objective_, rel=1e-7)
         assert est.lower_bound_ <= exact * (1 + 1e-7)
         np.testing.assert_allclose(est.coef_, qp.coef_, atol=2e-4 / np.sqrt(0.02))
+
+
+@pytest.mark.parametrize("method", ["cutting_plane", "subgradient"])
+def test_inner_lps_without_kept_solvers_give_the_same_fit(rng, monkeypatch, method):
+    """Examples beyond WARM_LPS keep their inner LP's model and optimal basis only (no
+    HiGHS instance between solves): the same fit as with every instance kept."""
+    from structlp.agm import routes
+    X, Y = random_tree_data(rng, 8, 5, chain=False)
+    kw = dict(loss="squared", reg=0.05, method=method, max_epochs=3, random_state=0)
+    fits = {}
+    for warm in (10 ** 6, 3):
+        monkeypatch.setattr(routes, "WARM_LPS", warm)
+        fits[warm] = AdversarialGraphicalModel(3, **kw).fit(X, Y)
+    np.testing.assert_allclose(fits[3].coef_, fits[10 ** 6].coef_, atol=1e-6)
+    assert fits[3].objective(X, Y) == pytest.approx(fits[10 ** 6].objective(X, Y), rel=1e-7)
