@@ -371,6 +371,9 @@ def _report(out, models, order, feats, recall, timings, elapsed, cpu, n_train, s
         means, ok = marks(r["per_split"], models, wilcoxon, r["per_proposition"])
         table[exp] = {m: {"mean": means[m], "best": ok[m], "per_split": r["per_split"][m],
                           "reg": r["reg"][m]} for m in models}
+        if len(r["n_test"]) == 1:       # one split: its propositions' losses (for tests)
+            for m in models:
+                table[exp][m]["per_proposition"] = r["per_proposition"][m][0].tolist()
         name = ("train wsj, test brown" if exp == "brown" else "wsj folds (in domain)")
         lines.append(f"{name:<22} " + " ".join(f"{means[m]:7.4f}{'*' if ok[m] else ' '}"
                                                for m in models))
