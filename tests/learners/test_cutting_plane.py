@@ -385,6 +385,16 @@ def test_master_dual_inverse_updates_match_cvxpy(n_groups, monkeypatch):
     assert_cvxpy_master_dual(R, b, group, cap, a, value, viol)
 
 
+def n_slack_master(rng, n_groups, T, d):
+    """A random master of the n-slack shape: a zero truth row per group first, then vertex
+    rows of random groups; returns (group, R, b, cap), G = R R^T."""
+    group = np.r_[np.arange(n_groups), rng.integers(0, n_groups, T - n_groups)]
+    R = rng.normal(size=(T, d)) / np.sqrt(d)
+    R[:n_groups] = 0.0
+    b = np.r_[np.zeros(n_groups), rng.uniform(0.05, 0.5, T - n_groups)]
+    return group, R, b, rng.uniform(0.5, 2.0, n_groups)
+
+
 @pytest.mark.parametrize("candidates", [1, 3, 32])
 @pytest.mark.parametrize("seed", range(3))
 def test_master_dual_candidate_pricing_matches_cvxpy(candidates, seed, monkeypatch):
@@ -396,11 +406,7 @@ def test_master_dual_candidate_pricing_matches_cvxpy(candidates, seed, monkeypat
     import structlp.learners.master as cpm
     rng = np.random.default_rng(100 + seed)
     n_groups, T, d = 9, 70, 30
-    group = np.r_[np.arange(n_groups), rng.integers(0, n_groups, T - n_groups)]
-    R = rng.normal(size=(T, d)) / np.sqrt(d)
-    R[:n_groups] = 0.0
-    b = np.r_[np.zeros(n_groups), rng.uniform(0.05, 0.5, T - n_groups)]
-    cap = rng.uniform(0.5, 2.0, n_groups)
+    group, R, b, cap = n_slack_master(rng, n_groups, T, d)
     monkeypatch.setattr(cpm, "CANDIDATES", candidates)
     a0 = None
     for start in ("cold", "warm"):
@@ -451,13 +457,7 @@ def test_master_dual_incremental_gradient_is_exact(monkeypatch):
     every such gradient equals the exact b - (G + rho) alpha to 1e-10, the path is taken,
     and the optimum is cvxpy's."""
     import structlp.learners.master as cpm
-    rng = np.random.default_rng(7)
-    n_groups, T, d = 60, 400, 40
-    group = np.r_[np.arange(n_groups), rng.integers(0, n_groups, T - n_groups)]
-    R = rng.normal(size=(T, d)) / np.sqrt(d)
-    R[:n_groups] = 0.0
-    b = np.r_[np.zeros(n_groups), rng.uniform(0.05, 0.5, T - n_groups)]
-    cap = rng.uniform(0.5, 2.0, n_groups)
+    group, R, b, cap = n_slack_master(np.random.default_rng(7), 60, 400, 40)
     checkpoint, seen = cpm._FreeRowsKKT.checkpoint, {"incremental": 0, "err": 0.0}
 
     def checked(self, exact=False):
