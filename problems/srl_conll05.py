@@ -33,7 +33,9 @@ Time is what sets ``n_train`` (default 200; the SRL guide gives the measured run
 times): the exact AGM solves one inner LP per training tree and round (a pruned tree has
 18 nodes on average, so 9 x 18 node and 81 x 17 edge marginals), tens of rounds per fit,
 and its master QP grows with the vertices kept; cross-validation chooses smaller ``reg``
-(more rounds, more vertices) on larger training sets.
+(more rounds, more vertices) on larger training sets.  At ``n_train="all"`` the exact
+AGM's cutting plane needs more than 24 GiB (its master's dense Gram matrix over the
+vertices kept; the SRL guide gives the measured run).
 
 The feature vocabularies (frequent head words, paths, ...) come from the inputs of
 all of test.wsj (no labels).  The regularization of each model is chosen once, by
