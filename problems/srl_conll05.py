@@ -241,10 +241,13 @@ def make_splits(sid_wsj, n_wsj, n_brown, n_train, splits, seed):
 
 
 def _check(name, v, lo, hi=None):
+    words = OPTION_WORDS.get(name, ())
+    if isinstance(v, str) and v in words:
+        return
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo \
             or (hi is not None and v > hi):
         rng = f"in {lo}..{hi}" if hi else f">= {lo}"
-        also = " or 'all'" if name == "n_train" else ""
+        also = "".join(f" or {w!r}" for w in words)
         raise structlp.InvalidParameterError(
             f"{name} must be an integer {rng}{also}; got {v!r}.")
 
@@ -269,9 +272,7 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
         raise structlp.InvalidParameterError(
             "srl_conll05 uses the built-in cutting plane, Frank-Wolfe and L-BFGS; "
             f"solver={solver!r} does not apply.")
-    if n_train != "all":
-        _check("n_train", n_train, 6)
-    for name, v, lo, hi in (("splits", splits, 2, 50),
+    for name, v, lo, hi in (("n_train", n_train, 6, None), ("splits", splits, 2, 50),
                             ("cv", cv, 1, 10), ("n_jobs", n_jobs, 1, None),
                             ("epochs", epochs, 1, None), ("loss_seed", loss_seed, 0, None)):
         _check(name, v, lo, hi)

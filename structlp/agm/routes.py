@@ -216,7 +216,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     with single_threaded_blas():
         for it in range(1, int(est.max_iter) + 1):
             s, psi = F_all @ theta, Psi @ theta
-            todo = (np.ones(m, dtype=bool) if it % FULL_EVERY == 1 or FULL_EVERY == 1
+            todo = (np.ones(m, dtype=bool) if (it - 1) % FULL_EVERY == 0
                     else calm < CALM_ROUNDS)
             solve_lps(todo, s)
             hinge, viol = violations(s, psi, todo)
@@ -287,13 +287,13 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             n_drop = int(drop.sum())
             if n_drop and (10 * n_drop >= T or T + m > len(b)):
                 keep = np.flatnonzero(~drop)
-                T0, T = T, len(keep)
+                T = len(keep)
                 R = R[keep]
                 b[:T], group[:T], idle[:T] = b[keep], group[keep], idle[keep]
                 for j, r in enumerate(keep):   # in place (keep[j] >= j): no new array
                     Gram[j, :T] = Gram[r, keep]
                 alpha = alpha[keep]
-                n_dropped += int(drop.sum())
+                n_dropped += n_drop
     if not converged and it == int(est.max_iter):
         warnings.warn(
             f"{type(est).__name__} (method='cutting_plane') stopped after max_iter="

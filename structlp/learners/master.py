@@ -126,7 +126,7 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
                 out = np.flatnonzero(~free)
                 excess = kkt.price(out)
                 viol = float(excess.max(initial=0.0))
-                if viol <= tol:    # the end, if the exact gradient agrees
+                if viol <= tol and not kkt.grad_exact:   # the end, if the exact one agrees
                     excess = kkt.price(out, exact=True)
                     viol = float(excess.max(initial=0.0))
                 if viol <= tol:
@@ -209,10 +209,11 @@ class _FreeRowsKKT:
         gradients are updated from it (:meth:`row_grad`).  The first checkpoint and an
         ``exact`` one take one product with ``G``; the others update the last one from
         the rows of ``G`` whose weights changed since (``G`` is symmetric), unless more
-        than a quarter of them did."""
+        than a quarter of them did; ``grad_exact`` says which it was."""
         a, a0 = self.a, self.a0
         J = None if exact or a0 is None else np.flatnonzero(a != a0)
-        if J is None or 4 * len(J) > len(a):
+        self.grad_exact = J is None or 4 * len(J) > len(a)
+        if self.grad_exact:
             self.grad0 = self.b - self.G @ a - self.rho * a
         else:
             d = a[J] - a0[J]
