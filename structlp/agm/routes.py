@@ -56,6 +56,10 @@ FW_INNER_STEPS = 10
 #: build the instance at each solve (memory for the data's full scale, LPs about a fifth
 #: slower).
 WARM_LPS = 1500
+#: The cutting plane keeps its master's Gram matrix dense (with spare capacity) while it
+#: takes at most this many bytes; beyond, the master takes its products with the sparse
+#: vertex rows instead (:class:`~structlp.learners.master.RowGram`, memory ``O(nnz)``).
+DENSE_GRAM_BYTES = 2 ** 30
 
 
 def fit_subgradient(est, exs, Ys, W, NL, k, d_v, d_e, loss_name, L, progress):
@@ -150,7 +154,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     # applies, with the inner LP as the oracle and the vertex x as the "output".  In the
     # scaling 1/2 |theta|^2 + C sum xi (C = 1 / (reg m)) a vertex x of example i is the
     # master row  g . theta + xi_i >= b  with g = psi_i - Phi_i^T x, b = c_i . x.
-    from ..learners.master import single_threaded_blas, solve_master_dual
+    from ..learners.master import RowGram, single_threaded_blas, solve_master_dual
     m, reg = len(exs), float(est.reg)
     tol = 1e-8 if est.tol is None else float(est.tol)
     C = 1.0 / (reg * m)
@@ -200,11 +204,12 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     # adversary playing y_i: g = 0, b = 0), so every group starts with a row.  The rows
     # g are sparse (a vertex's features minus the truth's, a few percent of theta's
     # coordinates on SRL): R is kept sparse, its Gram matrix dense (with spare capacity)
+    # while it fits in DENSE_GRAM_BYTES, else not at all (`Gram` None)
     size = max(4 * m, 64)
     R = sp.csr_array((m, D))
     b, group = np.zeros(size), np.zeros(size, dtype=np.int64)
     group[:m] = np.arange(m)
-    Gram = np.zeros((size, size))
+    Gram = np.zeros((size, size)) if 8 * size * size <= DENSE_GRAM_BYTES else None
     T = m
     cap = np.full(m, C)
     alpha = cap.copy()
@@ -257,20 +262,25 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
                 grow = max(T1, len(b) + len(b) // 2)    # (by half: the copy is the peak)
                 b, group = np.pad(b, (0, grow - len(b))), np.pad(group, (0, grow - len(group)))
                 idle = np.pad(idle, (0, grow - len(idle)))
-                G2 = np.zeros((grow, grow))
-                G2[:T, :T] = Gram[:T, :T]
-                Gram = G2
+                if Gram is not None and 8 * grow * grow <= DENSE_GRAM_BYTES:
+                    G2 = np.zeros((grow, grow))
+                    G2[:T, :T] = Gram[:T, :T]
+                    Gram = G2
+                else:       # too large to hold: the master takes its products with R
+                    Gram = None
             R = sp.vstack([R, g], format="csr")
             b[T:T1], group[T:T1], idle[T:T1] = bv, new, 0
-            cross = R @ g.toarray().T     # sparse times dense: the dense block at once
-            Gram[:T1, T:T1] = cross
-            Gram[T:T1, :T1] = cross.T
+            if Gram is not None:
+                cross = R @ g.toarray().T   # sparse times dense: the dense block at once
+                Gram[:T1, T:T1] = cross
+                Gram[T:T1, :T1] = cross.T
             T = T1
             alpha = np.concatenate([alpha, np.zeros(len(new))])
             master_tol = 1e-3 * tol if tight else max(1e-3 * tol,
                                                       MASTER_SHARE * worst)
             master_tight = master_tol <= 1e-3 * tol
-            alpha, grad, dual, _ = solve_master_dual(Gram[:T, :T], b[:T], group[:T], cap,
+            alpha, grad, dual, _ = solve_master_dual(RowGram(R) if Gram is None else
+                                                     Gram[:T, :T], b[:T], group[:T], cap,
                                                      alpha=alpha, tol=master_tol)
             theta = R.T @ alpha
             xi = np.full(m, -np.inf)
@@ -290,8 +300,8 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
                 T = len(keep)
                 R = R[keep]
                 b[:T], group[:T], idle[:T] = b[keep], group[keep], idle[keep]
-                for j, r in enumerate(keep):   # in place (keep[j] >= j): no new array
-                    Gram[j, :T] = Gram[r, keep]
+                for j, r in enumerate(keep if Gram is not None else ()):
+                    Gram[j, :T] = Gram[r, keep]     # in place (keep[j] >= j): no new array
                 alpha = alpha[keep]
                 n_dropped += n_drop
     if not converged and it == int(est.max_iter):

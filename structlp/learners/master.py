@@ -13,6 +13,7 @@ import contextlib
 from typing import Optional, Tuple
 
 import numpy as np
+import scipy.sparse as sp
 
 try:  # BLAS thread control (a dependency; without it BLAS keeps its threads)
     from threadpoolctl import threadpool_limits
@@ -36,7 +37,66 @@ def single_threaded_blas():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.ndarray,
+class RowGram:
+    """The Gram matrix ``G = R R^T`` of the rows of ``R`` (T, D), never formed.
+
+    :func:`solve_master_dual` takes it in place of a dense ``G`` when ``8 T^2`` bytes
+    would not fit: it reads ``G`` only through products with ``R`` and ``R^T``
+    (``O(nnz(R))`` per product with the whole of ``G``) and through the blocks of the
+    free rows.
+
+    Parameters
+    ----------
+    R : scipy sparse array or ndarray (T, D)
+    """
+
+    def __init__(self, R):
+        self.R = sp.csr_array(R, dtype=float)
+        self.shape = (self.R.shape[0],) * 2
+        self.diagonal = np.asarray(self.R.multiply(self.R).sum(axis=1)).ravel()
+
+    def __matmul__(self, a):
+        """``G a``."""
+        return self.R @ (self.R.T @ a)
+
+    def rows_dot(self, idx, d):
+        """``G[idx] @ d``."""
+        nz = np.flatnonzero(d)
+        return self.R[idx] @ (self.R[nz].T @ d[nz])
+
+    def dot_rows(self, J, d):
+        """``d @ G[J]`` (``G[:, J] @ d``: ``G`` is symmetric)."""
+        return self.R @ (self.R[J].T @ d)
+
+    def block(self, I, J):
+        """``G[np.ix_(I, J)]``, dense."""
+        if len(I) <= 8:         # a few rows (a row entering): sparse times a dense few
+            return (self.R[J] @ self.R[I].T.toarray()).T
+        return (self.R[I] @ self.R[J].T).toarray()
+
+
+class _DenseGram:
+    """A dense ``G`` behind :class:`RowGram`'s methods."""
+
+    def __init__(self, G):
+        self.G = G
+        self.shape = G.shape
+        self.diagonal = np.diag(G)
+
+    def __matmul__(self, a):
+        return self.G @ a
+
+    def rows_dot(self, idx, d):
+        return self.G[idx] @ d
+
+    def dot_rows(self, J, d):
+        return d @ self.G[J]
+
+    def block(self, I, J):
+        return self.G[np.ix_(I, J)]
+
+
+def solve_master_dual(G, b: np.ndarray, group: np.ndarray, cap: np.ndarray,
                       alpha: Optional[np.ndarray] = None, tol: float = 1e-10,
                       max_iter: Optional[int] = None
                       ) -> Tuple[np.ndarray, np.ndarray, float, float]:
@@ -66,7 +126,8 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
 
     Parameters
     ----------
-    G : ndarray (T, T), positive semidefinite
+    G : ndarray (T, T), positive semidefinite, or :class:`RowGram`
+        ``G``, or the rows ``R`` of ``G = R R^T`` (memory ``O(nnz(R))``).
     b : ndarray (T,)
     group : int ndarray (T,), values in 0..n_groups-1 (every group non-empty)
     cap : ndarray (n_groups,), > 0
@@ -85,7 +146,7 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     violation : float
         The largest ``grad_t - xi_{group_t}`` left (<= tol unless max_iter was reached).
     """
-    G = np.asarray(G, dtype=float)
+    G = G if isinstance(G, RowGram) else _DenseGram(np.asarray(G, dtype=float))
     b = np.asarray(b, dtype=float)
     group = np.asarray(group, dtype=np.int64)
     cap = np.asarray(cap, dtype=float)
@@ -100,7 +161,7 @@ def solve_master_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, cap: np.n
     steps = 10 * T + 100 if max_iter is None else int(max_iter)
     # a tiny ridge makes the QP strictly concave (G is singular: rows outnumber features,
     # the truths' rows are 0), so that every KKT system below is regular
-    rho = RIDGE * max(1.0, float(np.diag(G).max(initial=0.0)))
+    rho = RIDGE * max(1.0, float(G.diagonal.max(initial=0.0)))
     viol = np.inf
     kkt = _FreeRowsKKT(G, b, rho, group, n_groups, np.flatnonzero(free), a)
     cand = np.zeros(0, dtype=np.int64)     # rows that violated at the last full pricing
@@ -217,7 +278,7 @@ class _FreeRowsKKT:
             self.grad0 = self.b - self.G @ a - self.rho * a
         else:
             d = a[J] - a0[J]
-            self.grad0 = self.grad0 - d @ self.G[J]
+            self.grad0 = self.grad0 - self.G.dot_rows(J, d)
             self.grad0[J] -= self.rho * d
         self.a0 = a.copy()
         S = self.cols[:self.n]
@@ -234,7 +295,7 @@ class _FreeRowsKKT:
     def row_grad(self, idx):
         """The gradient at the rows ``idx`` now (their rows of ``G`` only)."""
         d = self.a - self.a0
-        return self.grad0[idx] - self.G[idx] @ d - self.rho * d[idx]
+        return self.grad0[idx] - self.G.rows_dot(idx, d) - self.rho * d[idx]
 
     def advance(self, t, q):
         """The coordinates' reduced gradient after the step ``t Z q``."""
@@ -249,17 +310,18 @@ class _FreeRowsKKT:
     def _kernel(self, j, S):
         """Reduced-matrix entries of row ``j`` (a coordinate, or about to be one) against
         the coordinates ``S``, and its diagonal entry."""
-        G, g = self.G, self.group[j]
+        g, n = self.group[j], len(S)
         r = self.ref[g]
-        RS = self.ref[self.group[S]]
-        k = G[j, S] - G[r, S] - G[j, RS] + G[r, RS] + self.rho * (self.group[S] == g)
-        return k, G[j, j] - 2.0 * G[j, r] + G[r, r] + 2.0 * self.rho
+        B = self.G.block([j, r], np.concatenate([S, self.ref[self.group[S]], [j, r]]))
+        k = B[0, :n] - B[1, :n] - B[0, n:2 * n] + B[1, n:2 * n] + self.rho * (self.group[S] == g)
+        return k, B[0, -2] - 2.0 * B[0, -1] + B[1, -1] + 2.0 * self.rho
 
     def _matrix(self, S):
         """The reduced matrix ``Z^T (G + rho I) Z`` of the coordinates ``S``."""
-        G, RS = self.G, self.ref[self.group[S]]
-        GS, GR = G[S], G[RS]
-        H = GS[:, S] - GS[:, RS] - GR[:, S] + GR[:, RS]
+        n = len(S)
+        U = np.concatenate([S, self.ref[self.group[S]]])
+        B = self.G.block(U, U)
+        H = B[:n, :n] - B[:n, n:] - B[n:, :n] + B[n:, n:]
         H[np.arange(len(S)), np.arange(len(S))] += self.rho
         H += self.rho * (self.group[S][:, None] == self.group[S][None, :])
         return H

@@ -536,3 +536,35 @@ def test_inner_lps_without_kept_solvers_give_the_same_fit(rng, monkeypatch, meth
         fits[warm] = AdversarialGraphicalModel(3, **kw).fit(X, Y)
     np.testing.assert_allclose(fits[3].coef_, fits[10 ** 6].coef_, atol=1e-6)
     assert fits[3].objective(X, Y) == pytest.approx(fits[10 ** 6].objective(X, Y), rel=1e-7)
+
+
+def test_cutting_plane_master_without_dense_gram_keeps_the_optimum(rng, monkeypatch):
+    """Beyond DENSE_GRAM_BYTES the master takes its products with the sparse vertex rows
+    (RowGram), from the start or from the round the dense matrix would outgrow it: the
+    fit certifies the QP's optimum to 1e-7, as the dense master does."""
+    from structlp.agm import routes
+    from structlp.learners import master
+    X, Y = random_tree_data(rng, 20, 6, chain=False)
+    order = rng.permutation(3)
+    L = np.abs(order[:, None] - order[None, :]) / 2.0
+    kw = dict(loss=L, reg=0.01, normalize_weights=True)
+    qp = AdversarialGraphicalModel(3, method="qp", **kw).fit(X, Y)
+    rounds, small = {}, 8 * 80 * 80      # the dense matrix's first capacity: 4 m rows
+
+    class Counted(master.RowGram):
+        def __init__(self, R):
+            rounds[budget] = rounds.get(budget, 0) + 1
+            super().__init__(R)
+
+    monkeypatch.setattr(master, "RowGram", Counted)
+    fits = {}
+    default = routes.DENSE_GRAM_BYTES
+    for budget in (default, small, 0):
+        monkeypatch.setattr(routes, "DENSE_GRAM_BYTES", budget)
+        fits[budget] = est = AdversarialGraphicalModel(3, method="cutting_plane", **kw).fit(X, Y)
+        assert est.converged_
+        assert est.lower_bound_ <= est.objective_ <= est.lower_bound_ + 1e-7
+        assert est.objective_ == pytest.approx(qp.objective_, rel=1e-7)
+    # the default kept the dense matrix; `small` switched after some rounds; 0 never held it
+    assert default not in rounds
+    assert 0 < rounds[small] < rounds[0] == fits[0].n_iter_ - 1

@@ -473,3 +473,31 @@ def test_master_dual_incremental_gradient_is_exact(monkeypatch):
     a, grad, value, viol = cpm.solve_master_dual(R @ R.T, b, group, cap, tol=1e-12)
     assert seen["incremental"] >= 5 and seen["err"] <= 1e-10
     assert_cvxpy_master_dual(R, b, group, cap, a, value, viol, same_w=False)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_row_gram_is_the_gram_matrix_and_gives_the_same_master(sparse):
+    """RowGram(R) answers every question the master asks of G = R R^T (products, rows,
+    blocks of a few rows and of many, the diagonal) as the dense matrix does, and the
+    master solved through it is cvxpy's optimum, cold and warm."""
+    import scipy.sparse as sp
+    from structlp.learners.master import RowGram, solve_master_dual
+    rng = np.random.default_rng(11)
+    group, R, b, cap = n_slack_master(rng, 20, 150, 60)
+    R[rng.random(R.shape) < 0.7] = 0.0                      # sparse rows, as the AGM's
+    G, RG = R @ R.T, RowGram(sp.csr_array(R) if sparse else R)
+    a, d = rng.random(150), np.where(rng.random(150) < 0.1, rng.normal(size=150), 0.0)
+    I, J = rng.choice(150, 5, replace=False), rng.choice(150, 40, replace=False)
+    np.testing.assert_allclose(RG @ a, G @ a, atol=1e-12)
+    np.testing.assert_allclose(RG.rows_dot(I, d), G[I] @ d, atol=1e-12)
+    np.testing.assert_allclose(RG.dot_rows(J, d[J]), d[J] @ G[J], atol=1e-12)
+    for rows, cols in ((I, J), (J, I), (J, J)):
+        np.testing.assert_allclose(RG.block(rows, cols), G[np.ix_(rows, cols)], atol=1e-12)
+    np.testing.assert_allclose(RG.diagonal, np.diag(G), atol=1e-12)
+    a0 = None
+    for start in ("cold", "warm"):
+        a, grad, value, viol = solve_master_dual(RG, b, group, cap, alpha=a0, tol=1e-12)
+        ad, _, value_d, _ = solve_master_dual(G, b, group, cap, alpha=a0, tol=1e-12)
+        assert_cvxpy_master_dual(R, b, group, cap, a, value, viol, same_w=False)
+        assert value == pytest.approx(value_d, rel=1e-12)
+        a0 = a
