@@ -141,9 +141,12 @@ class AdversarialGraphicalModel(BaseEstimator):
         When True and the model is fitted with a ``coef_`` of the same length, a
         re-fit of the subgradient method starts from ``coef_`` instead of ``init``
         and continues AdaGrad from its sums of squared gradients ``adagrad_sum_``
-        (small steps, as at the end of the previous fit); otherwise, and for
-        ``method="qp"`` and ``"cutting_plane"`` (solved exactly from scratch), it has
-        no effect.
+        (small steps, as at the end of the previous fit).  A re-fit of
+        ``method="cutting_plane"`` on the same training set (e.g. with another ``reg``,
+        down a regularization path) starts from the previous fit's working set of
+        vertices, its weights scaled to the new ``reg``: the same certified optimum in
+        fewer rounds; on other data it starts afresh.  For ``method="qp"`` and
+        ``"frank_wolfe"`` it has no effect.
     random_state : int or None
     solver, solver_opts
         cvxpy QP solver for ``method="qp"`` (default CLARABEL) and its options;

@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from ..exceptions import ConvergenceWarning, InvalidParameterError
 from ..formulations import block_diag
 from ..solvers import check_solver, check_solver_opts, solve
+from ..utils.fingerprint import fingerprint
 from ..graphical.junction import GraphExample
 from ..graphical.trees import n_params, split_theta
 from .inner import (InnerLP, inner_dual_decomposition, inner_junction_decomposition,
@@ -205,20 +206,43 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     # g are sparse (a vertex's features minus the truth's, a few percent of theta's
     # coordinates on SRL): R is kept sparse, its Gram matrix dense (with spare capacity)
     # while it fits in DENSE_GRAM_BYTES, else not at all (`Gram` None)
-    size = max(4 * m, 64)
-    R = sp.csr_array((m, D))
+    # A warm start (the same training set: every kept row is still a cut) keeps the last
+    # fit's rows, their weights scaled to this reg's cap.
+    fp = (fingerprint((k, D, F_all, Psi, [(ex.key(), nl) for ex, nl in zip(exs, NL)]))
+          if est.warm_start else None)
+    prev = getattr(est, "_warm_rows", None)
+    prev = prev if fp is not None and prev is not None and prev["fingerprint"] == fp else None
+    R = sp.csr_array((m, D)) if prev is None else prev["R"]
+    T = R.shape[0]
+    size = max(4 * m, T + m, 64)
     b, group = np.zeros(size), np.zeros(size, dtype=np.int64)
     group[:m] = np.arange(m)
     Gram = np.zeros((size, size)) if 8 * size * size <= DENSE_GRAM_BYTES else None
-    T = m
     cap = np.full(m, C)
     alpha = cap.copy()
+    if prev is not None:
+        b[:T], group[:T] = prev["b"], prev["group"]
+        alpha = prev["alpha"] * (C / prev["C"])
+        if Gram is not None:
+            Gram[:T, :T] = (R @ R.T).toarray()
     idle = np.zeros(size, dtype=np.int64)       # rounds each row has spent at weight 0
+
+    def master(alpha, master_tol):
+        # the master's weights, theta, the slacks and the lower bound
+        alpha, grad, dual, _ = solve_master_dual(RowGram(R) if Gram is None else
+                                                 Gram[:T, :T], b[:T], group[:T], cap,
+                                                 alpha=alpha, tol=master_tol)
+        xi = np.full(m, -np.inf)
+        np.maximum.at(xi, group[:T], grad)
+        return alpha, R.T @ alpha, xi, reg * dual
+
     theta, xi, lower = np.zeros(D), np.zeros(m), 0.0
     converged = False
     master_tight = True      # the last master was solved to 1e-3 tol (none yet: its value 0)
     it = n_dropped = 0
     with single_threaded_blas():
+        if prev is not None:
+            alpha, theta, xi, lower = master(alpha, 1e-3 * tol)
         for it in range(1, int(est.max_iter) + 1):
             s, psi = F_all @ theta, Psi @ theta
             todo = (np.ones(m, dtype=bool) if (it - 1) % FULL_EVERY == 0
@@ -279,13 +303,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             master_tol = 1e-3 * tol if tight else max(1e-3 * tol,
                                                       MASTER_SHARE * worst)
             master_tight = master_tol <= 1e-3 * tol
-            alpha, grad, dual, _ = solve_master_dual(RowGram(R) if Gram is None else
-                                                     Gram[:T, :T], b[:T], group[:T], cap,
-                                                     alpha=alpha, tol=master_tol)
-            theta = R.T @ alpha
-            xi = np.full(m, -np.inf)
-            np.maximum.at(xi, group[:T], grad)
-            lower = reg * dual
+            alpha, theta, xi, lower = master(alpha, master_tol)
             # rows idle for INACTIVE_ROUNDS rounds leave the master (never the truths):
             # a relaxation, so its value stays a lower bound; a row the oracle finds again
             # comes back
@@ -310,6 +328,9 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             f"{int(est.max_iter)} rounds with an example's loss {float(viol.max()):.3g} "
             f"above its cutting-plane bound (tol={tol:g}); raise max_iter or tol.",
             ConvergenceWarning, stacklevel=3)
+    est._warm_rows = (None if fp is None else
+                      dict(fingerprint=fp, R=R, b=b[:T].copy(), group=group[:T].copy(),
+                           alpha=alpha, C=C))
     est.n_iter_ = it
     est.converged_ = converged
     est.objective_ = float(objective)
