@@ -33,16 +33,17 @@ Time is what sets ``n_train`` (default 200; the SRL guide gives the measured run
 times): the exact AGM solves one inner LP per training tree and round (a pruned tree has
 18 nodes on average, so 9 x 18 node and 81 x 17 edge marginals), tens of rounds per fit,
 and its master QP grows with the vertices kept; cross-validation chooses smaller ``reg``
-(more rounds, more vertices) on larger training sets.  At ``n_train="all"`` the exact
-AGM's cutting plane needs more than 24 GiB (its master's dense Gram matrix over the
-vertices kept; the SRL guide gives the measured run).
+(more rounds, more vertices) on larger training sets.
 
 The feature vocabularies (frequent head words, paths, ...) come from the inputs of
 all of test.wsj (no labels).  The regularization of each model is chosen once, by
 ``cv``-fold cross-validation (folds of sentences) on the first experiment's first
 training set, from ``reg_grid`` extended a decade at a time until every choice is
 interior, and used in both experiments (both train on samples of test.wsj of one
-size).  A model is marked ``*`` when it has the best mean or is not
+size).  Each fold fits a model's grid as one regularization path, from the largest
+``reg`` down, each fit warm-started from the last (the AGM's working set of vertices,
+the CRF's and the SSVM's solutions; AGM-SG afresh), and goes on below the grid while its
+loss falls; the choice is the one of extending the grid (:func:`cross_validate`).  A model is marked ``*`` when it has the best mean or is not
 significantly worse than it (Wilcoxon signed-rank on the per-split losses,
 alpha = 0.05; with fewer than 6 splits no difference can be significant; an experiment of
 one split pairs the losses of its test propositions instead).
@@ -80,6 +81,10 @@ EXPERIMENTS = ("brown", "wsj")
 GRID = (0.1, 1.0, 10.0)
 GRID_LIMITS = (1e-5, 1e3)
 CP_TOL = 1e-4
+#: Models whose fit down a regularization path (cross-validation) starts from the last
+#: reg's state: their fits are certified (AGM, SSVM) or converged (CRF), so the start
+#: changes only the path.  AGM-SG runs a fixed number of epochs from its start: afresh.
+WARM_PATH = ("AGM", "CRF", "SSVM")
 CP_MAX_ITER = 1000
 #: The SSVM's first relative duality gap (then tightened until the gap is at most CP_TOL).
 FW_TOL = 1e-3
@@ -107,14 +112,21 @@ def _make(model, reg, m, cfg):
         tol=FW_TOL, max_iter=FW_MAX_ITER, random_state=cfg["seed"])
 
 
-def fit_model(model, reg, X, Y, cfg):
+def fit_model(model, reg, X, Y, cfg, previous=None):
     """The model ``model`` (a name of MODELS) at ``reg`` fitted on ``(X, Y)``.
 
+    ``previous``: the same model fitted on the same data at another reg; models of
+    ``WARM_PATH`` start from its state (``warm_start``), the others afresh.
     The SSVM (Frank-Wolfe) certifies a relative duality gap ``FW_TOL``; if that gap,
     in the units of ``reg/2 |w|^2 + mean xi``, exceeds ``CP_TOL``, the fit continues from
     its dual state (``warm_start``) with the relative gap that brings it to ``CP_TOL``.
     """
-    est = _make(model, reg, len(X), cfg).fit(X, Y)
+    if previous is not None and model in WARM_PATH:
+        est = previous.set_params(warm_start=True, **(
+            {"C": 1.0 / (reg * len(X)), "tol": FW_TOL} if model == "SSVM" else {"reg": reg}))
+    else:
+        est = _make(model, reg, len(X), cfg)
+    est.fit(X, Y)
     if model == "SSVM" and reg * est.duality_gap_ > CP_TOL:
         est.set_params(warm_start=True, tol=0.5 * CP_TOL / (reg * est.objective_)).fit(X, Y)
     return est
@@ -131,16 +143,33 @@ def mean_loss(pred, Y, L):
 
 
 def _task(job):
+    """Fit and score ``job``: a list of ``(job, losses, timings)``, one per reg.
+
+    ``job.reg`` is a reg, or a regularization path: a tuple of regs fitted from the largest
+    down (each from the last one's state, models of ``WARM_PATH``), continued a decade
+    at a time below them while its last reg has the least loss of the path (within
+    ``GRID_LIMITS``)."""
     X, Y, cfg = _DATA["X"], _DATA["Y"], _DATA["cfg"]
-    tr = [X[i] for i in job.train]
-    t0, c0 = time.perf_counter(), time.process_time()
-    with single_threaded_blas():     # the fits' systems are small; workers share the cores
-        model = fit_model(job.model, job.reg, tr, [Y[i] for i in job.train], cfg)
-    t1, c1 = time.perf_counter(), time.process_time()
-    pred = model.predict([X[i] for i in job.test])
-    losses = proposition_losses(pred, [Y[i] for i in job.test], cfg["L"])
-    t2 = time.perf_counter()
-    return job, losses, {"fit": t1 - t0, "fit_cpu": c1 - c0, "predict": t2 - t1}
+    tr, ytr = [X[i] for i in job.train], [Y[i] for i in job.train]
+    path = isinstance(job.reg, tuple)
+    regs = sorted(job.reg, reverse=True) if path else [job.reg]
+    out, model = [], None
+    while regs:
+        reg = regs.pop(0)
+        t0, c0 = time.perf_counter(), time.process_time()
+        with single_threaded_blas():  # the fits' systems are small; workers share the cores
+            model = fit_model(job.model, reg, tr, ytr, cfg, previous=model)
+        t1, c1 = time.perf_counter(), time.process_time()
+        pred = model.predict([X[i] for i in job.test])
+        losses = proposition_losses(pred, [Y[i] for i in job.test], cfg["L"])
+        t2 = time.perf_counter()
+        out.append((job._replace(reg=reg), losses,
+                    {"fit": t1 - t0, "fit_cpu": c1 - c0, "predict": t2 - t1}))
+        means = [r[1].mean() for r in out]
+        if (path and not regs and len(means) > 1 and means[-1] < min(means[:-1])
+                and reg / 10 >= GRID_LIMITS[0]):
+            regs.append(reg / 10)
+    return out
 
 
 def _run_tasks(jobs, n_jobs, progress):
@@ -151,7 +180,7 @@ def _run_tasks(jobs, n_jobs, progress):
                          f"{tm['fit_cpu']:.1f} s)")
         return r
     if n_jobs == 1 or len(jobs) <= 1:
-        return [report(_task(j)) for j in jobs]
+        return [report(r) for j in jobs for r in _task(j)]
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
     # the longest fits first (the exact AGM's, then the stochastic one's, on the largest
@@ -163,8 +192,8 @@ def _run_tasks(jobs, n_jobs, progress):
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("fork")) as pool:
         futures = {pool.submit(_task, jobs[i]): i for i in order}
         for f in as_completed(futures):
-            out[futures[f]] = report(f.result())
-    return out
+            out[futures[f]] = [report(r) for r in f.result()]
+    return [r for rs in out for r in rs]
 
 
 def _group_folds(ids, sid, n_folds, rng):
@@ -180,22 +209,29 @@ def _group_folds(ids, sid, n_folds, rng):
 def cross_validate(train, sid, grid, n_folds, models, n_jobs, progress, timings, tag, rng):
     """Choose reg per model by ``n_folds``-fold CV (folds of sentences) on ``train``.
 
-    The grid is extended by a decade beyond an edge while a model's best value is on
-    it (within ``GRID_LIMITS``).  Returns ({model: reg}, {model: {reg: mean loss}}, notes).
+    The grid is extended by a decade beyond an edge while a model's best value (least
+    mean loss over the folds) is on it (within ``GRID_LIMITS``).  Each model and fold
+    first walks the grid as one regularization path (:func:`_task`: from the largest reg
+    down, warm-started, on below the grid while its own loss falls); the extension then
+    fits what a fold lacks.  A reg counts once every fold has it, so the choice is that
+    of extending the grid one decade at a time.  Returns ({model: reg}, {model: {reg:
+    mean loss}}, notes).
     """
     folds = _group_folds(np.asarray(train), sid, n_folds, rng)
-    scores = {m: {} for m in models}
-    todo = {m: list(grid) for m in models}
+    scores = {m: {} for m in models}           # {model: {reg: {fold: loss}}}
+    todo = {m: [tuple(grid)] for m in models}
     notes = []
     while any(todo.values()):
         jobs = [Job(m, r, fit, val, f"cv-{tag}", f) for f, (fit, val) in enumerate(folds)
-                for m in models for r in todo[m]]
+                for m in models for r in todo[m]
+                if isinstance(r, tuple) or f not in scores[m].get(r, {})]
         for job, losses, tm in _run_tasks(jobs, n_jobs, progress):
             timings.append((f"cv-{tag}", job.model, tm))
-            scores[job.model].setdefault(job.reg, []).append(float(losses.mean()))
+            scores[job.model].setdefault(job.reg, {})[job.tag] = float(losses.mean())
         todo = {m: [] for m in models}
         for m in models:
-            best, regs = _best(scores[m]), sorted(scores[m])
+            done = {r: list(v.values()) for r, v in scores[m].items() if len(v) == n_folds}
+            best, regs = _best(done), sorted(done)
             if best == regs[-1] and best * 10 <= GRID_LIMITS[1]:
                 todo[m] = [best * 10]
             elif best == regs[0] and best / 10 >= GRID_LIMITS[0]:
@@ -203,8 +239,9 @@ def cross_validate(train, sid, grid, n_folds, models, n_jobs, progress, timings,
             if todo[m]:
                 notes.append(f"{tag}/{m}: best {best:g} on the grid's edge, tried {todo[m][0]:g}")
                 progress.message("grid extended: " + notes[-1])
-    chosen = {m: _best(scores[m]) for m in models}
-    cv_loss = {m: {r: float(np.mean(v)) for r, v in s.items()} for m, s in scores.items()}
+    cv_loss = {m: {r: float(np.mean(list(v.values()))) for r, v in s.items()
+                   if len(v) == n_folds} for m, s in scores.items()}
+    chosen = {m: _best(cv_loss[m]) for m in models}
     return chosen, cv_loss, notes
 
 

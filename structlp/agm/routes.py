@@ -59,7 +59,7 @@ FW_INNER_STEPS = 10
 WARM_LPS = 1500
 #: The cutting plane keeps its master's Gram matrix dense (with spare capacity) while it
 #: takes at most this many bytes; beyond, the master takes its products with the sparse
-#: vertex rows instead (:class:`~structlp.learners.master.RowGram`, memory ``O(nnz)``).
+#: vertex rows instead (``structlp.learners.master.RowGram``, memory ``O(nnz)``).
 DENSE_GRAM_BYTES = 2 ** 30
 
 

@@ -359,6 +359,74 @@ def test_problem_full_scale_splits():
     assert len(S["brown"]) == 4 and all(len(tr) == 50 for tr, _ in S["brown"])
 
 
+def _old_grid_rule(mod, loss, grid, n_folds):
+    """The reg chosen by extending the grid a decade at a time (every fold fitted at
+    every reg tried, cold), the CV's rule before regularization paths."""
+    means, todo = {}, sorted(grid)
+    while todo:
+        for r in todo:
+            means[r] = np.mean([loss(r, f) for f in range(n_folds)])
+        regs, best = sorted(means), mod._best({r: [v] for r, v in means.items()})
+        todo = ([best * 10] if best == regs[-1] and best * 10 <= mod.GRID_LIMITS[1] else
+                [best / 10] if best == regs[0] and best / 10 >= mod.GRID_LIMITS[0] else [])
+    return mod._best({r: [v] for r, v in means.items()}), means
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cv_paths_choose_what_the_grid_rule_chooses(seed, monkeypatch):
+    """Cross-validation walks each model's grid as one warm-started path per fold (on
+    below the grid while that fold's loss falls), then fits what a fold lacks: on random
+    fold losses (a minimum per fold somewhere in 1e-5..1e3, noise), the same choice and
+    the same mean losses as extending the grid a decade at a time with every fold, and
+    each path fit after the first starts from the previous fit (the warm start)."""
+    from structlp.utils import Progress
+    mod = _problem()
+    rng = np.random.default_rng(seed)
+    n_folds = 2 + seed % 2
+    centre = rng.uniform(-5.5, 3.5, n_folds)          # log10 of each fold's best reg
+    noise = rng.uniform(0, 0.3, (n_folds, 40))
+
+    def loss(reg, fold):
+        x = np.log10(reg)
+        return 0.1 + 0.01 * (x - centre[fold]) ** 2 + 0.002 * noise[fold, int(round(x)) + 10]
+
+    sid = np.arange(60) // 2
+    fold_of = {}
+    for f, (fit, val) in enumerate(mod._group_folds(np.arange(60), sid, n_folds,
+                                                    np.random.default_rng(0))):
+        fold_of[tuple(fit)] = f
+    calls = []
+
+    class Fitted:
+        def __init__(self, reg, fold):
+            self.reg, self.fold = reg, fold
+
+        def predict(self, X):
+            return self
+
+    def fit_model(model, reg, X, Y, cfg, previous=None):
+        calls.append((model, reg, previous is not None and previous.reg))
+        return Fitted(reg, fold_of[tuple(X)])
+
+    monkeypatch.setattr(mod, "fit_model", fit_model)
+    monkeypatch.setattr(mod, "proposition_losses",
+                        lambda pred, Y, L: np.array([loss(pred.reg, pred.fold)]))
+    monkeypatch.setattr(mod, "_DATA", {"X": list(range(60)), "Y": [0] * 60, "cfg": {"L": None}})
+    grid = (0.1, 1.0, 10.0)
+    chosen, cv_loss, _ = mod.cross_validate(np.arange(60), sid, grid, n_folds, ("CRF",), 1,
+                                            Progress("test"), [], "brown",
+                                            np.random.default_rng(0))
+    best, means = _old_grid_rule(mod, loss, grid, n_folds)
+    assert chosen["CRF"] == best
+    assert cv_loss["CRF"] == pytest.approx(means, rel=1e-12)
+    # a path's fits after its first start from the previous reg's fit (ten times larger)
+    warm = [(reg, prev) for _, reg, prev in calls if prev]
+    assert warm and all(prev == pytest.approx(10 * reg) for reg, prev in warm)
+    if best < min(grid):        # the paths went on below the grid, warm
+        assert any(reg < min(grid) for reg, _ in warm)
+    assert sum(prev is False for _, _, prev in calls) >= n_folds
+
+
 def test_problem_marks_one_split_pairs_propositions():
     """With one split the marks pair the test propositions' losses (Wilcoxon on 200
     pairs): a model worse on most propositions is marked down, one that differs by
