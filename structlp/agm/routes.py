@@ -201,17 +201,17 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
         solve_lps(~todo, s)
         return (np.ones(m, dtype=bool),) + violations(s, psi, ~todo)
 
-    # the working set: row t of example group[t]; rows 0..m-1 are the truths (the
-    # adversary playing y_i: g = 0, b = 0), so every group starts with a row.  The rows
-    # g are sparse (a vertex's features minus the truth's, a few percent of theta's
-    # coordinates on SRL): R is kept sparse, its Gram matrix dense (with spare capacity)
-    # while it fits in DENSE_GRAM_BYTES, else not at all (`Gram` None)
     # A warm start (the same training set: every kept row is still a cut) keeps the last
     # fit's rows, their weights scaled to this reg's cap.
     fp = (fingerprint((k, D, F_all, Psi, [(ex.key(), nl) for ex, nl in zip(exs, NL)]))
           if est.warm_start else None)
     prev = getattr(est, "_warm_rows", None)
     prev = prev if fp is not None and prev is not None and prev["fingerprint"] == fp else None
+    # the working set: row t of example group[t]; rows 0..m-1 are the truths (the
+    # adversary playing y_i: g = 0, b = 0), so every group starts with a row.  The rows
+    # g are sparse (a vertex's features minus the truth's, a few percent of theta's
+    # coordinates on SRL): R is kept sparse, its Gram matrix dense (with spare capacity)
+    # while it fits in DENSE_GRAM_BYTES, else not at all (`Gram` None)
     R = sp.csr_array((m, D)) if prev is None else prev["R"]
     T = R.shape[0]
     size = max(4 * m, T + m, 64)
