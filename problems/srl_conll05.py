@@ -213,8 +213,9 @@ def cross_validate(train, sid, grid, n_folds, models, n_jobs, progress, timings,
     mean loss over the folds) is on it (within ``GRID_LIMITS``).  Each model and fold
     first walks the grid as one regularization path (:func:`_task`: from the largest reg
     down, warm-started, on below the grid while its own loss falls); the extension then
-    fits what a fold lacks.  A reg counts once every fold has it, so the choice is that
-    of extending the grid one decade at a time.  Returns ({model: reg}, {model: {reg:
+    fits what a fold lacks (below the grid, again as a path: :func:`_path_to`).  A reg
+    counts once every fold has it, so the choice is that of extending the grid one decade
+    at a time.  Returns ({model: reg}, {model: {reg:
     mean loss}}, notes).
     """
     folds = _group_folds(np.asarray(train), sid, n_folds, rng)
@@ -222,12 +223,12 @@ def cross_validate(train, sid, grid, n_folds, models, n_jobs, progress, timings,
     todo = {m: [tuple(grid)] for m in models}
     notes = []
     while any(todo.values()):
-        jobs = [Job(m, r, fit, val, f"cv-{tag}", f) for f, (fit, val) in enumerate(folds)
-                for m in models for r in todo[m]
+        jobs = [Job(m, _path_to(r, scores[m], m), fit, val, f"cv-{tag}", f)
+                for f, (fit, val) in enumerate(folds) for m in models for r in todo[m]
                 if isinstance(r, tuple) or f not in scores[m].get(r, {})]
         for job, losses, tm in _run_tasks(jobs, n_jobs, progress):
             timings.append((f"cv-{tag}", job.model, tm))
-            scores[job.model].setdefault(job.reg, {})[job.tag] = float(losses.mean())
+            scores[job.model].setdefault(job.reg, {}).setdefault(job.tag, float(losses.mean()))
         todo = {m: [] for m in models}
         for m in models:
             done = {r: list(v.values()) for r, v in scores[m].items() if len(v) == n_folds}
@@ -243,6 +244,16 @@ def cross_validate(train, sid, grid, n_folds, models, n_jobs, progress, timings,
                    if len(v) == n_folds} for m, s in scores.items()}
     chosen = {m: _best(cv_loss[m]) for m in models}
     return chosen, cv_loss, notes
+
+
+def _path_to(reg, scores, model):
+    """What a fold fits to add ``reg`` to a model's CV (``scores``: its regs fitted so far):
+    below the largest, for a model of ``WARM_PATH``, the path down to it through them
+    (warm fits at the larger regs cost less than one cold fit at a small reg); else
+    ``reg`` alone."""
+    if isinstance(reg, tuple) or model not in WARM_PATH or reg > max(scores):
+        return reg
+    return tuple(sorted({r for r in scores if r > reg} | {reg}, reverse=True))
 
 
 def _best(by_reg):

@@ -375,7 +375,8 @@ def _old_grid_rule(mod, loss, grid, n_folds):
 @pytest.mark.parametrize("seed", range(12))
 def test_cv_paths_choose_what_the_grid_rule_chooses(seed, monkeypatch):
     """Cross-validation walks each model's grid as one warm-started path per fold (on
-    below the grid while that fold's loss falls), then fits what a fold lacks: on random
+    below the grid while that fold's loss falls), then fits what a fold lacks (below the
+    grid's top by a path again): on random
     fold losses (a minimum per fold somewhere in 1e-5..1e3, noise), the same choice and
     the same mean losses as extending the grid a decade at a time with every fold, and
     each path fit after the first starts from the previous fit (the warm start)."""
@@ -424,6 +425,8 @@ def test_cv_paths_choose_what_the_grid_rule_chooses(seed, monkeypatch):
     assert warm and all(prev == pytest.approx(10 * reg) for reg, prev in warm)
     if best < min(grid):        # the paths went on below the grid, warm
         assert any(reg < min(grid) for reg, _ in warm)
+    # below the grid's largest reg every fit is warm (the extensions too: paths again)
+    assert all(prev for _, reg, prev in calls if reg < max(grid))
     assert sum(prev is False for _, _, prev in calls) >= n_folds
 
 
