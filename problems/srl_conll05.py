@@ -43,10 +43,11 @@ interior, and used in both experiments (both train on samples of test.wsj of one
 size).  Each fold fits a model's grid as one regularization path, from the largest
 ``reg`` down, each fit warm-started from the last (the AGM's working set of vertices,
 the CRF's and the SSVM's solutions; AGM-SG afresh), and goes on below the grid while its
-loss falls; the choice is the one of extending the grid (:func:`cross_validate`).  A model is marked ``*`` when it has the best mean or is not
-significantly worse than it (Wilcoxon signed-rank on the per-split losses,
-alpha = 0.05; with fewer than 6 splits no difference can be significant; an experiment of
-one split pairs the losses of its test propositions instead).
+loss falls; the choice is the one of extending the grid (:func:`cross_validate`).  A
+model is marked ``*`` when it has the best mean or is not significantly worse than it
+(Wilcoxon signed-rank on the per-split losses, alpha = 0.05; with fewer than 6 splits no
+difference can be significant; an experiment of one split pairs the losses of its test
+propositions instead).
 
 The data (research use only) are read from ``data_path`` (option), else
 ``$STRUCTLP_CONLL05_PATH``, else ``../shared/data/conll05_srl``; never copied here.
@@ -215,8 +216,7 @@ def cross_validate(train, sid, grid, n_folds, models, n_jobs, progress, timings,
     down, warm-started, on below the grid while its own loss falls); the extension then
     fits what a fold lacks (below the grid, again as a path: :func:`_path_to`).  A reg
     counts once every fold has it, so the choice is that of extending the grid one decade
-    at a time.  Returns ({model: reg}, {model: {reg:
-    mean loss}}, notes).
+    at a time.  Returns ({model: reg}, {model: {reg: mean loss}}, notes).
     """
     folds = _group_folds(np.asarray(train), sid, n_folds, rng)
     scores = {m: {} for m in models}           # {model: {reg: {fold: loss}}}
