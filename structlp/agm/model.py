@@ -142,11 +142,14 @@ class AdversarialGraphicalModel(BaseEstimator):
         re-fit of the subgradient method starts from ``coef_`` instead of ``init``
         and continues AdaGrad from its sums of squared gradients ``adagrad_sum_``
         (small steps, as at the end of the previous fit).  A re-fit of
-        ``method="cutting_plane"`` on the same training set (e.g. with another ``reg``,
-        down a regularization path) starts from the previous fit's working set of
-        vertices, its weights scaled to the new ``reg``: the same certified optimum in
-        fewer rounds; on other data it starts afresh.  For ``method="qp"`` and
-        ``"frank_wolfe"`` it has no effect.
+        ``method="cutting_plane"`` starts from the previous fit's working set of
+        vertices for every example the two training sets share (the same tree, node
+        losses, features and labels, wherever it stands in the set), their weights
+        scaled to the new ``reg`` and size: down a regularization path on one training
+        set, or across overlapping training sets (cross-validation folds), the same
+        certified optimum in fewer rounds; the other examples, and a training set with
+        none in common, start afresh.  For ``method="qp"`` and ``"frank_wolfe"`` it has
+        no effect.
     random_state : int or None
     solver, solver_opts
         cvxpy QP solver for ``method="qp"`` (default CLARABEL) and its options;

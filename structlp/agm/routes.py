@@ -163,8 +163,14 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     Fs = [lp_features(ex, k) for ex in exs]
     F_all = sp.vstack(Fs, format="csr")
     cuts = np.concatenate([[0], np.cumsum([F.shape[0] for F in Fs])])
-    Psi = sp.csr_array(np.vstack([F.T @ lp_encode(ex, y, k) for F, ex, y in zip(Fs, exs, Ys)]))
-    del Fs                                  # F_all holds them (a copy each: freed)
+    truths = [lp_encode(ex, y, k) for ex, y in zip(exs, Ys)]
+    Psi = sp.csr_array(np.vstack([F.T @ t for F, t in zip(Fs, truths)]))
+    # A warm start keeps the last fit's rows of every example that is in this training set
+    # too: its rows are cuts of this fit if its shape, node losses, part features and truth
+    # are the same (its key), wherever it stands in the set.
+    keys = ([fingerprint((k, D, ex.key(), nl, F, t))
+             for ex, nl, F, t in zip(exs, NL, Fs, truths)] if est.warm_start else None)
+    del Fs, truths                          # F_all holds them (a copy each: freed)
     lps = [InnerLP(ex, k, nl, polytope=P, keep_solver=i < WARM_LPS) for i, (ex, nl, P)
            in enumerate(zip(exs, NL, shared_inner_polytopes(exs, NL, k)))]
     ones = [np.ones(ex.n_nodes) for ex in exs]
@@ -201,12 +207,8 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
         solve_lps(~todo, s)
         return (np.ones(m, dtype=bool),) + violations(s, psi, ~todo)
 
-    # A warm start (the same training set: every kept row is still a cut) keeps the last
-    # fit's rows, their weights scaled to this reg's cap.
-    fp = (fingerprint((k, D, F_all, Psi, [(ex.key(), nl) for ex, nl in zip(exs, NL)]))
-          if est.warm_start else None)
-    prev = getattr(est, "_warm_rows", None)
-    prev = prev if fp is not None and prev is not None and prev["fingerprint"] == fp else None
+    prev = (_kept_rows(getattr(est, "_warm_rows", None), keys, C)
+            if keys is not None and None not in keys else None)
     # the working set: row t of example group[t]; rows 0..m-1 are the truths (the
     # adversary playing y_i: g = 0, b = 0), so every group starts with a row.  The rows
     # g are sparse (a vertex's features minus the truth's, a few percent of theta's
@@ -221,8 +223,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     cap = np.full(m, C)
     alpha = cap.copy()
     if prev is not None:
-        b[:T], group[:T] = prev["b"], prev["group"]
-        alpha = prev["alpha"] * (C / prev["C"])
+        b[:T], group[:T], alpha = prev["b"], prev["group"], prev["alpha"]
         if Gram is not None:
             Gram[:T, :T] = (R @ R.T).toarray()
     idle = np.zeros(size, dtype=np.int64)       # rounds each row has spent at weight 0
@@ -328,8 +329,8 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             f"{int(est.max_iter)} rounds with an example's loss {float(viol.max()):.3g} "
             f"above its cutting-plane bound (tol={tol:g}); raise max_iter or tol.",
             ConvergenceWarning, stacklevel=3)
-    est._warm_rows = (None if fp is None else
-                      dict(fingerprint=fp, R=R, b=b[:T].copy(), group=group[:T].copy(),
+    est._warm_rows = (None if keys is None or None in keys else
+                      dict(keys=keys, R=R, b=b[:T].copy(), group=group[:T].copy(),
                            alpha=alpha, C=C))
     est.n_iter_ = it
     est.converged_ = converged
@@ -339,6 +340,37 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     est.inner_stats_["dropped_rows"] = n_dropped
     est.inner_stats_["solves"] = n_solves
     return theta
+
+
+def _kept_rows(kept, keys, C):
+    """The working set a warm start begins with: for each example of this fit (``keys``,
+    its key per example) found in the last fit (``kept``), that fit's rows of it, its
+    truth row's weight among them; the other examples start from their truth row alone
+    at weight ``C``.  Weights are scaled by ``C / kept["C"]``, so each example's weights
+    keep their sum relative to its cap.  Returns ``{"R", "b", "group", "alpha"}`` (the
+    truth rows first, in the examples' order), or None when no example was kept."""
+    if kept is None:
+        return None
+    where = {}
+    for j, key in enumerate(kept["keys"]):
+        where.setdefault(key, j)
+    src = np.array([where.get(key, -1) for key in keys], dtype=np.int64)
+    if (src < 0).all():
+        return None
+    m, m0 = len(keys), len(kept["keys"])
+    scale = C / kept["C"]
+    found = np.flatnonzero(src >= 0)
+    alpha = np.full(m, C)
+    alpha[found] = kept["alpha"][src[found]] * scale
+    # the last fit's vertex rows by example (its rows m0.. in the order of their example)
+    vert = m0 + np.argsort(kept["group"][m0:], kind="stable")
+    start = np.searchsorted(kept["group"][vert], np.arange(m0 + 1))
+    take = [vert[start[src[i]]:start[src[i] + 1]] for i in found]
+    group = np.concatenate([np.arange(m)] + [np.full(len(t), i) for t, i in zip(take, found)])
+    take = np.concatenate([np.zeros(0, dtype=np.int64)] + take)
+    R = sp.vstack([sp.csr_array((m, kept["R"].shape[1])), kept["R"][take]], format="csr")
+    return dict(R=R, b=np.concatenate([np.zeros(m), kept["b"][take]]), group=group,
+                alpha=np.concatenate([alpha, kept["alpha"][take] * scale]))
 
 
 def _simplex_sizes(ex, k):
