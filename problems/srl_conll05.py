@@ -98,9 +98,10 @@ Job = namedtuple("Job", "model reg train test phase tag")
 def _make(model, reg, m, cfg):
     L = cfg["L"]
     if model == "AGM":
+        # (warm_start: it keeps its working set for a next fit down a path or a chain)
         return AdversarialGraphicalModel(len(LABELS), loss=L, normalize_weights=True, reg=reg,
                                          method="cutting_plane", tol=CP_TOL,
-                                         max_iter=CP_MAX_ITER)
+                                         max_iter=CP_MAX_ITER, warm_start=True)
     if model == "AGM-SG":
         return AdversarialGraphicalModel(len(LABELS), loss=L, normalize_weights=True, reg=reg,
                                          method="subgradient", inner="lp",
@@ -143,58 +144,199 @@ def mean_loss(pred, Y, L):
     return float(np.mean(proposition_losses(pred, Y, L)))
 
 
-def _task(job):
-    """Fit and score ``job``: a list of ``(job, losses, timings)``, one per reg.
-
-    ``job.reg`` is a reg, or a regularization path: a tuple of regs fitted from the largest
-    down (each from the last one's state, models of ``WARM_PATH``), continued a decade
-    at a time below them while its last reg has the least loss of the path (within
-    ``GRID_LIMITS``)."""
+def _fit_and_score(job, previous=None):
+    """Fit ``job`` (one reg; ``previous``: see :func:`fit_model`) and score it on its test
+    set: the fitted model and ``(job, losses, timings)``."""
     X, Y, cfg = _DATA["X"], _DATA["Y"], _DATA["cfg"]
-    tr, ytr = [X[i] for i in job.train], [Y[i] for i in job.train]
+    t0, c0 = time.perf_counter(), time.process_time()
+    with single_threaded_blas():  # the fits' systems are small; workers share the cores
+        model = fit_model(job.model, job.reg, [X[i] for i in job.train],
+                          [Y[i] for i in job.train], cfg, previous=previous)
+    t1, c1 = time.perf_counter(), time.process_time()
+    pred = model.predict([X[i] for i in job.test])
+    losses = proposition_losses(pred, [Y[i] for i in job.test], cfg["L"])
+    t2 = time.perf_counter()
+    return model, (job, losses, {"fit": t1 - t0, "fit_cpu": c1 - c0, "predict": t2 - t1})
+
+
+def _extend(by_reg):
+    """The reg the grid rule tries next for ``{reg: losses}`` (its best on an edge: a
+    decade beyond it, within ``GRID_LIMITS``), or None."""
+    best, regs = _best(by_reg), sorted(by_reg)
+    if best == regs[-1] and best * 10 <= GRID_LIMITS[1]:
+        return best * 10
+    if best == regs[0] and best / 10 >= GRID_LIMITS[0]:
+        return best / 10
+    return None
+
+
+def _cv_task(job):
+    """The CV fits of one model on some folds: a list of ``(job, losses, timings)``.
+
+    ``job.train`` holds the folds, ``(fold, fit ids, validation ids)``; ``job.reg`` is a
+    reg (fitted cold on each fold), or a path: a tuple of regs fitted from the largest down
+    on each fold, each fit from that fold's last one (models of ``WARM_PATH``).  With
+    ``job.tag`` true the path is then extended by the grid rule on these folds' mean
+    losses (:func:`_extend`: below, on down the path; above, cold) until their best is
+    interior.  With every fold in one task that is the whole grid rule, each fold's state
+    kept in memory throughout."""
     path = isinstance(job.reg, tuple)
-    regs = sorted(job.reg, reverse=True) if path else [job.reg]
-    out, model = [], None
-    while regs:
-        reg = regs.pop(0)
-        t0, c0 = time.perf_counter(), time.process_time()
-        with single_threaded_blas():  # the fits' systems are small; workers share the cores
-            model = fit_model(job.model, reg, tr, ytr, cfg, previous=model)
-        t1, c1 = time.perf_counter(), time.process_time()
-        pred = model.predict([X[i] for i in job.test])
-        losses = proposition_losses(pred, [Y[i] for i in job.test], cfg["L"])
-        t2 = time.perf_counter()
-        out.append((job._replace(reg=reg), losses,
-                    {"fit": t1 - t0, "fit_cpu": c1 - c0, "predict": t2 - t1}))
-        means = [r[1].mean() for r in out]
-        if (path and not regs and len(means) > 1 and means[-1] < min(means[:-1])
-                and reg / 10 >= GRID_LIMITS[0]):
-            regs.append(reg / 10)
+    todo = sorted(job.reg, reverse=True) if path else [job.reg]
+    state, scores, out = {}, {}, []
+    while todo:
+        reg = todo.pop(0)
+        for fold, fit, val in job.train:
+            below = fold in state and reg < min(r for r in scores if fold in scores[r])
+            state[fold], res = _fit_and_score(Job(job.model, reg, fit, val, job.phase, fold),
+                                               state[fold] if below else None)
+            scores.setdefault(reg, {})[fold] = float(res[1].mean())
+            out.append(res)
+        if path and job.tag and not todo:
+            nxt = _extend({r: list(v.values()) for r, v in scores.items()})
+            todo = [] if nxt is None else [nxt]
     return out
 
 
-def _run_tasks(jobs, n_jobs, progress):
+def _chain_task(jobs):
+    """Final fits of one model (models of ``WARM_PATH``): the first, then each of the
+    others from a copy of the first's fitted state (the largest training set, sharing at
+    least half of each other's examples: at full scale, every other one's superset).  A
+    list of ``(job, losses, timings)``."""
+    import copy
+    first, res = _fit_and_score(jobs[0])
+    return [res] + [_fit_and_score(j, copy.deepcopy(first))[1] for j in jobs[1:]]
+
+
+def _one_task(job):
+    return [_fit_and_score(job)[1]]
+
+
+class _Inline:
+    """The pool of ``n_jobs=1``: a task runs when it is submitted."""
+
+    def submit(self, fn, arg):
+        from concurrent.futures import Future
+        f = Future()
+        try:
+            f.set_result(fn(arg))
+        except BaseException as e:      # (re-raised by result(), as a pool's would be)
+            f.set_exception(e)
+        return f
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+#: The order in which tasks of equal kind start: the longest fits first, so that the
+#: cores end together.
+COST = {"AGM": 0, "AGM-SG": 1, "CRF": 2, "SSVM": 3}
+
+
+def _fold_groups(n_models, n_folds, n_jobs):
+    """How many tasks share each model's CV folds: one (every fold's path in one task,
+    the grid rule decided in it) unless there are more workers than models."""
+    return max(1, min(n_folds, n_jobs // max(n_models, 1)))
+
+
+def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
+    """Cross-validation and final fits in one pool, each model's final fits started as
+    soon as its reg is chosen (no core idles between the phases).
+
+    ``ready``: ``{model: reg}`` of the models not cross-validated (their final fits start
+    at once); ``models``: the models cross-validated on ``cv``, ``(folds, grid, tag)``
+    with ``folds`` a list of ``(fit ids, validation ids)``; ``finals(model, reg)``: that
+    model's final jobs (None: no final fits).  Returns ``chosen, cv_loss, notes,
+    results``: the CV's choices and mean losses, and the final fits' ``(job, losses,
+    timings)``."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+    chosen, results, notes = {}, [], []
+    scores = {m: {} for m in models}            # {model: {reg: {fold: loss}}}
+    pending = {}
+
     def report(r):
         job, losses, tm = r
         progress.message(f"[{job.phase} {job.tag}] {job.model} reg={job.reg:g}: loss "
                          f"{losses.mean():.4f} (fit {tm['fit']:.1f} s, cpu "
                          f"{tm['fit_cpu']:.1f} s)")
-        return r
-    if n_jobs == 1 or len(jobs) <= 1:
-        return [report(r) for j in jobs for r in _task(j)]
+        timings.append((job.phase, job.model, tm))
+
+    def submit(pool, tasks):
+        # tasks: (kind, function, job or list of jobs); the longest kinds of fit first
+        def model(t):
+            return t[2][0].model if isinstance(t[2], list) else t[2].model
+        for t in sorted(tasks, key=lambda t: COST[model(t)]):
+            pending[pool.submit(t[1], t[2])] = (t[0], model(t))
+
+    def final_tasks(m, reg):
+        # a model of WARM_PATH fits the largest training set first, then from its state
+        # each one that shares at least half of its examples with it (one chain, one
+        # worker); the others (and every fit of another model) each in a task of its own
+        jobs = sorted(finals(m, reg), key=lambda j: -len(j.train))
+        root = set(np.asarray(jobs[0].train).tolist())
+        near = [m in WARM_PATH and 2 * len(root.intersection(np.asarray(j.train).tolist()))
+                >= len(j.train) for j in jobs]
+        chain = [j for j, ok in zip(jobs, near) if ok]
+        return ([("final", _chain_task, chain)] if len(chain) > 1 else []) + [
+            ("final", _one_task, j) for j, ok in zip(jobs, near) if not ok or len(chain) == 1]
+
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    # the longest fits first (the exact AGM's, then the stochastic one's, on the largest
-    # training sets first), so that the two cores end together
-    cost = {"AGM": 0, "AGM-SG": 1, "CRF": 2, "SSVM": 3}
-    order = sorted(range(len(jobs)), key=lambda i: (cost[jobs[i].model],
-                                                    -len(jobs[i].train)))
-    out = [None] * len(jobs)
-    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("fork")) as pool:
-        futures = {pool.submit(_task, jobs[i]): i for i in order}
-        for f in as_completed(futures):
-            out[futures[f]] = [report(r) for r in f.result()]
-    return [r for rs in out for r in rs]
+    from concurrent.futures import ProcessPoolExecutor
+    pool = (_Inline() if n_jobs == 1 else
+            ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("fork")))
+    with pool:
+        tasks = [t for m, reg in ready.items() for t in final_tasks(m, reg)] if finals else []
+        if models:
+            folds, grid, tag = cv
+            n_folds = len(folds)
+            parts = np.array_split(np.arange(n_folds), _fold_groups(len(models), n_folds,
+                                                                     n_jobs))
+            groups = [tuple((int(f), folds[f][0], folds[f][1]) for f in p) for p in parts]
+            tasks += [("cv", _cv_task, Job(m, tuple(grid), g, None, f"cv-{tag}", True))
+                      for m in models for g in groups]
+            tried = {m: set(grid) for m in models}   # the regs the grid rule has tried
+        submit(pool, tasks)
+        while pending:
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for fut in done:
+                what, m = pending.pop(fut)
+                for r in fut.result():
+                    report(r)
+                    if what == "final":
+                        results.append(r)
+                    else:
+                        scores[m].setdefault(r[0].reg, {}).setdefault(r[0].tag,
+                                                                      float(r[1].mean()))
+                if what != "cv" or any(w == "cv" and mm == m for w, mm in pending.values()):
+                    continue
+                # every CV task of m has ended: extend the grid, or choose and go on
+                # (a task's own extension beyond them counts once the rule reaches it)
+                done_regs = {r: list(v.values()) for r, v in scores[m].items()
+                             if len(v) == n_folds and r in tried[m]}
+                nxt = _extend(done_regs)
+                while nxt is not None and len(scores[m].get(nxt, {})) == n_folds:
+                    tried[m].add(nxt)
+                    done_regs[nxt] = list(scores[m][nxt].values())
+                    nxt = _extend(done_regs)
+                if nxt is not None:
+                    notes.append(f"{tag}/{m}: best {_best(done_regs):g} on the grid's edge, "
+                                 f"tried {nxt:g}")
+                    progress.message("grid extended: " + notes[-1])
+                    lack = [tuple(x for x in g if x[0] not in scores[m].get(nxt, {}))
+                            for g in groups]
+                    regs = _path_to(nxt, tried[m], m)
+                    tried[m].add(nxt)
+                    submit(pool, [("cv", _cv_task, Job(m, regs, g, None, f"cv-{tag}", False))
+                                  for g in lack if g])
+                    continue
+                chosen[m] = _best(done_regs)
+                if finals is not None:
+                    submit(pool, final_tasks(m, chosen[m]))
+    cv_loss = {m: {r: float(np.mean(list(v.values()))) for r, v in scores[m].items()
+                   if len(v) == len(cv[0]) and r in tried[m]} for m in models}
+    return chosen, cv_loss, notes, results
 
 
 def _group_folds(ids, sid, n_folds, rng):
@@ -211,49 +353,30 @@ def cross_validate(train, sid, grid, n_folds, models, n_jobs, progress, timings,
     """Choose reg per model by ``n_folds``-fold CV (folds of sentences) on ``train``.
 
     The grid is extended by a decade beyond an edge while a model's best value (least
-    mean loss over the folds) is on it (within ``GRID_LIMITS``).  Each model and fold
-    first walks the grid as one regularization path (:func:`_task`: from the largest reg
-    down, warm-started, on below the grid while its own loss falls); the extension then
-    fits what a fold lacks (below the grid, again as a path: :func:`_path_to`).  A reg
-    counts once every fold has it, so the choice is that of extending the grid one decade
-    at a time.  Returns ({model: reg}, {model: {reg: mean loss}}, notes).
+    mean loss over the folds) is on it (within ``GRID_LIMITS``).  Each model walks the
+    grid as one regularization path per fold, from the largest reg down, warm-started,
+    every fold in one task while there are no more workers than models
+    (:func:`_cv_task`: the extension decided there, each fold's state kept).  With more
+    workers, the folds are shared among tasks that each extend by their own folds' losses;
+    what a fold then lacks is fitted in another round (below the grid's top, again as a
+    path: :func:`_path_to`).  A reg counts once every fold has it, so the choice is that
+    of extending the grid one decade at a time.  Returns ({model: reg}, {model: {reg:
+    mean loss}}, notes).
     """
     folds = _group_folds(np.asarray(train), sid, n_folds, rng)
-    scores = {m: {} for m in models}           # {model: {reg: {fold: loss}}}
-    todo = {m: [tuple(grid)] for m in models}
-    notes = []
-    while any(todo.values()):
-        jobs = [Job(m, _path_to(r, scores[m], m), fit, val, f"cv-{tag}", f)
-                for f, (fit, val) in enumerate(folds) for m in models for r in todo[m]
-                if isinstance(r, tuple) or f not in scores[m].get(r, {})]
-        for job, losses, tm in _run_tasks(jobs, n_jobs, progress):
-            timings.append((f"cv-{tag}", job.model, tm))
-            scores[job.model].setdefault(job.reg, {}).setdefault(job.tag, float(losses.mean()))
-        todo = {m: [] for m in models}
-        for m in models:
-            done = {r: list(v.values()) for r, v in scores[m].items() if len(v) == n_folds}
-            best, regs = _best(done), sorted(done)
-            if best == regs[-1] and best * 10 <= GRID_LIMITS[1]:
-                todo[m] = [best * 10]
-            elif best == regs[0] and best / 10 >= GRID_LIMITS[0]:
-                todo[m] = [best / 10]
-            if todo[m]:
-                notes.append(f"{tag}/{m}: best {best:g} on the grid's edge, tried {todo[m][0]:g}")
-                progress.message("grid extended: " + notes[-1])
-    cv_loss = {m: {r: float(np.mean(list(v.values()))) for r, v in s.items()
-                   if len(v) == n_folds} for m, s in scores.items()}
-    chosen = {m: _best(cv_loss[m]) for m in models}
+    chosen, cv_loss, notes, _ = _schedule({}, models, (folds, grid, tag), None, n_jobs,
+                                          progress, timings)
     return chosen, cv_loss, notes
 
 
-def _path_to(reg, scores, model):
-    """What a fold fits to add ``reg`` to a model's CV (``scores``: its regs fitted so far):
+def _path_to(reg, tried, model):
+    """What a fold fits to add ``reg`` to a model's CV (``tried``: the regs tried so far):
     below the largest, for a model of ``WARM_PATH``, the path down to it through them
     (warm fits at the larger regs cost less than one cold fit at a small reg); else
     ``reg`` alone."""
-    if isinstance(reg, tuple) or model not in WARM_PATH or reg > max(scores):
+    if model not in WARM_PATH or reg > max(tried):
         return reg
-    return tuple(sorted({r for r in scores if r > reg} | {reg}, reverse=True))
+    return tuple(sorted({r for r in tried if r > reg} | {reg}, reverse=True))
 
 
 def _best(by_reg):
@@ -361,24 +484,30 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
     timings, out = [], {}
     # one selection for both experiments: both train on samples of test.wsj of one size
     selected = tuple(m for m in models if m not in given)
+    chosen = {m: float(given[m]) for m in models if m in given}
+    cv_spec = None
     if C is not None or cv == 1 or len(grid) == 1 or not selected:
-        chosen, cv_loss, notes = {m: grid[0] for m in selected}, {}, []
+        chosen.update({m: grid[0] for m in selected})
     else:
-        chosen, cv_loss, notes = cross_validate(split_ids[experiments[0]][0][0], sid, grid,
-                                                int(cv), selected, int(n_jobs), progress,
-                                                timings, experiments[0], rng)
-    chosen.update({m: float(given[m]) for m in models if m in given})
-    progress.message("chosen: " + ", ".join(f"{m} {chosen[m]:g}" for m in models))
-    # both experiments' fits in one pool (no core idles between them)
-    jobs = [Job(m, chosen[m], tr, te, exp, s) for exp in experiments
-            for s, (tr, te) in enumerate(split_ids[exp]) for m in models]
+        cv_spec = (_group_folds(np.asarray(split_ids[experiments[0]][0][0]), sid, int(cv), rng),
+                   grid, experiments[0])
     for exp in experiments:
         out[exp] = {"per_split": {m: [None] * len(split_ids[exp]) for m in models},
                     "per_proposition": {m: [None] * len(split_ids[exp]) for m in models},
                     "reg": chosen, "n_test": [len(te) for _, te in split_ids[exp]],
                     "n_train": [len(tr) for tr, _ in split_ids[exp]]}
-    for job, losses, tm in _run_tasks(jobs, int(n_jobs), progress):
-        timings.append((job.phase, job.model, tm))
+
+    def finals(m, reg):
+        # both experiments' fits of model m (one pool: no core idles between them)
+        progress.message(f"chosen: {m} {reg:g}")
+        return [Job(m, reg, tr, te, exp, s) for exp in experiments
+                for s, (tr, te) in enumerate(split_ids[exp])]
+
+    cv_chosen, cv_loss, notes, results = _schedule(
+        {m: chosen[m] for m in models if m in chosen}, selected if cv_spec else (), cv_spec,
+        finals, int(n_jobs), progress, timings)
+    chosen.update(cv_chosen)
+    for job, losses, tm in results:
         out[job.phase]["per_split"][job.model][job.tag] = float(losses.mean())
         out[job.phase]["per_proposition"][job.model][job.tag] = losses
     progress.close()

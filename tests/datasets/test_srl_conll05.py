@@ -372,14 +372,17 @@ def _old_grid_rule(mod, loss, grid, n_folds):
     return mod._best({r: [v] for r, v in means.items()}), means
 
 
+@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("seed", range(12))
-def test_cv_paths_choose_what_the_grid_rule_chooses(seed, monkeypatch):
-    """Cross-validation walks each model's grid as one warm-started path per fold (on
-    below the grid while that fold's loss falls), then fits what a fold lacks (below the
-    grid's top by a path again): on random
-    fold losses (a minimum per fold somewhere in 1e-5..1e3, noise), the same choice and
-    the same mean losses as extending the grid a decade at a time with every fold, and
-    each path fit after the first starts from the previous fit (the warm start)."""
+def test_cv_paths_choose_what_the_grid_rule_chooses(seed, shared, monkeypatch):
+    """Cross-validation walks each model's grid as one warm-started path per fold and
+    extends it by the grid rule: with every fold in one task (``shared=False``) there,
+    each (reg, fold) fitted once; with the folds shared among tasks (more workers than
+    models), each task by its own folds' losses, then what a fold lacks in another round
+    (below the grid's top by a path again).  On random fold losses (a minimum per fold
+    somewhere in 1e-5..1e3, noise): the same choice and the same mean losses as extending
+    the grid a decade at a time with every fold, and each path fit after the first starts
+    from the previous fit (the warm start)."""
     from structlp.utils import Progress
     mod = _problem()
     rng = np.random.default_rng(seed)
@@ -406,10 +409,12 @@ def test_cv_paths_choose_what_the_grid_rule_chooses(seed, monkeypatch):
             return self
 
     def fit_model(model, reg, X, Y, cfg, previous=None):
-        calls.append((model, reg, previous is not None and previous.reg))
+        calls.append((fold_of[tuple(X)], reg, previous is not None and previous.reg))
         return Fitted(reg, fold_of[tuple(X)])
 
     monkeypatch.setattr(mod, "fit_model", fit_model)
+    if shared:
+        monkeypatch.setattr(mod, "_fold_groups", lambda n_models, n_folds, n_jobs: n_folds)
     monkeypatch.setattr(mod, "proposition_losses",
                         lambda pred, Y, L: np.array([loss(pred.reg, pred.fold)]))
     monkeypatch.setattr(mod, "_DATA", {"X": list(range(60)), "Y": [0] * 60, "cfg": {"L": None}})
@@ -428,6 +433,53 @@ def test_cv_paths_choose_what_the_grid_rule_chooses(seed, monkeypatch):
     # below the grid's largest reg every fit is warm (the extensions too: paths again)
     assert all(prev for _, reg, prev in calls if reg < max(grid))
     assert sum(prev is False for _, _, prev in calls) >= n_folds
+    if not shared:      # the grid rule decided in the task: no fit twice, none in vain
+        assert len({(f, reg) for f, reg, _ in calls}) == len(calls) == n_folds * len(means)
+
+
+def test_final_fits_chain_from_the_largest_training_set(monkeypatch):
+    """A model of WARM_PATH fits its largest training set first and every final fit that
+    shares at least half of its examples from a copy of that fit (one chain); a training
+    set apart, and every fit of AGM-SG, starts afresh.  The losses land with their jobs."""
+    from structlp.utils import Progress
+    mod = _problem()
+    calls = []
+
+    class Fitted:
+        def __init__(self, model, train):
+            self.model, self.train = model, train
+
+        def predict(self, X):
+            return self
+
+    def fit_model(model, reg, X, Y, cfg, previous=None):
+        calls.append((model, tuple(X), previous))
+        return Fitted(model, tuple(X))
+
+    monkeypatch.setattr(mod, "fit_model", fit_model)
+    monkeypatch.setattr(mod, "proposition_losses",
+                        lambda pred, Y, L: np.array([len(pred.train) + 0.5 * (pred.model == "AGM")]))
+    monkeypatch.setattr(mod, "_DATA", {"X": list(range(200)), "Y": [0] * 200,
+                                       "cfg": {"L": None}})
+    trains = [np.arange(10, 60), np.arange(60), np.arange(0, 45), np.arange(100, 130),
+              np.arange(30, 90)]
+
+    def finals(m, reg):
+        return [mod.Job(m, reg, tr, np.arange(150, 160), "wsj", s) for s, tr in enumerate(trains)]
+
+    _, _, _, results = mod._schedule({"AGM": 0.1, "AGM-SG": 0.1}, (), None, finals, 1,
+                                     Progress("test"), [])
+    agm = [(X, prev) for m, X, prev in calls if m == "AGM"]
+    assert agm[0] == (tuple(range(60)), None)          # the largest first, afresh
+    starts = {X: prev for X, prev in agm}
+    for tr in (trains[0], trains[2], trains[4]):       # 100 %, 100 %, 50 % shared: warm
+        assert starts[tuple(tr)].train == tuple(range(60))
+    assert starts[tuple(range(100, 130))] is None      # nothing shared: afresh
+    assert len({id(prev) for prev in starts.values() if prev is not None}) == 3  # copies
+    assert all(prev is None for m, _, prev in calls if m == "AGM-SG")
+    got = {(j.model, j.tag): float(losses[0]) for j, losses, _ in results}
+    assert got == {(m, s): len(tr) + 0.5 * (m == "AGM") for m in ("AGM", "AGM-SG")
+                   for s, tr in enumerate(trains)}
 
 
 def test_problem_marks_one_split_pairs_propositions():
