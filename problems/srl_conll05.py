@@ -42,8 +42,13 @@ training set, from ``reg_grid`` extended a decade at a time until every choice i
 interior, and used in both experiments (both train on samples of test.wsj of one
 size).  Each fold fits a model's grid as one regularization path, from the largest
 ``reg`` down, each fit warm-started from the last (the AGM's working set of vertices,
-the CRF's and the SSVM's solutions; AGM-SG afresh), and goes on below the grid while its
-loss falls; the choice is the one of extending the grid (:func:`cross_validate`).  A
+the CRF's and the SSVM's solutions; AGM-SG afresh); one task holds a model's folds, so
+the grid is extended there, each path going on from its last state
+(:func:`cross_validate`).  Cross-validation and final fits share one pool of ``n_jobs``
+workers: a model's final fits start as soon as its reg is chosen, those of the AGM, the
+CRF and the SSVM as one chain from the largest training set (each other fit that shares
+half of its examples starts from a copy of that fit's state: at ``n_train="all"`` all
+of them).  A
 model is marked ``*`` when it has the best mean or is not significantly worse than it
 (Wilcoxon signed-rank on the per-split losses, alpha = 0.05; with fewer than 6 splits no
 difference can be significant; an experiment of one split pairs the losses of its test
@@ -156,6 +161,10 @@ def _fit_and_score(job, previous=None):
     pred = model.predict([X[i] for i in job.test])
     losses = proposition_losses(pred, [Y[i] for i in job.test], cfg["L"])
     t2 = time.perf_counter()
+    if "progress" in _DATA:         # from the worker, as each fit ends
+        _DATA["progress"].message(
+            f"[{job.phase} {job.tag}] {job.model} reg={job.reg:g}: loss {losses.mean():.4f} "
+            f"(fit {t1 - t0:.1f} s, cpu {c1 - c0:.1f} s)")
     return model, (job, losses, {"fit": t1 - t0, "fit_cpu": c1 - c0, "predict": t2 - t1})
 
 
@@ -256,12 +265,6 @@ def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
     scores = {m: {} for m in models}            # {model: {reg: {fold: loss}}}
     pending = {}
 
-    def report(r):
-        job, losses, tm = r
-        progress.message(f"[{job.phase} {job.tag}] {job.model} reg={job.reg:g}: loss "
-                         f"{losses.mean():.4f} (fit {tm['fit']:.1f} s, cpu "
-                         f"{tm['fit_cpu']:.1f} s)")
-        timings.append((job.phase, job.model, tm))
 
     def submit(pool, tasks):
         # tasks: (kind, function, job or list of jobs); the longest kinds of fit first
@@ -284,6 +287,7 @@ def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
 
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
+    _DATA["progress"] = progress        # (the workers, forked, report each fit)
     pool = (_Inline() if n_jobs == 1 else
             ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("fork")))
     with pool:
@@ -303,7 +307,7 @@ def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
             for fut in done:
                 what, m = pending.pop(fut)
                 for r in fut.result():
-                    report(r)
+                    timings.append((r[0].phase, r[0].model, r[2]))
                     if what == "final":
                         results.append(r)
                     else:
