@@ -47,8 +47,8 @@ the grid is extended there, each path going on from its last state
 (:func:`cross_validate`).  Cross-validation and final fits share one pool of ``n_jobs``
 workers: a model's final fits start as soon as its reg is chosen, those of the AGM, the
 CRF and the SSVM as one chain from the largest training set (each other fit that shares
-half of its examples starts from a copy of that fit's state: at ``n_train="all"`` all
-of them).  A
+half of its examples with it starts from the last one's state: at ``n_train="all"``
+all of them).  A
 model is marked ``*`` when it has the best mean or is not significantly worse than it
 (Wilcoxon signed-rank on the per-split losses, alpha = 0.05; with fewer than 6 splits no
 difference can be significant; an experiment of one split pairs the losses of its test
@@ -179,41 +179,62 @@ def _extend(by_reg):
     return None
 
 
-def _cv_task(job):
-    """The CV fits of one model on some folds: a list of ``(job, losses, timings)``.
+#: Models whose fitted state serves a fit on other examples as well: the AGM's working set
+#: keeps the rows of every example it was fitted on.  Its CV folds share one estimator,
+#: and its final fits start from it.
+CARRY = ("AGM",)
+
+
+def _cv_task(task):
+    """The CV fits of one model on some folds, ``task = (job, finals)``: a list of
+    ``(job, losses, timings)``, the final fits' after the CV's.
 
     ``job.train`` holds the folds, ``(fold, fit ids, validation ids)``; ``job.reg`` is a
     reg (fitted cold on each fold), or a path: a tuple of regs fitted from the largest down
-    on each fold, each fit from that fold's last one (models of ``WARM_PATH``).  With
-    ``job.tag`` true the path is then extended by the grid rule on these folds' mean
-    losses (:func:`_extend`: below, on down the path; above, cold) until their best is
-    interior.  With every fold in one task that is the whole grid rule, each fold's state
-    kept in memory throughout."""
+    on each fold, each fit from that fold's last one (models of ``WARM_PATH``; one state
+    for all folds, models of ``CARRY``).  With ``job.tag`` true the path is then extended
+    by the grid rule on these folds' mean losses (:func:`_extend`: below, on down the path;
+    above, cold) until their best is interior: with every fold in one task, the whole grid
+    rule, each fold's state kept in memory throughout.  ``finals`` (every fold here): the
+    model's final jobs, fitted at the reg chosen as one chain (:func:`_chain_task`) from
+    the CV's last state."""
+    job, finals = task
     path = isinstance(job.reg, tuple)
     todo = sorted(job.reg, reverse=True) if path else [job.reg]
     state, scores, out = {}, {}, []
     while todo:
         reg = todo.pop(0)
         for fold, fit, val in job.train:
-            below = fold in state and reg < min(r for r in scores if fold in scores[r])
-            state[fold], res = _fit_and_score(Job(job.model, reg, fit, val, job.phase, fold),
-                                               state[fold] if below else None)
+            # warm below the regs fitted (on this fold; on any, a state all folds share)
+            key = None if job.model in CARRY else fold
+            mine = [r for r, v in scores.items() if key is None or fold in v]
+            below = bool(mine) and (reg < min(mine) or (key is None and reg == min(mine)))
+            state[key], res = _fit_and_score(Job(job.model, reg, fit, val, job.phase, fold),
+                                              state.get(key) if below else None)
             scores.setdefault(reg, {})[fold] = float(res[1].mean())
             out.append(res)
         if path and job.tag and not todo:
             nxt = _extend({r: list(v.values()) for r, v in scores.items()})
             todo = [] if nxt is None else [nxt]
+    if finals:
+        reg = _best({r: list(v.values()) for r, v in scores.items()})
+        if "progress" in _DATA:
+            _DATA["progress"].message(f"chosen: {job.model} {reg:g}")
+        out += _chain_task([j._replace(reg=reg) for j in finals], start=state[key])
     return out
 
 
-def _chain_task(jobs):
-    """Final fits of one model (models of ``WARM_PATH``): the first, then each of the
-    others from a copy of the first's fitted state (the largest training set, sharing at
-    least half of each other's examples: at full scale, every other one's superset).  A
-    list of ``(job, losses, timings)``."""
-    import copy
-    first, res = _fit_and_score(jobs[0])
-    return [res] + [_fit_and_score(j, copy.deepcopy(first))[1] for j in jobs[1:]]
+def _chain_task(jobs, start=None):
+    """Final fits of one model (models of ``WARM_PATH``), in turn, each from the last
+    one's state (the first from ``start``, when given): the first has the largest
+    training set, and each other shares at least half of its examples (at full scale,
+    all of them); the AGM's working set holds the rows of every example fitted so far.
+    A list of ``(job, losses, timings)``."""
+    out, est = [], start
+    for job in jobs:
+        est, res = _fit_and_score(job, est)
+        out.append(res)
+    return out
 
 
 def _one_task(job):
@@ -263,27 +284,34 @@ def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
     from concurrent.futures import FIRST_COMPLETED, wait
     chosen, results, notes = {}, [], []
     scores = {m: {} for m in models}            # {model: {reg: {fold: loss}}}
-    pending = {}
+    pending, inside = {}, set()
 
 
     def submit(pool, tasks):
-        # tasks: (kind, function, job or list of jobs); the longest kinds of fit first
+        # tasks: (kind, function, argument); the longest kinds of fit first
         def model(t):
-            return t[2][0].model if isinstance(t[2], list) else t[2].model
+            a = t[2] if isinstance(t[2], Job) else t[2][0]   # a job, (job, finals), jobs
+            return a.model
         for t in sorted(tasks, key=lambda t: COST[model(t)]):
             pending[pool.submit(t[1], t[2])] = (t[0], model(t))
 
-    def final_tasks(m, reg):
-        # a model of WARM_PATH fits the largest training set first, then from its state
-        # each one that shares at least half of its examples with it (one chain, one
-        # worker); the others (and every fit of another model) each in a task of its own
+    def plan(m, reg):
+        # a model of WARM_PATH fits the largest training set first, then, each from the
+        # last one's state, those that share at least half of its examples (one chain);
+        # the others (and every fit of another model) afresh: (chain, the others)
         jobs = sorted(finals(m, reg), key=lambda j: -len(j.train))
         root = set(np.asarray(jobs[0].train).tolist())
         near = [m in WARM_PATH and 2 * len(root.intersection(np.asarray(j.train).tolist()))
                 >= len(j.train) for j in jobs]
         chain = [j for j, ok in zip(jobs, near) if ok]
-        return ([("final", _chain_task, chain)] if len(chain) > 1 else []) + [
-            ("final", _one_task, j) for j, ok in zip(jobs, near) if not ok or len(chain) == 1]
+        return (chain, [j for j, ok in zip(jobs, near) if not ok]) if len(chain) > 1 \
+            else ([], jobs)
+
+    def final_tasks(m, reg):
+        progress.message(f"chosen: {m} {reg:g}")
+        chain, rest = plan(m, reg)
+        return ([("final", _chain_task, chain)] if chain else []) + [
+            ("final", _one_task, j) for j in rest]
 
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
@@ -298,7 +326,12 @@ def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
             parts = np.array_split(np.arange(n_folds), _fold_groups(len(models), n_folds,
                                                                      n_jobs))
             groups = [tuple((int(f), folds[f][0], folds[f][1]) for f in p) for p in parts]
-            tasks += [("cv", _cv_task, Job(m, tuple(grid), g, None, f"cv-{tag}", True))
+            # with every fold in one task, a warm model's final fits follow its CV there,
+            # from its last state (their reg a placeholder until the CV chooses)
+            inside = {m for m in models if finals is not None and len(groups) == 1
+                      and m in WARM_PATH}
+            tasks += [("cv", _cv_task, (Job(m, tuple(grid), g, None, f"cv-{tag}", True),
+                                        sum(plan(m, 0.0), []) if m in inside else None))
                       for m in models for g in groups]
             tried = {m: set(grid) for m in models}   # the regs the grid rule has tried
         submit(pool, tasks)
@@ -308,7 +341,7 @@ def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
                 what, m = pending.pop(fut)
                 for r in fut.result():
                     timings.append((r[0].phase, r[0].model, r[2]))
-                    if what == "final":
+                    if not r[0].phase.startswith("cv-"):
                         results.append(r)
                     else:
                         scores[m].setdefault(r[0].reg, {}).setdefault(r[0].tag,
@@ -321,6 +354,8 @@ def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
                              if len(v) == n_folds and r in tried[m]}
                 nxt = _extend(done_regs)
                 while nxt is not None and len(scores[m].get(nxt, {})) == n_folds:
+                    notes.append(f"{tag}/{m}: best {_best(done_regs):g} on the grid's edge, "
+                                 f"tried {nxt:g}")
                     tried[m].add(nxt)
                     done_regs[nxt] = list(scores[m][nxt].values())
                     nxt = _extend(done_regs)
@@ -332,11 +367,11 @@ def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
                             for g in groups]
                     regs = _path_to(nxt, tried[m], m)
                     tried[m].add(nxt)
-                    submit(pool, [("cv", _cv_task, Job(m, regs, g, None, f"cv-{tag}", False))
-                                  for g in lack if g])
+                    submit(pool, [("cv", _cv_task, (Job(m, regs, g, None, f"cv-{tag}", False),
+                                                    None)) for g in lack if g])
                     continue
                 chosen[m] = _best(done_regs)
-                if finals is not None:
+                if finals is not None and m not in inside:
                     submit(pool, final_tasks(m, chosen[m]))
     cv_loss = {m: {r: float(np.mean(list(v.values()))) for r, v in scores[m].items()
                    if len(v) == len(cv[0]) and r in tried[m]} for m in models}
@@ -503,7 +538,6 @@ def run(solver=None, C=None, seed=0, data_path=None, n_train=200, splits=6, cv=2
 
     def finals(m, reg):
         # both experiments' fits of model m (one pool: no core idles between them)
-        progress.message(f"chosen: {m} {reg:g}")
         return [Job(m, reg, tr, te, exp, s) for exp in experiments
                 for s, (tr, te) in enumerate(split_ids[exp])]
 

@@ -207,7 +207,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
         solve_lps(~todo, s)
         return (np.ones(m, dtype=bool),) + violations(s, psi, ~todo)
 
-    prev = (_kept_rows(getattr(est, "_warm_rows", None), keys, C)
+    prev = (_start_rows(getattr(est, "_warm_rows", None), keys)
             if keys is not None and None not in keys else None)
     # the working set: row t of example group[t]; rows 0..m-1 are the truths (the
     # adversary playing y_i: g = 0, b = 0), so every group starts with a row.  The rows
@@ -223,7 +223,7 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     cap = np.full(m, C)
     alpha = cap.copy()
     if prev is not None:
-        b[:T], group[:T], alpha = prev["b"], prev["group"], prev["alpha"]
+        b[:T], group[:T], alpha = prev["b"], prev["group"], prev["share"] * C
         if Gram is not None:
             Gram[:T, :T] = (R @ R.T).toarray()
     idle = np.zeros(size, dtype=np.int64)       # rounds each row has spent at weight 0
@@ -329,9 +329,9 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
             f"{int(est.max_iter)} rounds with an example's loss {float(viol.max()):.3g} "
             f"above its cutting-plane bound (tol={tol:g}); raise max_iter or tol.",
             ConvergenceWarning, stacklevel=3)
-    est._warm_rows = (None if keys is None or None in keys else
-                      dict(keys=keys, R=R, b=b[:T].copy(), group=group[:T].copy(),
-                           alpha=alpha, C=C))
+    est._warm_rows = (None if keys is None or None in keys else _kept_rows(
+        dict(keys=keys, R=R, b=b[:T].copy(), group=group[:T].copy(), share=alpha / C),
+        getattr(est, "_warm_rows", None)))
     est.n_iter_ = it
     est.converged_ = converged
     est.objective_ = float(objective)
@@ -342,35 +342,74 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
     return theta
 
 
-def _kept_rows(kept, keys, C):
-    """The working set a warm start begins with: for each example of this fit (``keys``,
-    its key per example) found in the last fit (``kept``), that fit's rows of it, its
-    truth row's weight among them; the other examples start from their truth row alone
-    at weight ``C``.  Weights are scaled by ``C / kept["C"]``, so each example's weights
-    keep their sum relative to its cap.  Returns ``{"R", "b", "group", "alpha"}`` (the
-    truth rows first, in the examples' order), or None when no example was kept."""
+# The warm start's store: ``keys`` (one per example), the rows ``R`` with their ``b`` and
+# ``group`` (rows 0..len(keys)-1 the examples' truths, in the order of ``keys``), and each
+# row's weight as a share of its example's cap, ``share``.
+
+def _gather(store, which, first=0):
+    """The store's rows of its examples ``which`` (indices into its keys), renumbered to
+    the examples ``first, first + 1, ...``: the truths' shares, then the vertex rows as
+    ``(rows of R, new group, b, share)``."""
+    m0 = len(store["keys"])
+    vert = m0 + np.argsort(store["group"][m0:], kind="stable")
+    start = np.searchsorted(store["group"][vert], np.arange(m0 + 1))
+    take = [vert[start[j]:start[j + 1]] for j in which]
+    group = np.concatenate([np.zeros(0, dtype=np.int64)] +
+                           [np.full(len(t), first + i) for i, t in enumerate(take)])
+    take = np.concatenate([np.zeros(0, dtype=np.int64)] + take)
+    return (store["share"][np.asarray(which, dtype=np.int64)],
+            (store["R"][take], group, store["b"][take], store["share"][take]))
+
+
+def _stack(m, D, truth_share, parts):
+    """A store's arrays from its truths' shares and vertex-row parts (see :func:`_gather`)."""
+    return dict(R=sp.vstack([sp.csr_array((m, D))] + [p[0] for p in parts], format="csr"),
+                group=np.concatenate([np.arange(m)] + [p[1] for p in parts]),
+                b=np.concatenate([np.zeros(m)] + [p[2] for p in parts]),
+                share=np.concatenate([truth_share] + [p[3] for p in parts]))
+
+
+def _start_rows(kept, keys):
+    """The working set a warm start begins with: for each example of this fit (``keys``)
+    that the store ``kept`` holds, its rows there (its truth row's weight among them, a
+    repeated example's rows for each copy); the other examples start from their truth
+    row alone, at their cap.  ``{"R", "b", "group", "share"}``, or None when the store
+    holds none of them."""
     if kept is None:
         return None
     where = {}
     for j, key in enumerate(kept["keys"]):
         where.setdefault(key, j)
     src = np.array([where.get(key, -1) for key in keys], dtype=np.int64)
-    if (src < 0).all():
-        return None
-    m, m0 = len(keys), len(kept["keys"])
-    scale = C / kept["C"]
     found = np.flatnonzero(src >= 0)
-    alpha = np.full(m, C)
-    alpha[found] = kept["alpha"][src[found]] * scale
-    # the last fit's vertex rows by example (its rows m0.. in the order of their example)
-    vert = m0 + np.argsort(kept["group"][m0:], kind="stable")
-    start = np.searchsorted(kept["group"][vert], np.arange(m0 + 1))
-    take = [vert[start[src[i]]:start[src[i] + 1]] for i in found]
-    group = np.concatenate([np.arange(m)] + [np.full(len(t), i) for t, i in zip(take, found)])
-    take = np.concatenate([np.zeros(0, dtype=np.int64)] + take)
-    R = sp.vstack([sp.csr_array((m, kept["R"].shape[1])), kept["R"][take]], format="csr")
-    return dict(R=R, b=np.concatenate([np.zeros(m), kept["b"][take]]), group=group,
-                alpha=np.concatenate([alpha, kept["alpha"][take] * scale]))
+    if not len(found):
+        return None
+    share = np.ones(len(keys))
+    share[found], (R, group, b, s) = _gather(kept, src[found])
+    return _stack(len(keys), kept["R"].shape[1], share, [(R, found[group], b, s)])
+
+
+def _kept_rows(last, older):
+    """The store after a fit: its rows (``last``), and from the store before it
+    (``older``) the rows of the examples it did not have, so that a fit on any mix of
+    the examples seen since ``warm_start`` was set starts warm."""
+    if older is None:
+        return last
+    have = set(last["keys"])
+    extra, seen = [], set()
+    for j, key in enumerate(older["keys"]):
+        if key not in have and key not in seen:
+            seen.add(key)
+            extra.append(j)
+    m = len(last["keys"])
+    if not extra:
+        return last
+    share, part = _gather(older, extra, first=m)
+    mine = (last["R"][m:], last["group"][m:], last["b"][m:], last["share"][m:])
+    out = _stack(m + len(extra), last["R"].shape[1],
+                 np.concatenate([last["share"][:m], share]), [mine, part])
+    out["keys"] = last["keys"] + [older["keys"][j] for j in extra]
+    return out
 
 
 def _simplex_sizes(ex, k):

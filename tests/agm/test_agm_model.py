@@ -633,10 +633,21 @@ def test_cutting_plane_warm_start_across_overlapping_training_sets(rng):
         assert est.lower_bound_ <= est.objective_ <= est.lower_bound_ + 1e-7
         assert est.objective_ == pytest.approx(qp.objective_, rel=1e-7)
     assert kept > len(first) and warm.inner_stats_["solves"] < cold.inner_stats_["solves"]
-    # the working set it started from: the shared examples' rows, the repeated one twice
-    warm.set_params(reg=0.01).fit([X[i] for i in first], [Y[i] for i in first])
-    start = routes._kept_rows(warm._warm_rows, warm._warm_rows["keys"][:3] + ["new"], 0.5)
-    assert np.array_equal(start["group"][:4], np.arange(4))
-    assert set(start["group"][4:]) == {0, 1, 2}        # none for the new example
-    sums = np.bincount(start["group"], weights=start["alpha"], minlength=4)
-    assert sums == pytest.approx([0.5] * 4)
+    # the store keeps the rows of every example seen: a fit on a mix of the two sets
+    # starts from rows for each; a new example, and a repeated one, as documented
+    store = warm._warm_rows
+    assert len(set(store["keys"])) == 30 + 2            # + the 2 relabelled
+    keys = store["keys"][:3] + ["new"] + store["keys"][-3:] + store["keys"][:1]
+    start = routes._start_rows(store, keys)
+    assert np.array_equal(start["group"][:8], np.arange(8))
+    assert set(start["group"][8:]) == set(range(8)) - {3}   # none for the new example
+    sums = np.bincount(start["group"], weights=start["share"], minlength=8)
+    assert sums == pytest.approx(np.ones(8))                # each at its cap
+    mix = [X[i] for i in range(0, 30, 2)] + [X[i] for i in (12, 13)]
+    mix_y = [Y[i] for i in range(0, 30, 2)] + [Y2[second.index(i)] for i in (12, 13)]
+    qp = AdversarialGraphicalModel(3, **{**kw, "method": "qp"}).fit(mix, mix_y)
+    cold = AdversarialGraphicalModel(3, **kw).fit(mix, mix_y)
+    warm.fit(mix, mix_y)
+    assert warm.objective_ == pytest.approx(qp.objective_, rel=1e-7)
+    assert warm.lower_bound_ <= warm.objective_ <= warm.lower_bound_ + 1e-7
+    assert warm.inner_stats_["solves"] < cold.inner_stats_["solves"]

@@ -438,9 +438,10 @@ def test_cv_paths_choose_what_the_grid_rule_chooses(seed, shared, monkeypatch):
 
 
 def test_final_fits_chain_from_the_largest_training_set(monkeypatch):
-    """A model of WARM_PATH fits its largest training set first and every final fit that
-    shares at least half of its examples from a copy of that fit (one chain); a training
-    set apart, and every fit of AGM-SG, starts afresh.  The losses land with their jobs."""
+    """A model of WARM_PATH fits its largest training set first and then, in turn, every
+    final fit that shares at least half of its examples with it, each from the last one's
+    state (one chain); a training set apart, and every fit of AGM-SG, starts afresh.  The
+    losses land with their jobs."""
     from structlp.utils import Progress
     mod = _problem()
     calls = []
@@ -469,17 +470,66 @@ def test_final_fits_chain_from_the_largest_training_set(monkeypatch):
 
     _, _, _, results = mod._schedule({"AGM": 0.1, "AGM-SG": 0.1}, (), None, finals, 1,
                                      Progress("test"), [])
-    agm = [(X, prev) for m, X, prev in calls if m == "AGM"]
-    assert agm[0] == (tuple(range(60)), None)          # the largest first, afresh
-    starts = {X: prev for X, prev in agm}
-    for tr in (trains[0], trains[2], trains[4]):       # 100 %, 100 %, 50 % shared: warm
-        assert starts[tuple(tr)].train == tuple(range(60))
-    assert starts[tuple(range(100, 130))] is None      # nothing shared: afresh
-    assert len({id(prev) for prev in starts.values() if prev is not None}) == 3  # copies
+    agm = [(X, prev and prev.train) for m, X, prev in calls if m == "AGM"]
+    chain = [tuple(range(60)), tuple(range(30, 90)), tuple(range(10, 60)), tuple(range(45))]
+    # the largest first, afresh; the others that share half of it, each from the last
+    assert agm[:4] == list(zip(chain, [None] + chain[:3]))
+    assert agm[4:] == [(tuple(range(100, 130)), None)]  # nothing shared: afresh
     assert all(prev is None for m, _, prev in calls if m == "AGM-SG")
     got = {(j.model, j.tag): float(losses[0]) for j, losses, _ in results}
     assert got == {(m, s): len(tr) + 0.5 * (m == "AGM") for m in ("AGM", "AGM-SG")
                    for s, tr in enumerate(trains)}
+
+
+def test_cv_then_final_fits_in_one_task(monkeypatch):
+    """With every fold in one task, a warm model's final fits follow its CV there at the
+    reg it chose, the first from the CV's last state; the AGM's folds share one state
+    (each fit from the last one, whatever its fold); the CRF's each its own; AGM-SG's
+    final fits start afresh in tasks of their own."""
+    from structlp.utils import Progress
+    mod = _problem()
+    calls = []
+
+    class Fitted:
+        def __init__(self, model, reg, train):
+            self.model, self.reg, self.train = model, reg, train
+
+        def predict(self, X):
+            return self
+
+    def fit_model(model, reg, X, Y, cfg, previous=None):
+        calls.append((model, reg, tuple(X), previous))
+        return Fitted(model, reg, tuple(X))
+
+    monkeypatch.setattr(mod, "fit_model", fit_model)
+    monkeypatch.setattr(mod, "proposition_losses", lambda pred, Y, L: np.array(
+        [abs(np.log10(pred.reg) + 1.0) + 0.01 * (pred.train[0] == 0)]))   # best at 0.1
+    monkeypatch.setattr(mod, "_DATA", {"X": list(range(200)), "Y": [0] * 200,
+                                       "cfg": {"L": None}})
+    folds = [(np.arange(0, 30), np.arange(30, 60)), (np.arange(30, 60), np.arange(0, 30))]
+
+    def finals(m, reg):
+        return [mod.Job(m, reg, tr, np.arange(150, 160), "wsj", s)
+                for s, tr in enumerate([np.arange(60), np.arange(10, 60)])]
+
+    chosen, cv_loss, _, results = mod._schedule(
+        {}, ("AGM", "AGM-SG", "CRF"), (folds, (1.0, 10.0), "brown"), finals, 1,
+        Progress("test"), [])
+    assert chosen == {"AGM": 0.1, "AGM-SG": 0.1, "CRF": 0.1}
+    agm = [c for c in calls if c[0] == "AGM"]
+    # CV: 10, 1, 0.1 (below the grid: its best was on the edge), 0.01; each fold, in turn
+    assert [(r, X[0]) for _, r, X, _ in agm[:8]] == [(r, f) for r in (10, 1, 0.1, 0.01)
+                                                     for f in (0, 30)]
+    assert agm[0][3] is None and all(agm[t][3].train == agm[t - 1][2] and
+                                      agm[t][3].reg == agm[t - 1][1] for t in range(1, 10))
+    # finals at the choice, the largest set first, from the CV's last state
+    assert [(r, len(X)) for _, r, X, _ in agm[8:]] == [(0.1, 60), (0.1, 50)]
+    crf = [c for c in calls if c[0] == "CRF"]
+    assert [c[3] and (c[3].reg, c[3].train[0]) for c in crf[:4]] == [None, None, (10, 0),
+                                                                      (10, 30)]
+    assert all(c[3] is None for c in calls if c[0] == "AGM-SG" and len(c[2]) > 30)
+    assert len(results) == 6 and {j.reg for j, _, _ in results} == {0.1}
+    assert set(cv_loss["AGM"]) == {10.0, 1.0, 0.1, 0.01}
 
 
 def test_problem_marks_one_split_pairs_propositions():
