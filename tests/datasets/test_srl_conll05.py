@@ -552,7 +552,8 @@ def test_problem_marks_one_split_pairs_propositions():
 @pytest.mark.data
 @pytest.mark.slow
 def test_reduced_run():
-    """A few dozen propositions per split, fixed reg: every model trains and scores."""
+    """A few dozen propositions per split, fixed reg: every model trains and scores; with
+    cross-validation, two workers give the serial run's results."""
     mod = _problem()
     res = mod.run(n_train=30, splits=2, C=0.1, n_jobs=1, epochs=2)
     given = mod.run(n_train=30, splits=2, cv=2, reg_grid=[1.0, 10.0], n_jobs=1, epochs=1,
@@ -569,3 +570,11 @@ def test_reduced_run():
     all_o = mod.mean_loss([np.zeros(len(y), dtype=int) for y in Y_brown], Y_brown, L)
     assert all(res["table"]["brown"][m]["mean"] < all_o for m in mod.MODELS)
     assert "paper (Table 2)" in res["report"]
+    # the pool: CV and final fits on two workers, each model's in one task, give the
+    # serial run's choices and losses exactly
+    kw = dict(n_train=30, splits=2, cv=2, reg_grid=[1.0, 10.0], epochs=1,
+              models=["AGM", "CRF"], experiments=["wsj"])
+    serial, pooled = mod.run(n_jobs=1, **kw), mod.run(n_jobs=2, **kw)
+    assert serial["reg"] == pooled["reg"] and serial["cv_loss"] == pooled["cv_loss"]
+    for m in ("AGM", "CRF"):
+        assert serial["table"]["wsj"][m]["per_split"] == pooled["table"]["wsj"][m]["per_split"]
