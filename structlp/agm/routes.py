@@ -392,8 +392,9 @@ def _start_rows(kept, keys):
 def _kept_rows(last, older):
     """The store after a fit: its rows (``last``), and from the store before it
     (``older``) the rows of the examples it did not have, so that a fit on any mix of
-    the examples seen since ``warm_start`` was set starts warm."""
-    if older is None:
+    the examples seen since ``warm_start`` was set starts warm (while the number of
+    parameters stays the same: rows of another parameter space are dropped)."""
+    if older is None or older["R"].shape[1] != last["R"].shape[1]:
         return last
     have = set(last["keys"])
     extra, seen = [], set()

@@ -651,3 +651,8 @@ def test_cutting_plane_warm_start_across_overlapping_training_sets(rng):
     assert warm.objective_ == pytest.approx(qp.objective_, rel=1e-7)
     assert warm.lower_bound_ <= warm.objective_ <= warm.lower_bound_ + 1e-7
     assert warm.inner_stats_["solves"] < cold.inner_stats_["solves"]
+    # data with another number of features: a cold fit, and the store holds only its rows
+    X3, Y3 = random_tree_data(rng, 6, 5, d_v=4)
+    cold3 = AdversarialGraphicalModel(3, **kw).fit(X3, Y3)
+    warm.fit(X3, Y3)
+    assert warm.objective_ == cold3.objective_ and len(warm._warm_rows["keys"]) == 6
