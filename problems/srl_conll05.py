@@ -286,7 +286,6 @@ def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
     scores = {m: {} for m in models}            # {model: {reg: {fold: loss}}}
     pending, inside = {}, set()
 
-
     def submit(pool, tasks):
         # tasks: (kind, function, argument); the longest kinds of fit first
         def model(t):
