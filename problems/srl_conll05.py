@@ -352,15 +352,15 @@ def _schedule(ready, models, cv, finals, n_jobs, progress, timings):
                 done_regs = {r: list(v.values()) for r, v in scores[m].items()
                              if len(v) == n_folds and r in tried[m]}
                 nxt = _extend(done_regs)
-                while nxt is not None and len(scores[m].get(nxt, {})) == n_folds:
+                while nxt is not None:
                     notes.append(f"{tag}/{m}: best {_best(done_regs):g} on the grid's edge, "
                                  f"tried {nxt:g}")
+                    if len(scores[m].get(nxt, {})) < n_folds:
+                        break
                     tried[m].add(nxt)
                     done_regs[nxt] = list(scores[m][nxt].values())
                     nxt = _extend(done_regs)
                 if nxt is not None:
-                    notes.append(f"{tag}/{m}: best {_best(done_regs):g} on the grid's edge, "
-                                 f"tried {nxt:g}")
                     progress.message("grid extended: " + notes[-1])
                     lack = [tuple(x for x in g if x[0] not in scores[m].get(nxt, {}))
                             for g in groups]

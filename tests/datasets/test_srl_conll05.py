@@ -359,6 +359,17 @@ def test_problem_full_scale_splits():
     assert len(S["brown"]) == 4 and all(len(tr) == 50 for tr, _ in S["brown"])
 
 
+class _Fitted:
+    """A mock fitted model for the problem's scheduling tests: its fit's facts as
+    attributes; it predicts itself (the mock losses read them)."""
+
+    def __init__(self, **facts):
+        self.__dict__.update(facts)
+
+    def predict(self, X):
+        return self
+
+
 def _old_grid_rule(mod, loss, grid, n_folds):
     """The reg chosen by extending the grid a decade at a time (every fold fitted at
     every reg tried, cold), the CV's rule before regularization paths."""
@@ -401,16 +412,9 @@ def test_cv_paths_choose_what_the_grid_rule_chooses(seed, shared, monkeypatch):
         fold_of[tuple(fit)] = f
     calls = []
 
-    class Fitted:
-        def __init__(self, reg, fold):
-            self.reg, self.fold = reg, fold
-
-        def predict(self, X):
-            return self
-
     def fit_model(model, reg, X, Y, cfg, previous=None):
         calls.append((fold_of[tuple(X)], reg, previous is not None and previous.reg))
-        return Fitted(reg, fold_of[tuple(X)])
+        return _Fitted(reg=reg, fold=fold_of[tuple(X)])
 
     monkeypatch.setattr(mod, "fit_model", fit_model)
     if shared:
@@ -446,16 +450,9 @@ def test_final_fits_chain_from_the_largest_training_set(monkeypatch):
     mod = _problem()
     calls = []
 
-    class Fitted:
-        def __init__(self, model, train):
-            self.model, self.train = model, train
-
-        def predict(self, X):
-            return self
-
     def fit_model(model, reg, X, Y, cfg, previous=None):
         calls.append((model, tuple(X), previous))
-        return Fitted(model, tuple(X))
+        return _Fitted(model=model, train=tuple(X))
 
     monkeypatch.setattr(mod, "fit_model", fit_model)
     monkeypatch.setattr(mod, "proposition_losses",
@@ -490,16 +487,9 @@ def test_cv_then_final_fits_in_one_task(monkeypatch):
     mod = _problem()
     calls = []
 
-    class Fitted:
-        def __init__(self, model, reg, train):
-            self.model, self.reg, self.train = model, reg, train
-
-        def predict(self, X):
-            return self
-
     def fit_model(model, reg, X, Y, cfg, previous=None):
         calls.append((model, reg, tuple(X), previous))
-        return Fitted(model, reg, tuple(X))
+        return _Fitted(model=model, reg=reg, train=tuple(X))
 
     monkeypatch.setattr(mod, "fit_model", fit_model)
     monkeypatch.setattr(mod, "proposition_losses", lambda pred, Y, L: np.array(
