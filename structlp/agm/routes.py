@@ -230,9 +230,9 @@ def fit_cutting_plane(est, exs, Ys, NL, k, d_v, d_e, progress):
 
     def master(alpha, master_tol):
         # the master's weights, theta, the slacks and the lower bound
-        alpha, grad, dual, _ = solve_master_dual(RowGram(R) if Gram is None else
-                                                 Gram[:T, :T], b[:T], group[:T], cap,
-                                                 alpha=alpha, tol=master_tol)
+        alpha, grad, dual, _ = solve_master_dual(
+            RowGram(R, dense=None if Gram is None else Gram[:T, :T]), b[:T], group[:T], cap,
+            alpha=alpha, tol=master_tol)
         xi = np.full(m, -np.inf)
         np.maximum.at(xi, group[:T], grad)
         return alpha, R.T @ alpha, xi, reg * dual

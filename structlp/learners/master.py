@@ -25,6 +25,11 @@ except ImportError:  # pragma: no cover
 CANDIDATES = 32
 #: Relative ridge added to the master dual's Gram matrix (see :func:`solve_master_dual`).
 RIDGE = 1e-12
+#: :class:`RowGram` takes the products with at most this many rows of ``R`` from CSR
+#: slices (no sparse matrix built: its overhead outweighs the few rows), the others by scipy.
+FEW_ROWS = 64
+#: Refinement steps of a free-rows solve through the kept inverse before it is rebuilt.
+REFINE = 3
 
 
 def single_threaded_blas():
@@ -45,33 +50,82 @@ class RowGram:
     (``O(nnz(R))`` per product with the whole of ``G``) and through the blocks of the
     free rows.
 
+    With ``dense`` (``G`` itself, when the caller keeps it) its blocks and rows are read
+    from it, while the products with many rows of ``G`` still go through ``R``: for sparse
+    rows they cost ``O(nnz(R))`` instead of ``O(T^2)``.
+
     Parameters
     ----------
     R : scipy sparse array or ndarray (T, D)
+    dense : ndarray (T, T), optional
+        ``R R^T``.
     """
 
-    def __init__(self, R):
+    def __init__(self, R, dense=None):
         self.R = sp.csr_array(R, dtype=float)
         self.shape = (self.R.shape[0],) * 2
-        self.diagonal = np.asarray(self.R.multiply(self.R).sum(axis=1)).ravel()
+        self.dense = dense
+        self.diagonal = (np.diag(dense).copy() if dense is not None else
+                         np.asarray(self.R.multiply(self.R).sum(axis=1)).ravel())
 
     def __matmul__(self, a):
         """``G a``."""
         return self.R @ (self.R.T @ a)
 
-    def rows_dot(self, idx, d):
-        """``G[idx] @ d``."""
-        nz = np.flatnonzero(d)
-        return self.R[idx] @ (self.R[nz].T @ d[nz])
+    def _take(self, idx):
+        """The positions of the stored entries of the rows ``idx`` of ``R`` and each row's
+        count (CSR slices: no sparse matrix built, as the many small products below
+        would pay for)."""
+        R = self.R
+        idx = np.asarray(idx, dtype=np.int64)
+        start = R.indptr[idx]
+        count = R.indptr[idx + 1] - start
+        head = np.cumsum(count) - count
+        return np.repeat(start - head, count) + np.arange(int(count.sum())), count
+
+    def rows_times(self, idx, x):
+        """``R[idx] @ x`` for a dense ``x`` (D,) or (D, k)."""
+        if len(idx) > FEW_ROWS:
+            return self.R[idx] @ x
+        pos, count = self._take(idx)
+        row = np.repeat(np.arange(len(count)), count)
+        prod = self.R.data[pos] * (x[self.R.indices[pos]].T if x.ndim == 2 else
+                                   x[self.R.indices[pos]])
+        if x.ndim == 1:
+            return np.bincount(row, prod, len(count))
+        out = np.zeros((len(count), x.shape[1]))
+        for c, p in enumerate(prod):
+            out[:, c] = np.bincount(row, p, len(count))
+        return out
+
+    def rows_t_times(self, idx, v):
+        """``R[idx].T @ v`` (D,)."""
+        if len(idx) > FEW_ROWS:
+            return self.R[idx].T @ v
+        pos, count = self._take(idx)
+        return np.bincount(self.R.indices[pos], self.R.data[pos] * np.repeat(v, count),
+                           self.R.shape[1])
+
+    def rows_dot(self, idx, rows, d):
+        """``G[idx][:, rows] @ d``."""
+        if self.dense is not None:
+            return self.dense[np.ix_(idx, rows)] @ d
+        return self.rows_times(idx, self.rows_t_times(rows, d))
 
     def dot_rows(self, J, d):
         """``d @ G[J]`` (``G[:, J] @ d``: ``G`` is symmetric)."""
-        return self.R @ (self.R[J].T @ d)
+        return self.R @ self.rows_t_times(J, d)
 
     def block(self, I, J):
         """``G[np.ix_(I, J)]``, dense."""
-        if len(I) <= 8:         # a few rows (a row entering): sparse times a dense few
-            return (self.R[J] @ self.R[I].T.toarray()).T
+        if self.dense is not None:
+            return self.dense[np.ix_(I, J)]
+        if len(I) <= 8:         # a few rows (a row entering): their dense rows times R[J]
+            X = np.zeros((self.R.shape[1], len(I)))
+            for c, i in enumerate(I):
+                lo, hi = self.R.indptr[i], self.R.indptr[i + 1]
+                X[self.R.indices[lo:hi], c] = self.R.data[lo:hi]
+            return self.rows_times(J, X).T
         return (self.R[I] @ self.R[J].T).toarray()
 
 
@@ -86,8 +140,8 @@ class _DenseGram:
     def __matmul__(self, a):
         return self.G @ a
 
-    def rows_dot(self, idx, d):
-        return self.G[idx] @ d
+    def rows_dot(self, idx, rows, d):
+        return self.G[np.ix_(idx, rows)] @ d
 
     def dot_rows(self, J, d):
         return d @ self.G[J]
@@ -242,9 +296,10 @@ class _FreeRowsKKT:
     A row freed or fixed is one bordering or Schur-complement update of the inverse
     (``O(n^2)``, in place); a group's reference that leaves hands its part to the group's
     heaviest other free row (its coordinates are taken out and put back).  The reduced
-    matrix is kept beside the inverse: every step checks its residual, and a residual above
-    ``1e-9`` of the right-hand side rebuilds the inverse (:meth:`_matrix`), then solves by
-    LU if that is not accurate either."""
+    matrix is kept beside the inverse: every step checks its residual and refines the
+    solution through the inverse (up to :data:`REFINE` times: the updates' rounding errors
+    make it drift slowly); a residual still above ``1e-9`` of the right-hand side rebuilds
+    the inverse (:meth:`_matrix`), then solves by LU if that is not accurate either."""
 
     def __init__(self, G, b, rho, group, n_groups, rows, a):
         self.G, self.b, self.rho, self.group, self.n_groups = G, b, rho, group, n_groups
@@ -281,6 +336,7 @@ class _FreeRowsKKT:
             self.grad0 = self.grad0 - self.G.dot_rows(J, d)
             self.grad0[J] -= self.rho * d
         self.a0 = a.copy()
+        self.moved = a > 0.0     # the rows whose weights may change until the next one
         S = self.cols[:self.n]
         self.z[:self.n] = self.grad0[S] - self.grad0[self.ref[self.group[S]]]
         return self.grad0
@@ -294,8 +350,11 @@ class _FreeRowsKKT:
 
     def row_grad(self, idx):
         """The gradient at the rows ``idx`` now (their rows of ``G`` only)."""
-        d = self.a - self.a0
-        return self.grad0[idx] - self.G.rows_dot(idx, d) - self.rho * d[idx]
+        M = np.flatnonzero(self.moved)
+        d = self.a[M] - self.a0[M]
+        M, d = M[d != 0.0], d[d != 0.0]
+        return (self.grad0[idx] - self.G.rows_dot(idx, M, d)
+                - self.rho * (self.a[idx] - self.a0[idx]))
 
     def advance(self, t, q):
         """The coordinates' reduced gradient after the step ``t Z q``."""
@@ -358,9 +417,16 @@ class _FreeRowsKKT:
         n, S = self.n, self.cols[:self.n]
         z = self.z[:n] if grad is None else grad[S] - grad[self.ref[self.group[S]]]
         H = self.H[:n, :n]
-        q = self.inv[:n, :n] @ z
+        inv = self.inv[:n, :n]
+        q = inv @ z
         scale = 1e-9 * (1.0 + np.abs(z).max(initial=0.0))
-        if np.abs(H @ q - z).max(initial=0.0) > scale:
+        r = z - H @ q
+        for _ in range(REFINE):     # iterative refinement: the kept inverse drifts slowly
+            if np.abs(r).max(initial=0.0) <= scale:
+                break
+            q = q + inv @ r
+            r = z - H @ q
+        if np.abs(r).max(initial=0.0) > scale:
             z = z.copy()
             self._rebuild(S.copy())
             q = self.inv[:n, :n] @ z
@@ -371,6 +437,7 @@ class _FreeRowsKKT:
         return np.concatenate([S, self.ref[refs]]), np.concatenate([q, p_ref[refs]]), q
 
     def add(self, j):
+        self.moved[j] = True
         g = self.group[j]
         if self.ref[g] < 0:              # the group's only free row: its reference
             self.ref[g] = j

@@ -481,23 +481,64 @@ def test_row_gram_is_the_gram_matrix_and_gives_the_same_master(sparse):
     blocks of a few rows and of many, the diagonal) as the dense matrix does, and the
     master solved through it is cvxpy's optimum, cold and warm."""
     import scipy.sparse as sp
-    from structlp.learners.master import RowGram, solve_master_dual
+    from structlp.learners.master import FEW_ROWS, RowGram, solve_master_dual
     rng = np.random.default_rng(11)
     group, R, b, cap = n_slack_master(rng, 20, 150, 60)
     R[rng.random(R.shape) < 0.7] = 0.0                      # sparse rows, as the AGM's
-    G, RG = R @ R.T, RowGram(sp.csr_array(R) if sparse else R)
-    a, d = rng.random(150), np.where(rng.random(150) < 0.1, rng.normal(size=150), 0.0)
+    R[:20] = 0.0                                            # empty rows, as the truths'
+    G = R @ R.T
+    a, d = rng.random(150), rng.normal(size=150)
     I, J = rng.choice(150, 5, replace=False), rng.choice(150, 40, replace=False)
-    np.testing.assert_allclose(RG @ a, G @ a, atol=1e-12)
-    np.testing.assert_allclose(RG.rows_dot(I, d), G[I] @ d, atol=1e-12)
-    np.testing.assert_allclose(RG.dot_rows(J, d[J]), d[J] @ G[J], atol=1e-12)
-    for rows, cols in ((I, J), (J, I), (J, J)):
-        np.testing.assert_allclose(RG.block(rows, cols), G[np.ix_(rows, cols)], atol=1e-12)
-    np.testing.assert_allclose(RG.diagonal, np.diag(G), atol=1e-12)
-    a0 = None
+    # (FEW_ROWS or fewer rows from CSR slices, more by scipy; blocks and rows from the
+    # dense G when it is given)
+    many = rng.choice(150, FEW_ROWS + 20, replace=False)
+    for RG in (RowGram(sp.csr_array(R) if sparse else R),
+               RowGram(sp.csr_array(R) if sparse else R, dense=G.copy())):
+        np.testing.assert_allclose(RG @ a, G @ a, atol=1e-12)
+        for rows in (I, J, many, np.arange(20)):
+            np.testing.assert_allclose(RG.rows_dot(I, rows, d[rows]), G[np.ix_(I, rows)] @ d[rows],
+                                       atol=1e-12)
+            np.testing.assert_allclose(RG.rows_dot(rows, J, d[J]), G[np.ix_(rows, J)] @ d[J],
+                                       atol=1e-12)
+            np.testing.assert_allclose(RG.dot_rows(rows, d[rows]), d[rows] @ G[rows],
+                                       atol=1e-12)
+        for rows, cols in ((I, J), (J, I), (J, J), (I[:1], many)):
+            np.testing.assert_allclose(RG.block(rows, cols), G[np.ix_(rows, cols)], atol=1e-12)
+        np.testing.assert_allclose(RG.diagonal, np.diag(G), atol=1e-12)
+    RG, a0 = RowGram(sp.csr_array(R) if sparse else R), None
     for start in ("cold", "warm"):
         a, grad, value, viol = solve_master_dual(RG, b, group, cap, alpha=a0, tol=1e-12)
         ad, _, value_d, _ = solve_master_dual(G, b, group, cap, alpha=a0, tol=1e-12)
         assert_cvxpy_master_dual(R, b, group, cap, a, value, viol, same_w=False)
         assert value == pytest.approx(value_d, rel=1e-12)
         a0 = a
+
+
+@pytest.mark.parametrize("drift, rebuilt", [(1e-8, False), (1e-5, False), (0.5, True)])
+def test_free_rows_solve_refines_a_drifted_inverse_before_rebuilding(drift, rebuilt,
+                                                                     monkeypatch):
+    """The free rows' kept inverse drifts with its rank-one updates: a step solves the
+    reduced system to 1e-9 through it by iterative refinement, and rebuilds it only when
+    refinement does not get there (a drift beyond what REFINE steps remove)."""
+    import structlp.learners.master as cpm
+    rng = np.random.default_rng(5)
+    group, R, b, cap = n_slack_master(rng, 6, 60, 100)     # more features than rows:
+    G = R @ R.T                                             # a regular reduced system
+    a = np.zeros(60)
+    for g in range(6):                  # every group's weight spread over its rows
+        rows = np.flatnonzero(group == g)
+        a[rows] = cap[g] * rng.dirichlet(np.ones(len(rows)))
+    kkt = cpm._FreeRowsKKT(cpm._DenseGram(G), b, 1e-12, group, 6, np.flatnonzero(a), a)
+    n = kkt.n
+    assert n > 20
+    E = rng.normal(size=(n, n))
+    kkt.inv[:n, :n] *= 1.0 + drift * (E + E.T) / 2
+    calls = []
+    monkeypatch.setattr(cpm._FreeRowsKKT, "_rebuild",
+                        lambda self, S, _f=cpm._FreeRowsKKT._rebuild: (calls.append(1),
+                                                                       _f(self, S)))
+    F, p, q = kkt.step()
+    H, z = kkt.H[:n, :n], kkt.z[:n]
+    assert np.abs(H @ q - z).max() <= 1e-9 * (1.0 + np.abs(z).max())
+    np.testing.assert_allclose(q, np.linalg.solve(H, z), rtol=1e-6, atol=1e-9)
+    assert bool(calls) == rebuilt
