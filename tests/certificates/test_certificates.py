@@ -407,7 +407,10 @@ def test_bipartite_certificate_equals_minmax(shape, solver, rng):
 def test_bipartite_certificate_equals_minmax_scs_hard_margin(shape, rng):
     if "SCS" not in INSTALLED:
         pytest.skip("SCS is not installed")
-    _certificate_equals_minmax(shape, "SCS", dict(SOLVER_SETTINGS["SCS"][0]), True, rng)
+    # (the hard margin is harder for SCS than C=1: at eps 1e-9 SCS 3.3 ends "inaccurate"
+    # on the second shape; 1e-8 still holds it to 1e-4 of CLARABEL)
+    opts = dict(SOLVER_SETTINGS["SCS"][0], eps_abs=1e-8, eps_rel=1e-8, max_iters=400_000)
+    _certificate_equals_minmax(shape, "SCS", opts, True, rng)
 
 
 @pytest.mark.parametrize("slack, rtol", [("shared", 1e-6), ("two_sided", 1e-5), ("part", 1e-5)])
