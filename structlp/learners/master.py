@@ -352,7 +352,8 @@ class _FreeRowsKKT:
         """The gradient at the rows ``idx`` now (their rows of ``G`` only)."""
         M = np.flatnonzero(self.moved)
         d = self.a[M] - self.a0[M]
-        M, d = M[d != 0.0], d[d != 0.0]
+        keep = d != 0.0
+        M, d = M[keep], d[keep]
         return (self.grad0[idx] - self.G.rows_dot(idx, M, d)
                 - self.rho * (self.a[idx] - self.a0[idx]))
 
